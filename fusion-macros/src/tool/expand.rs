@@ -1,0 +1,249 @@
+//! Code generation for a valid `#[mcp_tool]` function. Reports no errors: `valid.rs` has
+//! checked everything this file assumes.
+//!
+//! The function becomes a unit struct of the same name that
+//! - implements `Tool<C>` (what `.tool(add)` registers), and
+//! - dereferences to a function pointer to the original body, so `add(2, 3).await` still
+//!   works: a call expression auto-dereferences its callee.
+//!
+//! The generated code is small: an argument struct (derives do the decoding and the
+//! schema), the body, and calls into `__private` helpers that own everything else.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{Ident, LitStr, ReturnType, Type, spanned::Spanned as _};
+
+use super::parse::{Flag, ToolFn};
+
+pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
+    let krate = tool
+        .attrs
+        .krate
+        .as_ref()
+        .map_or_else(|| quote!(::fusion_runtime), |path| quote!(#path));
+    let private = quote!(#krate::__private);
+    let item = &tool.item;
+    let vis = &item.vis;
+    let ident = &item.sig.ident;
+    let body_ident = format_ident!("__fusion_body");
+    let args_ident = format_ident!("__FusionArgs");
+
+    // The unit struct keeps the function's docs and visibility.
+    let docs: Vec<_> = item
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"))
+        .collect();
+    let other_attrs: Vec<_> = item
+        .attrs
+        .iter()
+        .filter(|attr| !attr.path().is_ident("doc"))
+        .collect();
+    let description = tool
+        .attrs
+        .description
+        .as_ref()
+        .map(LitStr::value)
+        .or_else(|| tool.doc.clone())
+        .unwrap_or_default();
+    let struct_doc = if docs.is_empty() {
+        quote!(#[doc = #description])
+    } else {
+        quote!(#(#docs)*)
+    };
+    let name = tool
+        .attrs
+        .name
+        .as_ref()
+        .map(LitStr::value)
+        .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
+
+    let ret: Type = match &item.sig.output {
+        ReturnType::Default => syn::parse_quote!(()),
+        ReturnType::Type(_, ty) => (**ty).clone(),
+    };
+
+    // Parameters: the context (at most one) and the arguments, in the user's order.
+    let ctx_param = tool.params.iter().find(|param| param.ctx.is_some());
+    let ctx_type = ctx_param.and_then(|param| match &*param.ty {
+        Type::Reference(reference) => Some((*reference.elem).clone()),
+        _ => None,
+    });
+    let arg_params: Vec<_> = tool
+        .params
+        .iter()
+        .filter(|param| param.ctx.is_none())
+        .collect();
+    let arg_idents: Vec<&Ident> = arg_params.iter().map(|param| &param.ident).collect();
+    let call_idents: Vec<Ident> = tool
+        .params
+        .iter()
+        .map(|param| {
+            if param.ctx.is_some() {
+                format_ident!("__fusion_ctx")
+            } else {
+                param.ident.clone()
+            }
+        })
+        .collect();
+
+    let fields = arg_params.iter().map(|param| {
+        let docs = &param.docs;
+        let field_attrs = &param.field_attrs;
+        let ident = &param.ident;
+        let ty = &param.ty;
+        quote!(#(#docs)* #(#field_attrs)* #ident: #ty,)
+    });
+    // rustc reports a parameter type that cannot be decoded here, at the user's type.
+    let argument_checks = arg_params.iter().map(|param| {
+        let ty = &param.ty;
+        quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();)
+    });
+    let serde_crate = LitStr::new(
+        &format!("{}::serde", private_path_text(&krate)),
+        Span::call_site(),
+    );
+    let schemars_crate = LitStr::new(
+        &format!("{}::schemars", private_path_text(&krate)),
+        Span::call_site(),
+    );
+
+    // The body, as written, under a hidden name.
+    let mut body_fn = item.clone();
+    body_fn.sig.ident = body_ident.clone();
+    body_fn.vis = syn::Visibility::Inherited;
+    body_fn.attrs = other_attrs.into_iter().cloned().collect();
+
+    // The function-pointer type the struct dereferences to. A `&Ctx` parameter lends the
+    // future its lifetime; without one the future owns everything.
+    let pointer_inputs = tool
+        .params
+        .iter()
+        .map(|param| match (&param.ctx, &*param.ty) {
+            (Some(_), Type::Reference(reference)) => {
+                let elem = &reference.elem;
+                quote!(&'__fusion_ctx #elem)
+            }
+            _ => {
+                let ty = &param.ty;
+                quote!(#ty)
+            }
+        });
+    let pointer_type = if ctx_type.is_some() {
+        quote!(for<'__fusion_ctx> fn(#(#pointer_inputs),*) -> #private::CallFuture<'__fusion_ctx, #ret>)
+    } else {
+        quote!(fn(#(#pointer_inputs),*) -> #private::CallFuture<'static, #ret>)
+    };
+    let sig_span = item.sig.span();
+    let direct_call = quote_spanned! {sig_span=>
+        const __FUSION_CALL: #pointer_type =
+            |#(#call_idents),*| #private::boxed_call(#body_ident(#(#call_idents),*));
+    };
+
+    let spec = {
+        let title = option_lit(tool.attrs.title.as_ref());
+        let read_only = option_flag(tool.attrs.read_only);
+        let destructive = option_flag(tool.attrs.destructive);
+        let idempotent = option_flag(tool.attrs.idempotent);
+        let open_world = option_flag(tool.attrs.open_world);
+        quote! {
+            #private::ToolSpec {
+                name: #name,
+                description: #description,
+                title: #title,
+                annotations: #private::Annotations {
+                    read_only: #read_only,
+                    destructive: #destructive,
+                    idempotent: #idempotent,
+                    open_world: #open_world,
+                },
+            }
+        }
+    };
+
+    let (impl_generics, context, ctx_binding) = match &ctx_type {
+        Some(ty) => (quote!(), quote!(#ty), quote!(__fusion_ctx)),
+        None => (
+            quote!(<__FusionC: ::core::marker::Send + ::core::marker::Sync + 'static>),
+            quote!(__FusionC),
+            quote!(_),
+        ),
+    };
+    let invoke_generics = if ctx_type.is_some() {
+        quote!(<'__fusion_a>)
+    } else {
+        quote!(<'__fusion_a, __FusionC: ::core::marker::Send + ::core::marker::Sync + 'static>)
+    };
+    let invoke_turbofish = if ctx_type.is_some() {
+        quote!()
+    } else {
+        quote!(::<__FusionC>)
+    };
+
+    quote! {
+        #struct_doc
+        #[allow(non_camel_case_types)]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #ident;
+
+        const _: () = {
+            #(#argument_checks)*
+
+            #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
+            #[serde(crate = #serde_crate, deny_unknown_fields)]
+            #[schemars(crate = #schemars_crate)]
+            struct #args_ident {
+                #(#fields)*
+            }
+
+            #body_fn
+
+            impl ::core::ops::Deref for #ident {
+                type Target = #pointer_type;
+                fn deref(&self) -> &Self::Target {
+                    #direct_call
+                    &__FUSION_CALL
+                }
+            }
+
+            fn __fusion_invoke #invoke_generics (
+                #ctx_binding: &'__fusion_a #context,
+                __fusion_args: #args_ident,
+            ) -> #private::BoxFuture<'__fusion_a, #private::Outcome> {
+                let #args_ident { #(#arg_idents),* } = __fusion_args;
+                #private::boxed(async move {
+                    #private::render_outcome!(#ret, #body_ident(#(#call_idents),*).await)
+                })
+            }
+
+            impl #impl_generics #private::Tool<#context> for #ident {
+                fn definition(&self) -> #private::ToolDefinition<#context> {
+                    #private::ToolDefinition::new::<#args_ident, _>(
+                        #spec,
+                        #private::output_schema!(#ret),
+                        __fusion_invoke #invoke_turbofish,
+                    )
+                }
+            }
+        };
+    }
+}
+
+/// The runtime's path as text, for serde's and schemars' `crate = "..."` attributes.
+fn private_path_text(krate: &TokenStream) -> String {
+    format!("{krate}::__private").replace(' ', "")
+}
+
+fn option_lit(value: Option<&LitStr>) -> TokenStream {
+    match value {
+        Some(text) => quote!(::core::option::Option::Some(#text)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+fn option_flag(flag: Option<Flag>) -> TokenStream {
+    match flag {
+        Some(Flag { value, .. }) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    }
+}

@@ -1,0 +1,30 @@
+//! `#[mcp_tool]`: parse (`parse.rs`) → validate (`valid.rs`) → expand (`expand.rs`).
+
+mod expand;
+mod parse;
+mod valid;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+
+use crate::ctxt::Ctxt;
+
+/// The whole macro: tokens in, tokens out. On any user error the function is still
+/// emitted (with the macro's own parameter attributes removed) next to the errors, so
+/// its other uses do not cascade into more errors.
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut cx = Ctxt::default();
+    let Some(tool) = parse::parse(attr, item.clone(), &mut cx) else {
+        // Not a function at all: give the item back untouched.
+        let mut out = cx.into_compile_errors();
+        out.extend(item);
+        return out;
+    };
+    valid::check(&tool, &mut cx);
+    if cx.has_errors() {
+        let mut out = cx.into_compile_errors();
+        tool.item.to_tokens(&mut out);
+        return out;
+    }
+    expand::expand(&tool)
+}

@@ -1,0 +1,245 @@
+//! From tokens to the typed description of one tool; syntax errors only. The rules that
+//! relate parts to each other live in `valid.rs`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::{
+    Attribute, FnArg, Ident, ItemFn, LitBool, LitStr, Pat, Path, Token, Type,
+    meta::ParseNestedMeta, parse::Parser as _,
+};
+
+use crate::{ctxt::Ctxt, symbol};
+
+/// A boolean key: written bare (`read_only`) or with a value (`read_only = false`).
+#[derive(Clone, Copy)]
+pub(crate) struct Flag {
+    pub(crate) value: bool,
+    pub(crate) span: Span,
+}
+
+/// The arguments of `#[mcp_tool(...)]`.
+#[derive(Default)]
+pub(crate) struct ToolAttrs {
+    pub(crate) name: Option<LitStr>,
+    pub(crate) description: Option<LitStr>,
+    pub(crate) title: Option<LitStr>,
+    pub(crate) read_only: Option<Flag>,
+    pub(crate) destructive: Option<Flag>,
+    pub(crate) idempotent: Option<Flag>,
+    pub(crate) open_world: Option<Flag>,
+    pub(crate) krate: Option<Path>,
+}
+
+/// One parameter of the function.
+pub(crate) struct Param {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Box<Type>,
+    /// The `#[ctx]` attribute, when the parameter is the per-call context.
+    pub(crate) ctx: Option<Attribute>,
+    /// `///` comments: the property's description.
+    pub(crate) docs: Vec<Attribute>,
+    /// `#[serde(..)]` and `#[schemars(..)]`: passed to the argument struct's field.
+    pub(crate) field_attrs: Vec<Attribute>,
+}
+
+/// A parsed `#[mcp_tool]` function.
+pub(crate) struct ToolFn {
+    pub(crate) attrs: ToolAttrs,
+    /// The function as the user wrote it, minus the parameter attributes this macro owns.
+    pub(crate) item: ItemFn,
+    pub(crate) params: Vec<Param>,
+    /// The doc comment, joined into one description.
+    pub(crate) doc: Option<String>,
+}
+
+pub(crate) fn parse(attr: TokenStream, item: TokenStream, cx: &mut Ctxt) -> Option<ToolFn> {
+    let attrs = parse_attrs(attr, cx);
+    let mut item: ItemFn = match syn::parse2(item) {
+        Ok(item) => item,
+        Err(_) => {
+            cx.error_at(
+                Span::call_site(),
+                "`#[mcp_tool]` goes on an `async fn`; put it on a function such as `async fn add(a: i64, b: i64) -> i64`",
+            );
+            return None;
+        }
+    };
+    let mut params = Vec::new();
+    for input in &mut item.sig.inputs {
+        let FnArg::Typed(typed) = input else { continue };
+        let (owned, kept): (Vec<Attribute>, Vec<Attribute>) =
+            typed.attrs.drain(..).partition(|attr| {
+                [symbol::CTX, symbol::DOC, symbol::SERDE, symbol::SCHEMARS]
+                    .iter()
+                    .any(|key| attr.path().is_ident(key))
+            });
+        typed.attrs = kept;
+        let mut ctx = None;
+        let mut docs = Vec::new();
+        let mut field_attrs = Vec::new();
+        for attr in owned {
+            if attr.path().is_ident(symbol::CTX) {
+                if let Err(error) = attr.meta.require_path_only() {
+                    cx.push(syn::Error::new(error.span(), "`#[ctx]` takes no arguments"));
+                }
+                if ctx.is_some() {
+                    cx.error_spanned_by(
+                        &attr,
+                        "`#[ctx]` is written twice on this parameter; remove one",
+                    );
+                }
+                ctx = Some(attr);
+            } else if attr.path().is_ident(symbol::DOC) {
+                docs.push(attr);
+            } else {
+                field_attrs.push(attr);
+            }
+        }
+        let ident = match &*typed.pat {
+            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => pat.ident.clone(),
+            other => {
+                cx.error_spanned_by(
+                    other,
+                    "a tool parameter needs a plain name (it becomes the argument's name in the schema); write `name: Type` and destructure inside the function",
+                );
+                continue;
+            }
+        };
+        params.push(Param {
+            ident,
+            ty: typed.ty.clone(),
+            ctx,
+            docs,
+            field_attrs,
+        });
+    }
+    let doc = doc_text(&item.attrs);
+    Some(ToolFn {
+        attrs,
+        item,
+        params,
+        doc,
+    })
+}
+
+fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
+    let mut attrs = ToolAttrs::default();
+    let parser = syn::meta::parser(|meta| {
+        let key = meta
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match key.as_str() {
+            // name = "get_weather"
+            symbol::NAME => set_once(cx, &meta, &mut attrs.name, string_value(&meta)?),
+            // description = "What the tool does."
+            symbol::DESCRIPTION => {
+                set_once(cx, &meta, &mut attrs.description, string_value(&meta)?)
+            }
+            // title = "Weather"
+            symbol::TITLE => set_once(cx, &meta, &mut attrs.title, string_value(&meta)?),
+            // read_only | read_only = true | read_only = false (likewise the other hints)
+            symbol::READ_ONLY => set_once(cx, &meta, &mut attrs.read_only, flag_value(&meta)?),
+            symbol::DESTRUCTIVE => set_once(cx, &meta, &mut attrs.destructive, flag_value(&meta)?),
+            symbol::IDEMPOTENT => set_once(cx, &meta, &mut attrs.idempotent, flag_value(&meta)?),
+            symbol::OPEN_WORLD => set_once(cx, &meta, &mut attrs.open_world, flag_value(&meta)?),
+            // crate = "my::path" | crate = my::path
+            symbol::CRATE => {
+                let value = meta.value()?;
+                let path = if value.peek(LitStr) {
+                    value.parse::<LitStr>()?.parse::<Path>()?
+                } else {
+                    value.parse::<Path>()?
+                };
+                set_once(cx, &meta, &mut attrs.krate, path);
+            }
+            _ => {
+                let shown = quote::ToTokens::to_token_stream(&meta.path)
+                    .to_string()
+                    .replace(' ', "");
+                let suggestion = crate::ctxt::closest(&shown, symbol::TOOL_KEYS)
+                    .map(|key| format!("did you mean `{key}`? "))
+                    .unwrap_or_default();
+                cx.error_spanned_by(
+                    &meta.path,
+                    format!(
+                        "unknown `#[mcp_tool]` key `{shown}`; {suggestion}valid keys are: {}",
+                        symbol::TOOL_KEYS
+                            .iter()
+                            .map(|key| format!("`{key}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+                skip_value(&meta)?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(error) = parser.parse2(attr) {
+        cx.push(error);
+    }
+    attrs
+}
+
+fn string_value(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
+    meta.value()?.parse()
+}
+
+fn flag_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Flag> {
+    let span = quote::ToTokens::to_token_stream(&meta.path)
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |token| token.span());
+    if meta.input.peek(Token![=]) {
+        let value: LitBool = meta.value()?.parse()?;
+        Ok(Flag {
+            value: value.value,
+            span: value.span,
+        })
+    } else {
+        Ok(Flag { value: true, span })
+    }
+}
+
+fn set_once<T>(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
+    if slot.is_some() {
+        let key = quote::ToTokens::to_token_stream(&meta.path).to_string();
+        cx.error_spanned_by(&meta.path, format!("`{key}` is given twice; keep one"));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+/// Consumes an unknown key's value (`= expr` or `(...)`), so parsing goes on to the next key.
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _content;
+        syn::parenthesized!(_content in meta.input);
+    }
+    Ok(())
+}
+
+/// The doc comment as one text: each `///` line without its first space, trimmed.
+fn doc_text(attrs: &[Attribute]) -> Option<String> {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident(symbol::DOC))
+        .filter_map(|attr| match &attr.meta {
+            syn::Meta::NameValue(syn::MetaNameValue {
+                value:
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(text),
+                        ..
+                    }),
+                ..
+            }) => Some(text.value()),
+            _ => None,
+        })
+        .map(|line| line.strip_prefix(' ').map(str::to_owned).unwrap_or(line))
+        .collect();
+    let text = lines.join("\n").trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}

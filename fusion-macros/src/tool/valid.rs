@@ -1,0 +1,181 @@
+//! Every rule of `#[mcp_tool]` that relates parts of the function to each other. All
+//! violations are recorded; none stops the others from being checked.
+
+use syn::{FnArg, ReturnType, Type};
+
+use super::parse::ToolFn;
+use crate::ctxt::Ctxt;
+
+/// MCP's tool-name rule: 1–128 characters of `A-Za-z0-9_-.`.
+const MAX_NAME_LEN: usize = 128;
+
+pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
+    check_signature(tool, cx);
+    check_params(tool, cx);
+    check_name(tool, cx);
+    check_description(tool, cx);
+    check_hints(tool, cx);
+}
+
+fn check_signature(tool: &ToolFn, cx: &mut Ctxt) {
+    let sig = &tool.item.sig;
+    if sig.asyncness.is_none() {
+        cx.error_spanned_by(
+            sig.fn_token,
+            "`#[mcp_tool]` needs an `async fn`; add `async` before `fn`",
+        );
+    }
+    if let Some(constness) = &sig.constness {
+        cx.error_spanned_by(constness, "a tool cannot be a `const fn`; remove `const`");
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        cx.error_spanned_by(
+            unsafety,
+            "a tool cannot be an `unsafe fn`: clients call it with any arguments; remove `unsafe` and keep the unsafe block inside",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        cx.error_spanned_by(abi, "a tool cannot declare an ABI; remove the `extern`");
+    }
+    if let Some(variadic) = &sig.variadic {
+        cx.error_spanned_by(variadic, "a tool cannot be variadic");
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        cx.error_spanned_by(
+            &sig.generics,
+            "a tool cannot be generic: its schema is generated from concrete parameter types; replace the type parameters with concrete types",
+        );
+    }
+    if let ReturnType::Type(_, ty) = &sig.output
+        && contains_impl_trait(ty)
+    {
+        cx.error_spanned_by(
+            ty,
+            "a tool cannot return `impl Trait`: the macro must name the type to render it; return a concrete type such as `String` or a struct that derives `Serialize` and `JsonSchema`",
+        );
+    }
+}
+
+fn check_params(tool: &ToolFn, cx: &mut Ctxt) {
+    for input in &tool.item.sig.inputs {
+        if let FnArg::Receiver(receiver) = input {
+            cx.error_spanned_by(
+                receiver,
+                "a tool is a free function, so it cannot take `self`; move it out of the `impl` block and pass shared state through a `#[ctx]` parameter",
+            );
+        }
+    }
+    let mut seen_ctx = false;
+    for param in &tool.params {
+        if contains_impl_trait(&param.ty) {
+            cx.error_spanned_by(
+                &param.ty,
+                "a tool parameter cannot be `impl Trait`: its schema is generated from a concrete type; use a concrete type",
+            );
+            continue;
+        }
+        match &param.ctx {
+            Some(attr) => {
+                if seen_ctx {
+                    cx.error_spanned_by(
+                        attr,
+                        "only one parameter can be `#[ctx]`: a call has one context; put what you need into the context type",
+                    );
+                }
+                seen_ctx = true;
+                match &*param.ty {
+                    Type::Reference(reference) if reference.mutability.is_none() && reference.lifetime.is_none() => {}
+                    Type::Reference(reference) if reference.mutability.is_some() => cx.error_spanned_by(
+                        &param.ty,
+                        "a `#[ctx]` parameter must be a shared reference such as `&App`, not `&mut`: use interior mutability (a `Mutex`, an atomic) for state that changes",
+                    ),
+                    Type::Reference(reference) => cx.error_spanned_by(
+                        &reference.lifetime,
+                        "a `#[ctx]` parameter takes no named lifetime; write `&App`",
+                    ),
+                    other => cx.error_spanned_by(
+                        other,
+                        "a `#[ctx]` parameter must be a shared reference to the context type, e.g. `#[ctx] app: &App`",
+                    ),
+                }
+            }
+            None => {
+                if let Type::Reference(reference) = &*param.ty {
+                    cx.error_spanned_by(
+                        reference,
+                        "a tool parameter is decoded from the call's JSON arguments, so it must own its data: use `String` instead of `&str`, `Vec<T>` instead of `&[T]`; mark the context parameter `#[ctx]`",
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn check_name(tool: &ToolFn, cx: &mut Ctxt) {
+    let (name, span) = match &tool.attrs.name {
+        Some(name) => (name.value(), name.span()),
+        None => {
+            let ident = &tool.item.sig.ident;
+            (
+                ident.to_string().trim_start_matches("r#").to_owned(),
+                ident.span(),
+            )
+        }
+    };
+    let valid_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if name.is_empty() || name.len() > MAX_NAME_LEN || !valid_chars {
+        let advice = if tool.attrs.name.is_some() {
+            "change `name = \"...\"`"
+        } else {
+            "set another with `#[mcp_tool(name = \"...\")]`"
+        };
+        cx.error_at(
+            span,
+            format!(
+                "`{name}` is not a valid MCP tool name: use 1 to {MAX_NAME_LEN} characters of `A-Z a-z 0-9 _ - .`; {advice}"
+            ),
+        );
+    }
+}
+
+fn check_description(tool: &ToolFn, cx: &mut Ctxt) {
+    match &tool.attrs.description {
+        Some(description) if description.value().trim().is_empty() => cx.error_spanned_by(
+            description,
+            "the description is empty; say what the tool does, the model reads it to decide when to call the tool",
+        ),
+        Some(_) => {}
+        None if tool.doc.is_none() => cx.error_spanned_by(
+            &tool.item.sig.ident,
+            "a tool needs a description (clients reject tools without one): add a doc comment such as `/// Adds two numbers.` above the function, or `#[mcp_tool(description = \"...\")]`",
+        ),
+        None => {}
+    }
+}
+
+fn check_hints(tool: &ToolFn, cx: &mut Ctxt) {
+    let attrs = &tool.attrs;
+    if let (Some(read_only), Some(destructive)) = (attrs.read_only, attrs.destructive)
+        && read_only.value
+        && destructive.value
+    {
+        cx.error_at(
+            destructive.span,
+            "a tool cannot be both `read_only` and `destructive`: a read-only tool changes nothing; remove one",
+        );
+    }
+}
+
+fn contains_impl_trait(ty: &Type) -> bool {
+    struct Finder(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finder {
+        fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut finder = Finder(false);
+    syn::visit::Visit::visit_type(&mut finder, ty);
+    finder.0
+}

@@ -1,0 +1,154 @@
+//! # fusion: declarative, fault-tolerant MCP tools
+//!
+//! Write each tool as a plain `async fn`; `#[mcp_tool]` turns it into a tool any MCP
+//! client can discover and call. The runtime generates nothing by hand-written string: the
+//! input schema comes from the parameter types, arguments are validated strictly (every
+//! problem at once, with the field's path, what was expected and what came), a panicking
+//! handler becomes an `isError` result with a correlation id, and every call gets exactly
+//! one answer.
+//!
+//! ```
+//! use fusion_runtime::prelude::*;
+//!
+//! /// Add two integers.
+//! #[mcp_tool]
+//! async fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! # async fn serve() -> std::process::ExitCode {
+//! Server::builder("calc", "1.0.0").tool(add).serve_stdio().await
+//! # }
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! // The function stays callable as written:
+//! assert_eq!(add(2, 3).await, 5);
+//! # });
+//! ```
+//!
+//! See [`mcp_tool`] for the attribute's options, [`Server`] for the builder, and
+//! [`testing::Tester`] for calling tools in memory.
+#![warn(missing_docs)]
+
+mod error;
+pub mod log;
+mod output;
+mod present;
+mod recover;
+pub mod schema;
+mod server;
+pub mod testing;
+mod tool;
+mod transport;
+mod validate;
+
+pub use error::{Failure, FailureKind};
+pub use output::{IntoToolOutput, Outcome, ToolOutput};
+pub use present::UiBlock;
+pub use server::{BuildError, ISSUES_META_KEY, Server, ServerBuilder};
+pub use tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec};
+pub use transport::EXIT_CONFIG;
+pub use validate::{ArgIssue, IssueCode, Validator};
+
+/// Turns an `async fn` into an MCP tool.
+///
+/// ```
+/// use fusion_runtime::prelude::*;
+///
+/// /// Current weather for a city.
+/// #[mcp_tool(name = "get_weather", read_only, title = "Weather")]
+/// async fn weather(
+///     /// The city, e.g. "Lisbon".
+///     city: String,
+///     /// Celsius unless set.
+///     fahrenheit: Option<bool>,
+/// ) -> String {
+///     let unit = if fahrenheit == Some(true) { "°F" } else { "°C" };
+///     format!("20{unit} in {city}")
+/// }
+///
+/// let server = Server::builder("weather", "1.0.0").tool(weather).build();
+/// let tool = &server.tools()[0];
+/// assert_eq!(tool.name, "get_weather");
+/// assert_eq!(tool.input_schema["required"], serde_json::json!(["city"]));
+/// ```
+///
+/// What it generates:
+/// - the tool **name**: the function's name, or `name = "..."` (1–128 characters of
+///   `A-Za-z0-9_-.`, checked at compile time);
+/// - the **description**: the doc comment, or `description = "..."` (one is required:
+///   clients reject tools without one);
+/// - the **input schema** (JSON Schema 2020-12): one property per parameter, described by
+///   the parameter's doc comment, `required` unless the type is an `Option`,
+///   `additionalProperties: false`;
+/// - the **output schema** when the return type is a structured (`Serialize + JsonSchema`)
+///   type; text types and `()` render as text;
+/// - **annotations**: `read_only`, `destructive`, `idempotent`, `open_world` (each may be
+///   written `key` or `key = false`) and `title = "..."`.
+///
+/// A parameter marked `#[ctx]` (`#[ctx] app: &App`) receives the per-call context built by
+/// [`ServerBuilder::context`] and is not part of the schema. The function stays callable
+/// as written: the macro replaces it by a unit struct of the same name that implements
+/// [`Tool`] and dereferences to a function pointer, so `add(2, 3).await` still runs the
+/// body and `.tool(add)` registers it.
+///
+/// `crate = "path"` names this crate when it is not reachable as `::fusion_runtime`.
+pub use fusion_macros::mcp_tool;
+
+/// What most servers need: `use fusion_runtime::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        IntoToolOutput, Server, ToolOutput, mcp_tool,
+        testing::{TestResult, Tester},
+    };
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
+}
+
+/// Re-exports for users who name these crates through fusion.
+pub use {schemars, serde, serde_json};
+
+/// What `#[mcp_tool]`'s generated code names. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::{
+        __output_schema as output_schema, __render_outcome as render_outcome,
+        output::{Outcome, ladder},
+        tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec},
+    };
+    pub use schemars;
+    pub use serde;
+
+    /// Boxes a handler future.
+    pub fn boxed<'a, F>(future: F) -> BoxFuture<'a, F::Output>
+    where
+        F: core::future::Future + Send + 'a,
+    {
+        Box::pin(future)
+    }
+
+    /// Boxes a future for the direct-call function pointer of a tool.
+    pub fn boxed_call<'a, T, F>(
+        future: F,
+    ) -> core::pin::Pin<Box<dyn core::future::Future<Output = T> + Send + 'a>>
+    where
+        F: core::future::Future<Output = T> + Send + 'a,
+    {
+        Box::pin(future)
+    }
+
+    /// The boxed future type of a tool's direct-call function pointer.
+    pub type CallFuture<'a, T> =
+        core::pin::Pin<Box<dyn core::future::Future<Output = T> + Send + 'a>>;
+
+    /// A parameter type must be decodable from JSON and describable as JSON Schema.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool parameter: it must implement `Deserialize` and `JsonSchema`",
+        label = "this parameter's type is decoded from the call's JSON arguments",
+        note = "add `#[derive(Deserialize, JsonSchema)]` to the type (both are in `fusion_runtime::prelude`), or use a type that has them (`String`, numbers, `Vec`, `Option`, ...)"
+    )]
+    pub trait ToolArgument {}
+    impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolArgument for T {}
+
+    /// Checks, at the parameter's type, that it can be a tool parameter.
+    pub const fn assert_argument<T: ToolArgument + ?Sized>() {}
+}

@@ -1,0 +1,332 @@
+//! What a handler's success value becomes on the wire.
+//!
+//! - text types (`String`, `&'static str`, `Cow<'static, str>`, `Box<str>`) → one text block;
+//! - `()` → a short text, "done" (MCP content is never empty);
+//! - any other `Serialize + JsonSchema` type → `structuredContent`, a JSON text copy, and an
+//!   output schema on the tool;
+//! - a type implementing [`IntoToolOutput`] by hand → whatever it says.
+
+use std::borrow::Cow;
+
+use rmcp::model::ContentBlock;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::Failure;
+
+/// The success of a tool call, before the server turns it into a `CallToolResult`.
+#[derive(Clone, Debug)]
+pub struct ToolOutput {
+    pub(crate) content: Vec<ContentBlock>,
+    pub(crate) structured: Option<Value>,
+    pub(crate) data: Value,
+}
+
+impl ToolOutput {
+    /// One text block. `data` in the tester is the text as a JSON string.
+    pub fn text(text: impl Into<String>) -> Self {
+        let text = text.into();
+        Self {
+            data: Value::String(text.clone()),
+            content: vec![ContentBlock::text(text)],
+            structured: None,
+        }
+    }
+
+    /// Structured content with a JSON text copy, from any serializable value.
+    ///
+    /// # Errors
+    /// Fails when the value cannot be represented as JSON (a map with non-string keys,
+    /// a `Serialize` impl that errors); the server reports that as an internal error.
+    pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        let value = serde_json::to_value(value)?;
+        let text = serde_json::to_string(&value)?;
+        Ok(Self {
+            content: vec![ContentBlock::text(text)],
+            structured: Some(value.clone()),
+            data: value,
+        })
+    }
+
+    /// Content blocks as given (images, audio, resources, several texts). Empty content is
+    /// replaced by a short text at send time, because MCP clients read an empty result as
+    /// a call that silently produced nothing.
+    pub fn content(content: Vec<ContentBlock>) -> Self {
+        Self {
+            content,
+            structured: None,
+            data: Value::Null,
+        }
+    }
+
+    /// The content blocks.
+    pub fn blocks(&self) -> &[ContentBlock] {
+        &self.content
+    }
+}
+
+/// Converts a handler's success value into a [`ToolOutput`].
+///
+/// Implemented for text types and `()`. Types that are `Serialize + JsonSchema` need no
+/// impl: `#[mcp_tool]` renders them as structured content. Implement it to take over the
+/// rendering of your own type.
+///
+/// ```
+/// use fusion_runtime::{IntoToolOutput, ToolOutput};
+///
+/// struct Banner(&'static str);
+///
+/// impl IntoToolOutput for Banner {
+///     fn into_tool_output(self) -> ToolOutput {
+///         ToolOutput::text(format!("*** {} ***", self.0))
+///     }
+/// }
+/// # let _ = Banner("hi").into_tool_output();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned by an `#[mcp_tool]` function",
+    label = "return a text type, `()`, or a type that derives `Serialize` and `JsonSchema`",
+    note = "text types become one text block; `Serialize + JsonSchema` types become structured content; implement `IntoToolOutput` for anything else"
+)]
+pub trait IntoToolOutput {
+    /// Renders the value.
+    fn into_tool_output(self) -> ToolOutput;
+}
+
+impl IntoToolOutput for ToolOutput {
+    fn into_tool_output(self) -> ToolOutput {
+        self
+    }
+}
+
+impl IntoToolOutput for String {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::text(self)
+    }
+}
+
+impl IntoToolOutput for &'static str {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::text(self)
+    }
+}
+
+impl IntoToolOutput for Cow<'static, str> {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::text(self)
+    }
+}
+
+impl IntoToolOutput for Box<str> {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::text(self)
+    }
+}
+
+impl IntoToolOutput for () {
+    fn into_tool_output(self) -> ToolOutput {
+        let mut output = ToolOutput::text("done");
+        output.data = Value::Null;
+        output
+    }
+}
+
+impl IntoToolOutput for Vec<ContentBlock> {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::content(self)
+    }
+}
+
+/// How one tool call ended, as the handler reported it.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The handler succeeded.
+    Success(ToolOutput),
+    /// The handler (or the pipeline around it) failed.
+    Failure(Failure),
+}
+
+/// Compile-time selection of the rendering of a handler's return value.
+///
+/// `#[mcp_tool]` knows the return type only as tokens, and Rust has no specialization, so
+/// the choice between "a `Result`" and "a plain value", and between "an
+/// [`IntoToolOutput`] type" and "a `Serialize + JsonSchema` type", is made by method
+/// resolution on references of different depth (autoref specialization): an impl on
+/// `&Probe<T>` is found before one on `Probe<T>`. The generated code names the return
+/// type, so the choice is made with the concrete type, never by its name.
+#[doc(hidden)]
+pub mod ladder {
+    use std::{convert::Infallible, marker::PhantomData};
+
+    use schemars::JsonSchema;
+    use serde::Serialize;
+
+    use super::{IntoToolOutput, Outcome, ToolOutput};
+    use crate::error::Failure;
+
+    /// A zero-sized stand-in for a value of type `T`.
+    pub struct Probe<T>(PhantomData<fn() -> T>);
+
+    impl<T> Probe<T> {
+        /// A probe for `T`.
+        pub const fn new() -> Self {
+            Self(PhantomData)
+        }
+        /// A probe for the type of `_value`.
+        pub const fn of(_value: &T) -> Self {
+            Self(PhantomData)
+        }
+    }
+
+    // Derives would demand `T: Clone`; a probe holds no `T`.
+    impl<T> Clone for Probe<T> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+
+    impl<T> Copy for Probe<T> {}
+
+    impl<T> Default for Probe<T> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// `Result<T, E>` splits into itself.
+    pub trait SplitResult {
+        /// The success type.
+        type Ok;
+        /// The error type.
+        type Err;
+        /// The value as a result.
+        fn split(self, value: Result<Self::Ok, Self::Err>) -> Result<Self::Ok, Self::Err>;
+        /// Probes for both halves.
+        fn halves(self) -> (Probe<Self::Ok>, Probe<Self::Err>);
+    }
+
+    impl<T, E> SplitResult for &Probe<Result<T, E>> {
+        type Ok = T;
+        type Err = E;
+        fn split(self, value: Result<T, E>) -> Result<T, E> {
+            value
+        }
+        fn halves(self) -> (Probe<T>, Probe<E>) {
+            (Probe::new(), Probe::new())
+        }
+    }
+
+    /// Any other type is a success that cannot fail.
+    pub trait SplitPlain {
+        /// The success type.
+        type Ok;
+        /// The value as a result.
+        fn split(self, value: Self::Ok) -> Result<Self::Ok, Infallible>;
+        /// Probes for both halves.
+        fn halves(self) -> (Probe<Self::Ok>, Probe<Infallible>);
+    }
+
+    impl<T> SplitPlain for Probe<T> {
+        type Ok = T;
+        fn split(self, value: T) -> Result<T, Infallible> {
+            Ok(value)
+        }
+        fn halves(self) -> (Probe<T>, Probe<Infallible>) {
+            (Probe::new(), Probe::new())
+        }
+    }
+
+    /// Types with their own rendering come first.
+    pub trait RenderOwn {
+        /// The success type.
+        type Value;
+        /// Renders a success.
+        fn render(self, value: Self::Value) -> Outcome;
+        /// The output schema: none, the rendering is the type's own.
+        fn output_schema(self) -> Option<schemars::Schema>;
+    }
+
+    impl<T: IntoToolOutput> RenderOwn for &Probe<T> {
+        type Value = T;
+        fn render(self, value: T) -> Outcome {
+            Outcome::Success(value.into_tool_output())
+        }
+        fn output_schema(self) -> Option<schemars::Schema> {
+            None
+        }
+    }
+
+    /// Then any `Serialize + JsonSchema` type, as structured content.
+    pub trait RenderStructured {
+        /// The success type.
+        type Value;
+        /// Renders a success.
+        fn render(self, value: Self::Value) -> Outcome;
+        /// The output schema of the type.
+        fn output_schema(self) -> Option<schemars::Schema>;
+    }
+
+    impl<T: Serialize + JsonSchema> RenderStructured for Probe<T> {
+        type Value = T;
+        fn render(self, value: T) -> Outcome {
+            match ToolOutput::structured(&value) {
+                Ok(output) => Outcome::Success(output),
+                Err(error) => Outcome::Failure(Failure::internal_message(format!(
+                    "the tool's result could not be serialized to JSON: {error}"
+                ))),
+            }
+        }
+        fn output_schema(self) -> Option<schemars::Schema> {
+            Some(crate::schema::output_schema::<T>())
+        }
+    }
+
+    /// A handler's error becomes a failure.
+    pub trait FailError {
+        /// The error type.
+        type Error;
+        /// Converts the error.
+        fn fail(self, error: Self::Error) -> Outcome;
+    }
+
+    impl<E: std::error::Error + Send + Sync + 'static> FailError for Probe<E> {
+        type Error = E;
+        fn fail(self, error: E) -> Outcome {
+            Outcome::Failure(Failure::from_error(&error))
+        }
+    }
+}
+
+/// Renders a handler's return value into an [`Outcome`]; used by `#[mcp_tool]`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __render_outcome {
+    ($ret:ty, $value:expr) => {{
+        #[allow(unused_imports)]
+        use $crate::__private::ladder::{
+            FailError as _, RenderOwn as _, RenderStructured as _, SplitPlain as _,
+            SplitResult as _,
+        };
+        let probe = $crate::__private::ladder::Probe::<$ret>::new();
+        let (ok_probe, err_probe) = (&probe).halves();
+        match (&probe).split($value) {
+            ::core::result::Result::Ok(value) => (&ok_probe).render(value),
+            ::core::result::Result::Err(error) => (&err_probe).fail(error),
+        }
+    }};
+}
+
+/// The output schema of a handler's return type, if it renders as structured content.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __output_schema {
+    ($ret:ty) => {{
+        #[allow(unused_imports)]
+        use $crate::__private::ladder::{
+            RenderOwn as _, RenderStructured as _, SplitPlain as _, SplitResult as _,
+        };
+        let probe = $crate::__private::ladder::Probe::<$ret>::new();
+        let (ok_probe, _) = (&probe).halves();
+        (&ok_probe).output_schema()
+    }};
+}

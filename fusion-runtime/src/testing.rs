@@ -1,0 +1,142 @@
+//! The in-memory tester: the real pipeline (lookup, context, validation, panic boundary,
+//! rendering, logging) without a transport.
+//!
+//! ```
+//! use fusion_runtime::prelude::*;
+//! use fusion_runtime::testing::Tester;
+//! use serde_json::json;
+//!
+//! /// Add two integers.
+//! #[mcp_tool]
+//! async fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let tester = Tester::new(Server::builder("calc", "1.0.0").tool(add).build());
+//! let ok = tester.call("add", json!({"a": 2, "b": 3})).await;
+//! assert!(!ok.is_error);
+//! assert_eq!(ok.data, json!(5));
+//!
+//! let bad = tester.call("add", json!({"a": 2, "b": "3"})).await;
+//! assert!(bad.is_error);
+//! assert!(bad.text().contains("send 3 without quotes"));
+//! # });
+//! ```
+
+use rmcp::model::CallToolResult;
+use serde_json::Value;
+
+use crate::{present::UiBlock, server::Server};
+
+/// Calls a server's tools in memory, the way a client would over a transport.
+#[derive(Clone, Debug)]
+pub struct Tester<C = ()> {
+    server: Server<C>,
+}
+
+/// The result of one call, split into the layers a test asserts on.
+#[derive(Clone, Debug)]
+pub struct TestResult {
+    /// `isError` of the result.
+    pub is_error: bool,
+    /// On success, the handler's value as JSON (a string for text tools, `null` for `()`);
+    /// on error, the error message as a JSON string.
+    pub data: Value,
+    /// Rules for the model from the tool's presenter; empty on error.
+    pub system_rules: Vec<String>,
+    /// UI blocks from the tool's presenter; empty on error.
+    pub ui_blocks: Vec<UiBlock>,
+    /// The `CallToolResult` exactly as a transport would send it.
+    pub raw: CallToolResult,
+}
+
+impl TestResult {
+    /// All text content blocks, joined with newlines.
+    pub fn text(&self) -> String {
+        self.raw
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The result as JSON, as it appears on the wire.
+    pub fn wire_json(&self) -> Value {
+        serde_json::to_value(&self.raw).unwrap_or(Value::Null)
+    }
+}
+
+impl<C: Send + Sync + 'static> Tester<C> {
+    /// A tester for a built server (what `Server::builder(..)...build()` returns).
+    pub fn new(server: Server<C>) -> Self {
+        Self { server }
+    }
+
+    /// The server under test.
+    pub fn server(&self) -> &Server<C> {
+        &self.server
+    }
+
+    /// Calls `tool` with `args` (an object, or `null` for none).
+    pub async fn call(&self, tool: &str, args: Value) -> TestResult {
+        self.run(tool, None, args, None).await
+    }
+
+    /// Calls `action` of a grouped `tool`.
+    pub async fn call_action(&self, tool: &str, action: &str, args: Value) -> TestResult {
+        self.run(tool, Some(action), args, None).await
+    }
+
+    /// Calls `action` of `tool` with a context adjusted by `adjust` (say, another role).
+    pub async fn call_action_with(
+        &self,
+        tool: &str,
+        action: &str,
+        args: Value,
+        adjust: impl FnOnce(&mut C),
+    ) -> TestResult {
+        match self.server.make_context() {
+            Ok(mut context) => {
+                adjust(&mut context);
+                self.run(tool, Some(action), args, Some(context)).await
+            }
+            // A factory that panics is reported like any other call that failed.
+            Err(_) => self.run(tool, Some(action), args, None).await,
+        }
+    }
+
+    /// Calls `tool` (no action) with a context adjusted by `adjust`.
+    pub async fn call_with(
+        &self,
+        tool: &str,
+        args: Value,
+        adjust: impl FnOnce(&mut C),
+    ) -> TestResult {
+        match self.server.make_context() {
+            Ok(mut context) => {
+                adjust(&mut context);
+                self.run(tool, None, args, Some(context)).await
+            }
+            Err(_) => self.run(tool, None, args, None).await,
+        }
+    }
+
+    async fn run(
+        &self,
+        tool: &str,
+        action: Option<&str>,
+        args: Value,
+        context: Option<C>,
+    ) -> TestResult {
+        let report = self.server.call(tool, action, args, context).await;
+        TestResult {
+            is_error: report.result.is_error == Some(true),
+            data: report.data,
+            system_rules: report.system_rules,
+            ui_blocks: report.ui_blocks,
+            raw: report.result,
+        }
+    }
+}

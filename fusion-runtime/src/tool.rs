@@ -1,0 +1,168 @@
+//! What a tool is to the runtime: its static description ([`ToolSpec`]), and the
+//! type-erased [`ToolDefinition`] that `#[mcp_tool]` builds and the server registers.
+
+use std::{future::Future, marker::PhantomData, pin::Pin, sync::Arc};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{
+    output::Outcome,
+    schema,
+    validate::{ArgIssue, Validator},
+};
+
+/// A boxed, `Send` future: what tool handlers return once erased.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A tool that a [`Server`](crate::Server) whose per-call context is `C` can register.
+///
+/// `#[mcp_tool]` implements it on the unit struct that replaces the annotated function,
+/// so `.tool(add)` names the tool once and nothing else. A tool without a `#[ctx]`
+/// parameter implements it for every context type; a tool whose `#[ctx]` parameter is
+/// `&App` implements it for `App` only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool that a server with context `{C}` can register",
+    label = "not an `#[mcp_tool]` for context `{C}`",
+    note = "annotate an `async fn` with `#[mcp_tool]` and pass the function's name; a tool whose `#[ctx]` parameter is `&T` needs a server built with `.context(..)` returning `T`"
+)]
+pub trait Tool<C>: Send + Sync + 'static {
+    /// Everything the server needs to list, validate and call this tool.
+    fn definition(&self) -> ToolDefinition<C>;
+}
+
+/// Behaviour hints shown to clients (MCP `ToolAnnotations`). `None` leaves a hint out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Annotations {
+    /// The tool does not modify its environment.
+    pub read_only: Option<bool>,
+    /// The tool may perform destructive updates.
+    pub destructive: Option<bool>,
+    /// Calling the tool twice with the same arguments has no further effect.
+    pub idempotent: Option<bool>,
+    /// The tool talks to an open world of external entities (the web, a third-party API).
+    pub open_world: Option<bool>,
+}
+
+impl Annotations {
+    /// True when no hint is set, so the annotations can be left off the wire.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The static part of a tool: name, description, title and annotations.
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    /// The MCP tool name (1–128 characters of `A-Za-z0-9_-.`).
+    pub name: &'static str,
+    /// What the tool does, shown to the model.
+    pub description: &'static str,
+    /// A human-readable title.
+    pub title: Option<&'static str>,
+    /// Behaviour hints.
+    pub annotations: Annotations,
+}
+
+/// A tool with its types erased: its spec, its schemas, its argument validator and a
+/// way to call it with JSON arguments.
+pub struct ToolDefinition<C> {
+    pub(crate) spec: ToolSpec,
+    pub(crate) input_schema: Arc<serde_json::Map<String, Value>>,
+    pub(crate) output_schema: Option<Arc<serde_json::Map<String, Value>>>,
+    /// Whether structured results are wrapped as `{"result": value}` because the output
+    /// type is not a JSON object (MCP requires `structuredContent` to be an object).
+    pub(crate) wrap_structured: bool,
+    pub(crate) validator: Validator,
+    pub(crate) invoker: Box<dyn Invoke<C>>,
+}
+
+impl<C> std::fmt::Debug for ToolDefinition<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDefinition")
+            .field("spec", &self.spec)
+            .field("input_schema", &self.input_schema)
+            .field("output_schema", &self.output_schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Send + Sync + 'static> ToolDefinition<C> {
+    /// Builds a definition from the tool's argument type `A` (decoded strictly from the
+    /// call's JSON arguments), its output schema and the function that runs it.
+    ///
+    /// This is what `#[mcp_tool]` generates a call to; hand-written tools may use it too.
+    pub fn new<A, F>(spec: ToolSpec, output_schema: Option<schemars::Schema>, run: F) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        F: for<'a> Fn(&'a C, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+    {
+        let input_schema = schema::input_schema::<A>();
+        let validator = Validator::compile(&input_schema);
+        let (output_schema, wrap_structured) = match output_schema {
+            Some(schema) => {
+                let (schema, wrapped) = schema::output_object_schema(schema);
+                (Some(Arc::new(schema)), wrapped)
+            }
+            None => (None, false),
+        };
+        Self {
+            spec,
+            input_schema: Arc::new(input_schema),
+            output_schema,
+            wrap_structured,
+            validator,
+            invoker: Box::new(Invoker {
+                run,
+                _args: PhantomData::<fn() -> A>,
+            }),
+        }
+    }
+
+    /// The tool's spec.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The input JSON Schema (`type: object`, one property per parameter).
+    pub fn input_schema(&self) -> &serde_json::Map<String, Value> {
+        &self.input_schema
+    }
+
+    /// The output JSON Schema, for tools that return a structured type.
+    pub fn output_schema(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.output_schema.as_deref()
+    }
+}
+
+/// Decodes arguments and starts the handler: the erased half of a definition.
+pub(crate) trait Invoke<C>: Send + Sync {
+    fn invoke<'a>(
+        &'a self,
+        ctx: &'a C,
+        args: &Value,
+        validator: &Validator,
+    ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>>;
+}
+
+struct Invoker<A, F> {
+    run: F,
+    _args: PhantomData<fn() -> A>,
+}
+
+impl<C, A, F> Invoke<C> for Invoker<A, F>
+where
+    C: Send + Sync + 'static,
+    A: DeserializeOwned + Send + 'static,
+    F: for<'a> Fn(&'a C, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+{
+    fn invoke<'a>(
+        &'a self,
+        ctx: &'a C,
+        args: &Value,
+        validator: &Validator,
+    ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>> {
+        let args = validator.decode::<A>(args)?;
+        Ok((self.run)(ctx, args))
+    }
+}

@@ -1,0 +1,1085 @@
+//! Strict argument decoding: every problem of a call at once, each with the field's path,
+//! what was expected, what was received and how to fix it.
+//!
+//! The tool's input schema is compiled once, at registration, into a [`Validator`]. A call
+//! is decoded by serde first (the fast path: a valid call costs one `Deserialize`); when
+//! serde refuses, or when the schema declares constraints serde does not check, the
+//! validator walks the arguments against the schema and collects every problem. What the
+//! schema declares, the runtime enforces.
+
+use std::{collections::HashMap, fmt, fmt::Write as _};
+
+use regex::Regex;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// One problem with a call's arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgIssue {
+    /// Where: `city`, `filters[2].limit`; empty for the arguments object itself.
+    pub path: String,
+    /// Which rule was broken.
+    pub code: IssueCode,
+    /// What the schema expects there, in words ("an integer", "at most 50").
+    pub expected: String,
+    /// What came, as compact JSON truncated to about 60 characters; `None` when absent.
+    pub received: Option<String>,
+    /// How to fix it, when there is something better to say than the expectation.
+    pub hint: Option<String>,
+}
+
+/// The rule an [`ArgIssue`] breaks. The `Display` form is stable (snake case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IssueCode {
+    /// The arguments are not a JSON object.
+    NotAnObject,
+    /// A field the tool does not declare.
+    UnknownField,
+    /// A required field is absent.
+    Missing,
+    /// A required field is `null`.
+    Null,
+    /// The JSON type is wrong.
+    Type,
+    /// Not one of the allowed values.
+    Enum,
+    /// Below the minimum.
+    Minimum,
+    /// Above the maximum.
+    Maximum,
+    /// Not a multiple of the declared step.
+    MultipleOf,
+    /// Too short (a string or an array).
+    MinLength,
+    /// Too long (a string or an array).
+    MaxLength,
+    /// The string does not match the declared pattern.
+    Pattern,
+    /// Array items repeat.
+    Unique,
+    /// The value matches none (or several) of the allowed shapes.
+    NoMatch,
+    /// The value passed the schema but the Rust type refused it.
+    Decode,
+}
+
+impl IssueCode {
+    /// The stable snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotAnObject => "not_an_object",
+            Self::UnknownField => "unknown_field",
+            Self::Missing => "missing",
+            Self::Null => "null",
+            Self::Type => "type",
+            Self::Enum => "enum",
+            Self::Minimum => "minimum",
+            Self::Maximum => "maximum",
+            Self::MultipleOf => "multiple_of",
+            Self::MinLength => "min_length",
+            Self::MaxLength => "max_length",
+            Self::Pattern => "pattern",
+            Self::Unique => "unique",
+            Self::NoMatch => "no_match",
+            Self::Decode => "decode",
+        }
+    }
+}
+
+impl fmt::Display for IssueCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The longest preview of a received value, in characters.
+const PREVIEW_CHARS: usize = 60;
+
+/// Compact JSON of a value, cut to [`PREVIEW_CHARS`] characters with an ellipsis.
+pub(crate) fn preview(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= PREVIEW_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(PREVIEW_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
+/// The JSON type of a value, with its article, as the messages name it.
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The closest of `candidates` to `word`, if one is close enough to be a likely typo.
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let folded = fold(word);
+    let mut best: Option<(f64, &str)> = None;
+    for candidate in candidates {
+        // `userId` for `user_id`, `City` for `city`: the same word spelled another way.
+        let score = if fold(candidate) == folded {
+            2.0
+        } else {
+            strsim::jaro_winkler(&word.to_lowercase(), &candidate.to_lowercase())
+        };
+        if score >= 0.8 && best.is_none_or(|(top, _)| score > top) {
+            best = Some((score, candidate));
+        }
+    }
+    best.map(|(_, name)| name)
+}
+
+fn fold(word: &str) -> String {
+    word.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The set of JSON types a schema node allows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Types(u8);
+
+impl Types {
+    const NULL: u8 = 1;
+    const BOOLEAN: u8 = 2;
+    const INTEGER: u8 = 4;
+    const NUMBER: u8 = 8;
+    const STRING: u8 = 16;
+    const ARRAY: u8 = 32;
+    const OBJECT: u8 = 64;
+
+    fn from_name(name: &str) -> u8 {
+        match name {
+            "null" => Self::NULL,
+            "boolean" => Self::BOOLEAN,
+            "integer" => Self::INTEGER,
+            "number" => Self::NUMBER,
+            "string" => Self::STRING,
+            "array" => Self::ARRAY,
+            "object" => Self::OBJECT,
+            _ => 0,
+        }
+    }
+
+    fn allows(self, value: &Value) -> bool {
+        let bit = match value {
+            Value::Null => Self::NULL,
+            Value::Bool(_) => Self::BOOLEAN,
+            Value::Number(n) if n.is_i64() || n.is_u64() => Self::INTEGER | Self::NUMBER,
+            Value::Number(_) => Self::NUMBER,
+            Value::String(_) => Self::STRING,
+            Value::Array(_) => Self::ARRAY,
+            Value::Object(_) => Self::OBJECT,
+        };
+        self.0 & bit != 0
+    }
+
+    fn allows_null(self) -> bool {
+        self.0 & Self::NULL != 0
+    }
+
+    /// "an integer", "a string or null".
+    fn describe(self) -> String {
+        let names: Vec<&str> = [
+            (Self::OBJECT, "an object"),
+            (Self::ARRAY, "an array"),
+            (Self::STRING, "a string"),
+            (Self::INTEGER, "an integer"),
+            (Self::NUMBER, "a number"),
+            (Self::BOOLEAN, "a boolean"),
+            (Self::NULL, "null"),
+        ]
+        .into_iter()
+        .filter(|(bit, _)| self.0 & bit != 0)
+        .map(|(_, name)| name)
+        .collect();
+        names.join(" or ")
+    }
+}
+
+type NodeId = usize;
+
+#[derive(Debug, Default)]
+enum Additional {
+    #[default]
+    Allowed,
+    Denied,
+    Schema(NodeId),
+}
+
+/// One compiled schema: the keywords the runtime enforces.
+#[derive(Debug, Default)]
+struct Node {
+    never: bool,
+    types: Option<Types>,
+    properties: Vec<(String, NodeId)>,
+    required: Vec<String>,
+    additional: Additional,
+    items: Option<NodeId>,
+    enum_values: Option<Vec<Value>>,
+    any_of: Vec<NodeId>,
+    one_of: Vec<NodeId>,
+    all_of: Vec<NodeId>,
+    reference: Option<NodeId>,
+    minimum: Option<f64>,
+    maximum: Option<f64>,
+    exclusive_minimum: Option<f64>,
+    exclusive_maximum: Option<f64>,
+    multiple_of: Option<f64>,
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+    unique_items: bool,
+    pattern: Option<Regex>,
+}
+
+/// A tool's input schema compiled for checking arguments.
+#[derive(Debug)]
+pub struct Validator {
+    nodes: Vec<Node>,
+    root: NodeId,
+    /// The schema declares constraints (ranges, lengths, patterns) that a successful serde
+    /// decode does not prove, so valid-looking arguments are walked as well.
+    check_after_decode: bool,
+}
+
+impl Validator {
+    /// Compiles an input schema. Keywords the runtime does not enforce are ignored;
+    /// `$ref`s into `$defs` are resolved (recursive types included).
+    pub fn compile(schema: &Map<String, Value>) -> Self {
+        let mut compiler = Compiler {
+            nodes: Vec::new(),
+            defs: schema.get("$defs").and_then(Value::as_object),
+            def_ids: HashMap::new(),
+            constrained: false,
+        };
+        let root = compiler.compile_object(schema);
+        Self {
+            nodes: compiler.nodes,
+            root,
+            check_after_decode: compiler.constrained,
+        }
+    }
+
+    /// Decodes `args` into `A`, or returns every problem found.
+    pub fn decode<A: DeserializeOwned>(&self, args: &Value) -> Result<A, Vec<ArgIssue>> {
+        if !args.is_object() {
+            return Err(vec![ArgIssue {
+                path: String::new(),
+                code: IssueCode::NotAnObject,
+                expected: "a JSON object with one entry per parameter".into(),
+                received: Some(format!("{} ({})", preview(args), type_name(args))),
+                hint: Some("send the arguments as an object, e.g. {\"name\": value}".into()),
+            }]);
+        }
+        match A::deserialize(args) {
+            Ok(decoded) => {
+                if self.check_after_decode {
+                    let issues = self.validate(args);
+                    if !issues.is_empty() {
+                        return Err(issues);
+                    }
+                }
+                Ok(decoded)
+            }
+            Err(error) => {
+                let issues = self.validate(args);
+                if issues.is_empty() {
+                    // The schema is looser than the Rust type (a custom `Deserialize`):
+                    // serde's own words are the best we have.
+                    return Err(vec![ArgIssue {
+                        path: String::new(),
+                        code: IssueCode::Decode,
+                        expected: "arguments the tool's types accept".into(),
+                        received: None,
+                        hint: Some(error.to_string()),
+                    }]);
+                }
+                Err(issues)
+            }
+        }
+    }
+
+    /// Every problem of `value` against the schema; empty when it conforms.
+    pub fn validate(&self, value: &Value) -> Vec<ArgIssue> {
+        let mut walk = Walk {
+            nodes: &self.nodes,
+            path: Vec::new(),
+            issues: Vec::new(),
+        };
+        walk.check(self.root, value);
+        walk.issues
+    }
+}
+
+struct Compiler<'s> {
+    nodes: Vec<Node>,
+    defs: Option<&'s Map<String, Value>>,
+    def_ids: HashMap<String, NodeId>,
+    constrained: bool,
+}
+
+impl<'s> Compiler<'s> {
+    fn compile(&mut self, schema: &'s Value) -> NodeId {
+        match schema {
+            Value::Object(object) => self.compile_object(object),
+            Value::Bool(false) => self.push(Node {
+                never: true,
+                ..Node::default()
+            }),
+            _ => self.push(Node::default()),
+        }
+    }
+
+    fn push(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        self.nodes.len() - 1
+    }
+
+    fn compile_object(&mut self, schema: &'s Map<String, Value>) -> NodeId {
+        // Reserve the id first so that a recursive `$ref` back to this node resolves.
+        let id = self.push(Node::default());
+        let mut node = Node::default();
+        match schema.get("type") {
+            Some(Value::String(name)) => node.types = Some(Types(Types::from_name(name))),
+            Some(Value::Array(names)) => {
+                let bits = names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .fold(0, |bits, name| bits | Types::from_name(name));
+                node.types = Some(Types(bits));
+            }
+            _ => {}
+        }
+        if let Some(Value::Object(properties)) = schema.get("properties") {
+            for (name, sub) in properties {
+                let sub = self.compile(sub);
+                node.properties.push((name.clone(), sub));
+            }
+        }
+        if let Some(Value::Array(required)) = schema.get("required") {
+            node.required = required
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+        }
+        node.additional = match schema.get("additionalProperties") {
+            Some(Value::Bool(false)) => Additional::Denied,
+            Some(sub @ Value::Object(_)) => Additional::Schema(self.compile(sub)),
+            _ => Additional::Allowed,
+        };
+        if let Some(items) = schema.get("items") {
+            node.items = Some(self.compile(items));
+        }
+        if let Some(Value::Array(values)) = schema.get("enum") {
+            node.enum_values = Some(values.clone());
+        }
+        if let Some(value) = schema.get("const") {
+            node.enum_values = Some(vec![value.clone()]);
+        }
+        for (keyword, target) in [
+            ("anyOf", &mut node.any_of),
+            ("oneOf", &mut node.one_of),
+            ("allOf", &mut node.all_of),
+        ] {
+            if let Some(Value::Array(branches)) = schema.get(keyword) {
+                *target = branches.iter().map(|branch| self.compile(branch)).collect();
+            }
+        }
+        if let Some(Value::String(reference)) = schema.get("$ref") {
+            node.reference = self.resolve(reference);
+        }
+        self.constraints(schema, &mut node);
+        self.nodes[id] = node;
+        id
+    }
+
+    fn constraints(&mut self, schema: &Map<String, Value>, node: &mut Node) {
+        let number = |key: &str| schema.get(key).and_then(Value::as_f64);
+        let count = |key: &str| schema.get(key).and_then(Value::as_u64);
+        node.minimum = number("minimum");
+        node.maximum = number("maximum");
+        node.exclusive_minimum = number("exclusiveMinimum");
+        node.exclusive_maximum = number("exclusiveMaximum");
+        node.multiple_of = number("multipleOf").filter(|step| *step > 0.0);
+        node.min_length = count("minLength");
+        node.max_length = count("maxLength");
+        node.min_items = count("minItems");
+        node.max_items = count("maxItems");
+        node.unique_items = schema.get("uniqueItems") == Some(&Value::Bool(true));
+        // A pattern that does not compile cannot be enforced; `#[mcp_tool]` rejects such
+        // patterns at compile time, so this only skips hand-written schemas' mistakes.
+        node.pattern = schema
+            .get("pattern")
+            .and_then(Value::as_str)
+            .and_then(|pattern| Regex::new(pattern).ok());
+        // schemars bounds fixed-width integers (`"format": "uint8"` with 0..=255); serde
+        // enforces those ranges itself. Anything else is the schema's own constraint.
+        let integer_format = schema
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|format| format.starts_with("int") || format.starts_with("uint"));
+        let bounded = node.minimum.is_some() || node.maximum.is_some();
+        if (bounded && !integer_format)
+            || node.exclusive_minimum.is_some()
+            || node.exclusive_maximum.is_some()
+            || node.multiple_of.is_some()
+            || node.min_length.is_some()
+            || node.max_length.is_some()
+            || node.min_items.is_some()
+            || node.max_items.is_some()
+            || node.unique_items
+            || node.pattern.is_some()
+        {
+            self.constrained = true;
+        }
+    }
+
+    fn resolve(&mut self, reference: &str) -> Option<NodeId> {
+        let name = reference.strip_prefix("#/$defs/")?;
+        if let Some(id) = self.def_ids.get(name) {
+            return Some(*id);
+        }
+        let schema = self.defs?.get(name)?;
+        // Register the id the compiled definition will get before compiling it, so that
+        // a definition referring to itself finds it.
+        let id = self.nodes.len();
+        self.def_ids.insert(name.to_owned(), id);
+        let compiled = self.compile(schema);
+        debug_assert_eq!(compiled, id);
+        Some(compiled)
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Segment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+struct Walk<'a> {
+    nodes: &'a [Node],
+    path: Vec<Segment<'a>>,
+    issues: Vec<ArgIssue>,
+}
+
+impl<'a> Walk<'a> {
+    fn path(&self) -> String {
+        let mut text = String::new();
+        for segment in &self.path {
+            match segment {
+                Segment::Key(key) if is_plain_key(key) => {
+                    if !text.is_empty() {
+                        text.push('.');
+                    }
+                    text.push_str(key);
+                }
+                Segment::Key(key) => {
+                    let _ = write!(text, "[{}]", Value::String((*key).to_owned()));
+                }
+                Segment::Index(index) => {
+                    let _ = write!(text, "[{index}]");
+                }
+            }
+        }
+        text
+    }
+
+    fn report(
+        &mut self,
+        code: IssueCode,
+        expected: String,
+        received: Option<&Value>,
+        hint: Option<String>,
+    ) {
+        let received = received.map(|value| format!("{} ({})", preview(value), type_name(value)));
+        self.issues.push(ArgIssue {
+            path: self.path(),
+            code,
+            expected,
+            received,
+            hint,
+        });
+    }
+
+    fn check(&mut self, id: NodeId, value: &'a Value) {
+        let node = &self.nodes[id];
+        if node.never {
+            self.report(
+                IssueCode::NoMatch,
+                "nothing (no value is allowed here)".into(),
+                Some(value),
+                None,
+            );
+            return;
+        }
+        if let Some(reference) = node.reference {
+            self.check(reference, value);
+        }
+        if let Some(types) = node.types
+            && !types.allows(value)
+        {
+            let hint = type_hint(types, value);
+            let code = if value.is_null() {
+                IssueCode::Null
+            } else {
+                IssueCode::Type
+            };
+            self.report(code, types.describe(), Some(value), hint);
+            // The other keywords speak of a value of the right type: stop here.
+            return;
+        }
+        if let Some(allowed) = &node.enum_values
+            && !allowed.contains(value)
+        {
+            let expected = one_of_text(allowed);
+            self.report(IssueCode::Enum, expected, Some(value), None);
+            return;
+        }
+        for branch in node.all_of.clone() {
+            self.check(branch, value);
+        }
+        if !node.any_of.is_empty() {
+            self.check_branches(&node.any_of, value, false);
+        }
+        if !node.one_of.is_empty() {
+            self.check_branches(&node.one_of, value, true);
+        }
+        match value {
+            Value::Object(object) => self.check_object(id, object),
+            Value::Array(items) => self.check_array(id, items),
+            Value::String(text) => self.check_string(id, text, value),
+            Value::Number(_) => self.check_number(id, value),
+            _ => {}
+        }
+    }
+
+    /// `anyOf` / `oneOf`: when no branch fits, report the problems of the branch that came
+    /// closest, so that `Option<Filter>` given a bad filter names the filter's bad field.
+    fn check_branches(&mut self, branches: &[NodeId], value: &'a Value, exactly_one: bool) {
+        let mut best: Option<Vec<ArgIssue>> = None;
+        let mut matches = 0;
+        for &branch in branches {
+            let mut trial = Walk {
+                nodes: self.nodes,
+                path: self.path.clone(),
+                issues: Vec::new(),
+            };
+            trial.check(branch, value);
+            if trial.issues.is_empty() {
+                matches += 1;
+            } else if best
+                .as_ref()
+                .is_none_or(|top| rank(&trial.issues) < rank(top))
+            {
+                best = Some(trial.issues);
+            }
+        }
+        if matches == 0 {
+            let literals: Option<Vec<Value>> = branches
+                .iter()
+                .map(|&branch| self.literal_values(branch))
+                .collect::<Option<Vec<Vec<Value>>>>()
+                .map(|lists| lists.into_iter().flatten().collect());
+            match (literals, best) {
+                (Some(literals), _) => {
+                    self.report(IssueCode::Enum, one_of_text(&literals), Some(value), None)
+                }
+                (None, Some(issues)) => self.issues.extend(issues),
+                (None, None) => {}
+            }
+        } else if exactly_one && matches > 1 {
+            self.report(
+                IssueCode::NoMatch,
+                "exactly one of the allowed shapes".into(),
+                Some(value),
+                Some("the value fits several shapes; add the field that tells them apart".into()),
+            );
+        }
+    }
+
+    /// The values a branch allows when it is a plain list of literals (`const`/`enum`).
+    fn literal_values(&self, id: NodeId) -> Option<Vec<Value>> {
+        let node = &self.nodes[id];
+        if let Some(reference) = node.reference {
+            return self.literal_values(reference);
+        }
+        node.enum_values.clone()
+    }
+
+    fn check_object(&mut self, id: NodeId, object: &'a Map<String, Value>) {
+        let nodes = self.nodes;
+        let node = &nodes[id];
+        if node.types.is_none() && node.properties.is_empty() && node.required.is_empty() {
+            if let Additional::Schema(sub) = node.additional {
+                for (key, item) in object {
+                    self.path.push(Segment::Key(key));
+                    self.check(sub, item);
+                    self.path.pop();
+                }
+            }
+            return;
+        }
+        for required in &node.required {
+            if !object.contains_key(required) {
+                let expected = node
+                    .properties
+                    .iter()
+                    .find(|(name, _)| name == required)
+                    .map(|(_, sub)| self.expectation(*sub))
+                    .unwrap_or_else(|| "a value".into());
+                self.path.push(Segment::Key(required));
+                self.report(
+                    IssueCode::Missing,
+                    expected,
+                    None,
+                    Some("this field is required".into()),
+                );
+                self.path.pop();
+            }
+        }
+        for (key, item) in object {
+            let known = node.properties.iter().find(|(name, _)| name == key);
+            self.path.push(Segment::Key(key));
+            match (known, &node.additional) {
+                (Some((_, sub)), _) => {
+                    let required = node.required.iter().any(|name| name == key);
+                    if item.is_null() && required && !self.allows_null(*sub) {
+                        let expected = self.expectation(*sub);
+                        self.report(
+                            IssueCode::Null,
+                            expected,
+                            Some(item),
+                            Some("this field is required and cannot be null".into()),
+                        );
+                    } else {
+                        self.check(*sub, item);
+                    }
+                }
+                (None, Additional::Denied) => {
+                    let names = node.properties.iter().map(|(name, _)| name.as_str());
+                    let hint = match closest(key, names) {
+                        Some(close) => format!("did you mean `{close}`?"),
+                        None => "remove it".into(),
+                    };
+                    let valid: Vec<String> = node
+                        .properties
+                        .iter()
+                        .map(|(name, _)| format!("`{name}`"))
+                        .collect();
+                    let expected = if valid.is_empty() {
+                        "no fields".into()
+                    } else {
+                        format!("only the fields {}", valid.join(", "))
+                    };
+                    self.report(IssueCode::UnknownField, expected, Some(item), Some(hint));
+                }
+                (None, Additional::Schema(sub)) => self.check(*sub, item),
+                (None, Additional::Allowed) => {}
+            }
+            self.path.pop();
+        }
+    }
+
+    fn check_array(&mut self, id: NodeId, items: &'a [Value]) {
+        let node = &self.nodes[id];
+        let (min, max, unique, item_schema) = (
+            node.min_items,
+            node.max_items,
+            node.unique_items,
+            node.items,
+        );
+        let len = items.len() as u64;
+        if let Some(min) = min
+            && len < min
+        {
+            self.report(
+                IssueCode::MinLength,
+                format!("at least {min} item{}", plural(min)),
+                None,
+                Some(format!("it has {len}")),
+            );
+        }
+        if let Some(max) = max
+            && len > max
+        {
+            self.report(
+                IssueCode::MaxLength,
+                format!("at most {max} item{}", plural(max)),
+                None,
+                Some(format!("it has {len}; send fewer")),
+            );
+        }
+        if unique {
+            for (index, item) in items.iter().enumerate() {
+                if let Some(first) = items[..index].iter().position(|earlier| earlier == item) {
+                    self.path.push(Segment::Index(index));
+                    self.report(
+                        IssueCode::Unique,
+                        "items that are all different".into(),
+                        Some(item),
+                        Some(format!("it repeats item {first}; remove the duplicate")),
+                    );
+                    self.path.pop();
+                }
+            }
+        }
+        if let Some(item_schema) = item_schema {
+            for (index, item) in items.iter().enumerate() {
+                self.path.push(Segment::Index(index));
+                self.check(item_schema, item);
+                self.path.pop();
+            }
+        }
+    }
+
+    fn check_string(&mut self, id: NodeId, text: &str, value: &Value) {
+        let node = &self.nodes[id];
+        let chars = text.chars().count() as u64;
+        if let Some(min) = node.min_length
+            && chars < min
+        {
+            self.report(
+                IssueCode::MinLength,
+                format!("at least {min} character{}", plural(min)),
+                Some(value),
+                None,
+            );
+        }
+        if let Some(max) = node.max_length
+            && chars > max
+        {
+            self.report(
+                IssueCode::MaxLength,
+                format!("at most {max} character{}", plural(max)),
+                Some(value),
+                Some(format!("it has {chars}; shorten it")),
+            );
+        }
+        if let Some(pattern) = &node.pattern
+            && !pattern.is_match(text)
+        {
+            let expected = format!("text matching the pattern `{}`", pattern.as_str());
+            self.report(IssueCode::Pattern, expected, Some(value), None);
+        }
+    }
+
+    fn check_number(&mut self, id: NodeId, value: &Value) {
+        let node = &self.nodes[id];
+        let Some(number) = value.as_f64() else { return };
+        let checks = [
+            (
+                node.minimum,
+                IssueCode::Minimum,
+                "at least",
+                number >= node.minimum.unwrap_or(f64::MIN),
+            ),
+            (
+                node.maximum,
+                IssueCode::Maximum,
+                "at most",
+                number <= node.maximum.unwrap_or(f64::MAX),
+            ),
+            (
+                node.exclusive_minimum,
+                IssueCode::Minimum,
+                "greater than",
+                node.exclusive_minimum.is_none_or(|bound| number > bound),
+            ),
+            (
+                node.exclusive_maximum,
+                IssueCode::Maximum,
+                "less than",
+                node.exclusive_maximum.is_none_or(|bound| number < bound),
+            ),
+        ];
+        for (bound, code, words, holds) in checks {
+            if let Some(bound) = bound
+                && !holds
+            {
+                self.report(
+                    code,
+                    format!("{words} {}", number_text(bound)),
+                    Some(value),
+                    None,
+                );
+            }
+        }
+        if let Some(step) = node.multiple_of {
+            let quotient = number / step;
+            if (quotient - quotient.round()).abs() > 1e-9 {
+                self.report(
+                    IssueCode::MultipleOf,
+                    format!("a multiple of {}", number_text(step)),
+                    Some(value),
+                    None,
+                );
+            }
+        }
+    }
+
+    fn allows_null(&self, id: NodeId) -> bool {
+        let mut trial = Walk {
+            nodes: self.nodes,
+            path: Vec::new(),
+            issues: Vec::new(),
+        };
+        trial.check(id, &Value::Null);
+        trial.issues.is_empty()
+    }
+
+    /// What a schema node expects, in words, for "missing" and "null" messages.
+    fn expectation(&self, id: NodeId) -> String {
+        let node = &self.nodes[id];
+        if let Some(types) = node.types {
+            return types.describe();
+        }
+        if let Some(values) = &node.enum_values {
+            return one_of_text(values);
+        }
+        if let Some(reference) = node.reference {
+            return self.expectation(reference);
+        }
+        let branches = if node.any_of.is_empty() {
+            &node.one_of
+        } else {
+            &node.any_of
+        };
+        if !branches.is_empty() {
+            let mut words: Vec<String> = branches
+                .iter()
+                .map(|&branch| self.expectation(branch))
+                .collect();
+            words.dedup();
+            return words.join(" or ");
+        }
+        "a value".into()
+    }
+}
+
+/// Orders candidate explanations: fewer problems first, then deeper ones (a problem inside
+/// the value explains more than "wrong type" at the value itself).
+fn rank(issues: &[ArgIssue]) -> (usize, usize) {
+    let shallow = issues
+        .iter()
+        .filter(|issue| issue.code == IssueCode::Type)
+        .count();
+    (shallow, issues.len())
+}
+
+fn is_plain_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn plural(count: u64) -> &'static str {
+    if count == 1 { "" } else { "s" }
+}
+
+fn number_text(number: f64) -> String {
+    if number.fract() == 0.0 && number.abs() < 1e15 {
+        format!("{}", number as i64)
+    } else {
+        number.to_string()
+    }
+}
+
+fn one_of_text(values: &[Value]) -> String {
+    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+    match listed.as_slice() {
+        [single] => format!("exactly {single}"),
+        _ => format!("one of {}", listed.join(", ")),
+    }
+}
+
+/// A fix for the commonest type mistakes: a number or boolean in quotes, a lone item for a
+/// list, a number where text goes.
+fn type_hint(types: Types, value: &Value) -> Option<String> {
+    let wants_number = types.0 & (Types::INTEGER | Types::NUMBER) != 0;
+    match value {
+        Value::String(text) if wants_number => {
+            let trimmed = text.trim();
+            match trimmed.parse::<f64>() {
+                Ok(number) if types.0 & Types::NUMBER == 0 && number.fract() != 0.0 => {
+                    Some("send a whole number without quotes".into())
+                }
+                Ok(_) => Some(format!("send {trimmed} without quotes")),
+                Err(_) => None,
+            }
+        }
+        Value::String(text)
+            if types.0 & Types::BOOLEAN != 0 && matches!(text.as_str(), "true" | "false") =>
+        {
+            Some(format!("send {text} without quotes"))
+        }
+        Value::Number(number) if types.0 & Types::INTEGER != 0 && types.0 & Types::NUMBER == 0 => {
+            if number.as_f64().is_some_and(|n| n.fract() == 0.0) {
+                Some(
+                    "send a whole number within the 64-bit integer range, without a decimal point"
+                        .into(),
+                )
+            } else {
+                Some("send a whole number".into())
+            }
+        }
+        Value::Number(_) | Value::Bool(_) if types.0 & Types::STRING != 0 => {
+            Some(format!("send it as a JSON string: \"{value}\""))
+        }
+        _ if types.0 & Types::ARRAY != 0 && !value.is_array() && !value.is_null() => {
+            Some(format!("wrap it in a list: [{}]", preview(value)))
+        }
+        _ if types.allows_null() => None,
+        Value::Null => {
+            Some("this field cannot be null; send a value or leave it out if it is optional".into())
+        }
+        _ => None,
+    }
+}
+
+/// An issue as JSON for programmatic clients: `{path, code, expected, received, hint}`.
+pub(crate) fn issue_json(issue: &ArgIssue) -> Value {
+    serde_json::json!({
+        "path": issue.path,
+        "code": issue.code.as_str(),
+        "expected": issue.expected,
+        "received": issue.received,
+        "hint": issue.hint,
+    })
+}
+
+/// The text block the model reads for invalid arguments: a headline naming the tool, one
+/// line per problem, and what to do next.
+pub(crate) fn render_issues(tool: &str, issues: &[ArgIssue]) -> String {
+    let mut text = format!("Invalid arguments for tool `{tool}`:\n");
+    for issue in issues {
+        let place = if issue.path.is_empty() {
+            "arguments".to_owned()
+        } else {
+            format!("`{}`", issue.path)
+        };
+        let rule = match issue.code {
+            IssueCode::UnknownField => "unknown field".to_owned(),
+            IssueCode::Missing => "missing required field".to_owned(),
+            IssueCode::Null => "null is not allowed".to_owned(),
+            _ => format!("expected {}", issue.expected),
+        };
+        let _ = write!(text, "- {place}: {rule}");
+        match (&issue.code, &issue.received) {
+            (IssueCode::Missing, _) => {
+                let _ = write!(text, " ({}), received (missing)", issue.expected);
+            }
+            (IssueCode::UnknownField | IssueCode::Null, Some(received)) => {
+                let _ = write!(text, ", received {received}; expected {}", issue.expected);
+            }
+            (_, Some(received)) => {
+                let _ = write!(text, ", received {received}");
+            }
+            (_, None) => {}
+        }
+        if let Some(hint) = &issue.hint {
+            let _ = write!(text, ". Fix: {hint}");
+        }
+        text.push('\n');
+    }
+    let _ = write!(
+        text,
+        "Fix the field{} above and call `{tool}` again.",
+        if issues.len() == 1 { "" } else { "s" }
+    );
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn validator(schema: Value) -> Validator {
+        match schema {
+            Value::Object(object) => Validator::compile(&object),
+            _ => unreachable!("test schemas are objects"),
+        }
+    }
+
+    #[test]
+    fn reports_every_problem_with_its_path() {
+        let v = validator(json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer"},
+                "b": {"type": "integer"},
+                "nested": {"type": "object", "properties": {"limit": {"type": "integer", "maximum": 50}},
+                           "additionalProperties": false}
+            },
+            "required": ["a", "b"],
+            "additionalProperties": false
+        }));
+        let issues = v.validate(&json!({"a": "10", "nested": {"limit": 99, "lmit": 1}, "c": 1}));
+        let summary: Vec<(String, IssueCode)> =
+            issues.iter().map(|i| (i.path.clone(), i.code)).collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("b".to_owned(), IssueCode::Missing),
+                ("a".to_owned(), IssueCode::Type),
+                ("nested.limit".to_owned(), IssueCode::Maximum),
+                ("nested.lmit".to_owned(), IssueCode::UnknownField),
+                ("c".to_owned(), IssueCode::UnknownField),
+            ]
+        );
+        assert_eq!(issues[1].hint.as_deref(), Some("send 10 without quotes"));
+        assert_eq!(issues[3].hint.as_deref(), Some("did you mean `limit`?"));
+    }
+
+    #[test]
+    fn array_items_get_an_index() {
+        let v = validator(json!({"type": "array", "items": {"type": "string"}}));
+        let issues = v.validate(&json!(["ok", 3]));
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].path, "[1]");
+    }
+
+    #[test]
+    fn closest_folds_case_and_separators() {
+        let names = ["user_id", "limit"];
+        assert_eq!(closest("userId", names.iter().copied()), Some("user_id"));
+        assert_eq!(closest("limt", names.iter().copied()), Some("limit"));
+        assert_eq!(closest("zzz", names.iter().copied()), None);
+    }
+
+    #[test]
+    fn previews_are_truncated() {
+        let long = Value::String("x".repeat(500));
+        assert!(preview(&long).chars().count() <= PREVIEW_CHARS + 1);
+    }
+
+    #[test]
+    fn recursive_definitions_compile() {
+        let v = validator(json!({
+            "$ref": "#/$defs/Tree",
+            "$defs": {"Tree": {"type": "object", "properties": {
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}}
+        }));
+        let issues = v.validate(&json!({"children": [{"children": [{"children": 5}]}]}));
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].path, "children[0].children[0].children");
+    }
+}
