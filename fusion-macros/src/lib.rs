@@ -4,6 +4,8 @@
 //! Each macro is parse → validate → expand, one file a phase, with every user error
 //! collected and reported at once (see [`ctxt`]).
 
+mod args;
+mod constraint;
 mod ctxt;
 mod symbol;
 mod tool;
@@ -14,4 +16,11 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn mcp_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand(attr.into(), item.into()).into()
+}
+
+/// Lets the fields of a struct or enum used in tool arguments carry `#[arg(..)]`
+/// constraints. Documented in `fusion_runtime::mcp_args`.
+#[proc_macro_attribute]
+pub fn mcp_args(attr: TokenStream, item: TokenStream) -> TokenStream {
+    args::expand(attr.into(), item.into()).into()
 }

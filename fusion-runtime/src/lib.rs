@@ -29,6 +29,7 @@
 //! [`testing::Tester`] for calling tools in memory.
 #![warn(missing_docs)]
 
+mod constraint;
 mod error;
 pub mod log;
 mod output;
@@ -47,7 +48,7 @@ pub use present::UiBlock;
 pub use server::{BuildError, ISSUES_META_KEY, Server, ServerBuilder};
 pub use tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec};
 pub use transport::EXIT_CONFIG;
-pub use validate::{ArgIssue, IssueCode, Validator};
+pub use validate::{ArgIssue, IssueCode, Limits, Validator};
 
 /// Turns an `async fn` into an MCP tool.
 ///
@@ -94,10 +95,38 @@ pub use validate::{ArgIssue, IssueCode, Validator};
 /// `crate = "path"` names this crate when it is not reachable as `::fusion_runtime`.
 pub use fusion_macros::mcp_tool;
 
+/// Lets the fields of a struct or enum used inside tool arguments carry `#[arg(..)]`
+/// constraints, with the same vocabulary and meaning as on tool parameters.
+///
+/// Put it before `#[derive(Deserialize, JsonSchema)]`: it rewrites each constraint into
+/// the field's schema (which the runtime enforces) before the derives run.
+///
+/// ```
+/// use fusion_runtime::prelude::*;
+///
+/// #[mcp_args]
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Filter {
+///     /// At most 50 rows.
+///     #[arg(min = 1, max = 50, default = 10)]
+///     limit: u32,
+///     #[arg(pattern = "^[a-z_]+$")]
+///     column: String,
+/// }
+///
+/// /// Query rows.
+/// #[mcp_tool]
+/// async fn query(filters: Vec<Filter>) -> usize {
+///     filters.len()
+/// }
+/// # let _ = Server::builder("db", "1").tool(query).build();
+/// ```
+pub use fusion_macros::mcp_args;
+
 /// What most servers need: `use fusion_runtime::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        IntoToolOutput, Server, ToolOutput, mcp_tool,
+        IntoToolOutput, Server, ToolOutput, mcp_args, mcp_tool,
         testing::{TestResult, Tester},
     };
     pub use schemars::JsonSchema;
@@ -112,6 +141,9 @@ pub use {schemars, serde, serde_json};
 pub mod __private {
     pub use crate::{
         __output_schema as output_schema, __render_outcome as render_outcome,
+        constraint::{
+            Constraint, Literal, apply as constrain, custom_check, kinds, run_custom_checks,
+        },
         output::{Outcome, ladder},
         tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec},
     };

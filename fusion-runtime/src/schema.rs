@@ -54,6 +54,84 @@ pub(crate) fn output_object_schema(schema: Schema) -> (Map<String, Value>, bool)
     (wrapper, true)
 }
 
+/// The formats of JSON Schema 2020-12; any other `format` is dropped from what clients
+/// see, because strict clients reject unknown formats.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Rewrites schemars' non-standard formats into standard keywords, recursively: a
+/// fixed-width integer format (`int32`, `uint8`, ...) becomes its `minimum`/`maximum`
+/// (what it meant), `ip` becomes `anyOf` IPv4 or IPv6, and other unknown formats (`double`,
+/// `float`) are dropped.
+pub fn make_portable(object: &mut Map<String, Value>) {
+    if let Some(Value::String(format)) = object.get("format") {
+        let format = format.clone();
+        if let Some((min, max)) = crate::validate::integer_format_range(&format) {
+            object.remove("format");
+            if let Ok(min) = i64::try_from(min) {
+                object.entry("minimum").or_insert(Value::from(min));
+            }
+            if let Ok(max) = u64::try_from(max) {
+                object.entry("maximum").or_insert(Value::from(max));
+            }
+        } else if format == "ip" {
+            object.remove("format");
+            object.insert(
+                "anyOf".into(),
+                serde_json::json!([{"format": "ipv4"}, {"format": "ipv6"}]),
+            );
+        } else if !STANDARD_FORMATS.contains(&format.as_str()) {
+            object.remove("format");
+        }
+    }
+    for (key, value) in object.iter_mut() {
+        // `properties` and `$defs` map names to schemas; `enum`/`const`/`default` hold data.
+        if matches!(key.as_str(), "enum" | "const" | "default" | "examples") {
+            continue;
+        }
+        match value {
+            Value::Object(inner) => {
+                if matches!(key.as_str(), "properties" | "$defs" | "patternProperties") {
+                    for schema in inner.values_mut() {
+                        if let Value::Object(schema) = schema {
+                            make_portable(schema);
+                        }
+                    }
+                } else {
+                    make_portable(inner);
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(schema) = item {
+                        make_portable(schema);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn into_object(schema: Schema) -> Map<String, Value> {
     match schema.to_value() {
         Value::Object(object) => object,

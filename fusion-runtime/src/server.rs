@@ -25,6 +25,7 @@ use crate::{
     present::UiBlock,
     recover,
     tool::{Tool, ToolDefinition},
+    validate::Limits,
 };
 
 /// A built MCP server: its tools and how to make a context for each call.
@@ -68,6 +69,7 @@ struct Inner<C> {
     version: String,
     instructions: Option<String>,
     tools: Vec<ToolDefinition<C>>,
+    limits: Limits,
     by_name: HashMap<&'static str, usize>,
     /// The `tools/list` answer, built once.
     wire_tools: Vec<rmcp::model::Tool>,
@@ -96,6 +98,7 @@ pub struct ServerBuilder<C = ()> {
     instructions: Option<String>,
     context: ContextFactory<C>,
     tools: Vec<ToolDefinition<C>>,
+    limits: Limits,
     errors: Vec<BuildError>,
 }
 
@@ -121,6 +124,7 @@ impl Server<()> {
             instructions: None,
             context: Arc::new(|| ()),
             tools: Vec::new(),
+            limits: Limits::default(),
             errors: Vec::new(),
         }
     }
@@ -147,6 +151,7 @@ impl ServerBuilder<()> {
             instructions: self.instructions,
             context: Arc::new(factory),
             tools: Vec::new(),
+            limits: self.limits,
             errors,
         }
     }
@@ -166,6 +171,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         } else {
             self.tools.push(definition);
         }
+        self
+    }
+
+    /// Size limits on arguments (depth, string bytes, items), checked before decoding.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -196,6 +207,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 version: self.version,
                 instructions: self.instructions,
                 tools: self.tools,
+                limits: self.limits,
                 by_name,
                 wire_tools,
                 context: self.context,
@@ -385,6 +397,10 @@ impl<C: Send + Sync + 'static> Server<C> {
                 Err(failure) => return Outcome::Failure(failure),
             },
         };
+        let breaches = self.inner.limits.check(args);
+        if !breaches.is_empty() {
+            return Outcome::Failure(Failure::new(FailureKind::InvalidArguments(breaches)));
+        }
         let validator = &definition.validator;
         // Decoding is user-controlled (custom `Deserialize` impls): inside the boundary too.
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {

@@ -97,11 +97,15 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
         A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
         F: for<'a> Fn(&'a C, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
     {
-        let input_schema = schema::input_schema::<A>();
+        let mut input_schema = schema::input_schema::<A>();
+        // The validator reads the schema as schemars wrote it (fixed-width integer formats
+        // tell it the ranges serde enforces); clients get the portable form.
         let validator = Validator::compile(&input_schema);
+        schema::make_portable(&mut input_schema);
         let (output_schema, wrap_structured) = match output_schema {
             Some(schema) => {
-                let (schema, wrapped) = schema::output_object_schema(schema);
+                let (mut schema, wrapped) = schema::output_object_schema(schema);
+                schema::make_portable(&mut schema);
                 (Some(Arc::new(schema)), wrapped)
             }
             None => (None, false),

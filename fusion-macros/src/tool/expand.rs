@@ -87,13 +87,54 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         })
         .collect();
 
-    let fields = arg_params.iter().map(|param| {
-        let docs = &param.docs;
-        let field_attrs = &param.field_attrs;
-        let ident = &param.ident;
-        let ty = &param.ty;
-        quote!(#(#docs)* #(#field_attrs)* #ident: #ty,)
-    });
+    let constraint_code: Vec<_> = arg_params
+        .iter()
+        .map(|param| {
+            crate::constraint::field_code(
+                &private,
+                &args_ident,
+                &param.ident,
+                &param.ty,
+                &param.constraints,
+            )
+        })
+        .collect();
+    let fields = arg_params
+        .iter()
+        .zip(&constraint_code)
+        .map(|(param, code)| {
+            let docs = &param.docs;
+            let field_attrs = &param.field_attrs;
+            let constraint_attrs = &code.attrs;
+            let ident = &param.ident;
+            let ty = &param.ty;
+            quote!(#(#docs)* #(#field_attrs)* #constraint_attrs #ident: #ty,)
+        });
+    let constraint_methods = constraint_code.iter().map(|code| &code.methods);
+    let constraint_checks = constraint_code.iter().map(|code| &code.checks);
+    // `validate = path` checks run on the decoded arguments, before the body.
+    let custom_checks: Vec<TokenStream> = arg_params
+        .iter()
+        .flat_map(|param| {
+            let ident = &param.ident;
+            let name = ident.to_string().trim_start_matches("r#").to_owned();
+            let private = &private;
+            param.constraints.validators().map(
+                move |path| quote!(#private::custom_check(&#ident, #name, #path, __fusion_issues);),
+            )
+        })
+        .collect();
+    let run_custom_checks = if custom_checks.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            if let ::core::option::Option::Some(__fusion_failure) =
+                #private::run_custom_checks(|__fusion_issues| { #(#custom_checks)* })
+            {
+                return #private::boxed(async move { __fusion_failure });
+            }
+        }
+    };
     // rustc reports a parameter type that cannot be decoded here, at the user's type.
     let argument_checks = arg_params.iter().map(|param| {
         let ty = &param.ty;
@@ -188,12 +229,17 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
 
         const _: () = {
             #(#argument_checks)*
+            #(#constraint_checks)*
 
             #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
             #[serde(crate = #serde_crate, deny_unknown_fields)]
             #[schemars(crate = #schemars_crate)]
             struct #args_ident {
                 #(#fields)*
+            }
+
+            impl #args_ident {
+                #(#constraint_methods)*
             }
 
             #body_fn
@@ -211,6 +257,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
                 __fusion_args: #args_ident,
             ) -> #private::BoxFuture<'__fusion_a, #private::Outcome> {
                 let #args_ident { #(#arg_idents),* } = __fusion_args;
+                #run_custom_checks
                 #private::boxed(async move {
                     #private::render_outcome!(#ret, #body_ident(#(#call_idents),*).await)
                 })

@@ -39,6 +39,10 @@ pub(crate) struct Param {
     pub(crate) docs: Vec<Attribute>,
     /// `#[serde(..)]` and `#[schemars(..)]`: passed to the argument struct's field.
     pub(crate) field_attrs: Vec<Attribute>,
+    /// `#[arg(..)]`: declared constraints.
+    pub(crate) constraints: crate::constraint::Constraints,
+    /// The first `#[arg]` attribute, for errors about its placement.
+    pub(crate) arg_attr: Option<Attribute>,
 }
 
 /// A parsed `#[mcp_tool]` function.
@@ -68,11 +72,22 @@ pub(crate) fn parse(attr: TokenStream, item: TokenStream, cx: &mut Ctxt) -> Opti
         let FnArg::Typed(typed) = input else { continue };
         let (owned, kept): (Vec<Attribute>, Vec<Attribute>) =
             typed.attrs.drain(..).partition(|attr| {
-                [symbol::CTX, symbol::DOC, symbol::SERDE, symbol::SCHEMARS]
-                    .iter()
-                    .any(|key| attr.path().is_ident(key))
+                [
+                    symbol::CTX,
+                    symbol::DOC,
+                    symbol::SERDE,
+                    symbol::SCHEMARS,
+                    symbol::ARG,
+                ]
+                .iter()
+                .any(|key| attr.path().is_ident(key))
             });
         typed.attrs = kept;
+        let constraints = crate::constraint::parse_arg_attrs(&owned, cx);
+        let arg_attr = owned
+            .iter()
+            .find(|attr| attr.path().is_ident(symbol::ARG))
+            .cloned();
         let mut ctx = None;
         let mut docs = Vec::new();
         let mut field_attrs = Vec::new();
@@ -90,6 +105,8 @@ pub(crate) fn parse(attr: TokenStream, item: TokenStream, cx: &mut Ctxt) -> Opti
                 ctx = Some(attr);
             } else if attr.path().is_ident(symbol::DOC) {
                 docs.push(attr);
+            } else if attr.path().is_ident(symbol::ARG) {
+                // Parsed above into `constraints`.
             } else {
                 field_attrs.push(attr);
             }
@@ -110,6 +127,8 @@ pub(crate) fn parse(attr: TokenStream, item: TokenStream, cx: &mut Ctxt) -> Opti
             ctx,
             docs,
             field_attrs,
+            constraints,
+            arg_attr,
         });
     }
     let doc = doc_text(&item.attrs);

@@ -67,6 +67,13 @@ fn check_params(tool: &ToolFn, cx: &mut Ctxt) {
     }
     let mut seen_ctx = false;
     for param in &tool.params {
+        crate::constraint::check(&param.constraints, cx);
+        if let (Some(_), Some(arg)) = (&param.ctx, &param.arg_attr) {
+            cx.error_spanned_by(
+                arg,
+                "`#[arg(..)]` constrains an argument, and a `#[ctx]` parameter is not one; remove it",
+            );
+        }
         if contains_impl_trait(&param.ty) {
             cx.error_spanned_by(
                 &param.ty,

@@ -7,6 +7,8 @@
 //! validator walks the arguments against the schema and collects every problem. What the
 //! schema declares, the runtime enforces.
 
+mod format;
+
 use std::{collections::HashMap, fmt, fmt::Write as _};
 
 use regex::Regex;
@@ -60,6 +62,14 @@ pub enum IssueCode {
     Unique,
     /// The value matches none (or several) of the allowed shapes.
     NoMatch,
+    /// The string is not in the declared format (email, uri, uuid, ...).
+    Format,
+    /// A `validate = ..` check of the tool refused the value.
+    Custom,
+    /// Nested deeper than the server allows.
+    TooDeep,
+    /// A string or an array larger than the server allows.
+    TooLarge,
     /// The value passed the schema but the Rust type refused it.
     Decode,
 }
@@ -82,6 +92,10 @@ impl IssueCode {
             Self::Pattern => "pattern",
             Self::Unique => "unique",
             Self::NoMatch => "no_match",
+            Self::Format => "format",
+            Self::Custom => "custom",
+            Self::TooDeep => "too_deep",
+            Self::TooLarge => "too_large",
             Self::Decode => "decode",
         }
     }
@@ -108,6 +122,11 @@ pub(crate) fn preview(value: &Value) -> String {
 }
 
 /// The JSON type of a value, with its article, as the messages name it.
+/// JSON Schema's `integer`: a number with no fractional part (`5` and `5.0` alike).
+fn is_integral(number: &serde_json::Number) -> bool {
+    number.is_i64() || number.is_u64() || number.as_f64().is_some_and(|n| n.fract() == 0.0)
+}
+
 fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -178,7 +197,7 @@ impl Types {
         let bit = match value {
             Value::Null => Self::NULL,
             Value::Bool(_) => Self::BOOLEAN,
-            Value::Number(n) if n.is_i64() || n.is_u64() => Self::INTEGER | Self::NUMBER,
+            Value::Number(n) if is_integral(n) => Self::INTEGER | Self::NUMBER,
             Value::Number(_) => Self::NUMBER,
             Value::String(_) => Self::STRING,
             Value::Array(_) => Self::ARRAY,
@@ -212,6 +231,66 @@ impl Types {
 
 type NodeId = usize;
 
+/// A numeric bound or value, exact for integers (an `i64` bound against a `u64` value must
+/// not round through `f64`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bound {
+    Int(i128),
+    Float(f64),
+}
+
+impl Bound {
+    fn of(number: &serde_json::Number) -> Option<Self> {
+        if let Some(int) = number.as_i64() {
+            Some(Self::Int(i128::from(int)))
+        } else if let Some(int) = number.as_u64() {
+            Some(Self::Int(i128::from(int)))
+        } else {
+            number.as_f64().map(Self::Float)
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Self::Int(int) => int as f64,
+            Self::Float(float) => float,
+        }
+    }
+
+    fn cmp(self, other: Self) -> Option<std::cmp::Ordering> {
+        match (self, other) {
+            (Self::Int(a), Self::Int(b)) => Some(a.cmp(&b)),
+            (a, b) => a.as_f64().partial_cmp(&b.as_f64()),
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Self::Int(int) => int.to_string(),
+            Self::Float(float) => number_text(float),
+        }
+    }
+}
+
+/// The range a fixed-width integer `format` (as schemars writes them) implies. serde
+/// enforces these ranges by itself; the validator knows them to explain a refusal.
+pub(crate) fn integer_format_range(format: &str) -> Option<(i128, i128)> {
+    let range = match format {
+        "int8" => (i128::from(i8::MIN), i128::from(i8::MAX)),
+        "int16" => (i128::from(i16::MIN), i128::from(i16::MAX)),
+        "int32" => (i128::from(i32::MIN), i128::from(i32::MAX)),
+        "int64" | "int" => (i128::from(i64::MIN), i128::from(i64::MAX)),
+        "int128" => (i128::MIN, i128::MAX),
+        "uint8" => (0, i128::from(u8::MAX)),
+        "uint16" => (0, i128::from(u16::MAX)),
+        "uint32" => (0, i128::from(u32::MAX)),
+        "uint64" | "uint" => (0, i128::from(u64::MAX)),
+        "uint128" => (0, i128::MAX),
+        _ => return None,
+    };
+    Some(range)
+}
+
 #[derive(Debug, Default)]
 enum Additional {
     #[default]
@@ -234,10 +313,10 @@ struct Node {
     one_of: Vec<NodeId>,
     all_of: Vec<NodeId>,
     reference: Option<NodeId>,
-    minimum: Option<f64>,
-    maximum: Option<f64>,
-    exclusive_minimum: Option<f64>,
-    exclusive_maximum: Option<f64>,
+    minimum: Option<Bound>,
+    maximum: Option<Bound>,
+    exclusive_minimum: Option<Bound>,
+    exclusive_maximum: Option<Bound>,
     multiple_of: Option<f64>,
     min_length: Option<u64>,
     max_length: Option<u64>,
@@ -245,6 +324,7 @@ struct Node {
     max_items: Option<u64>,
     unique_items: bool,
     pattern: Option<Regex>,
+    format: Option<String>,
 }
 
 /// A tool's input schema compiled for checking arguments.
@@ -299,6 +379,14 @@ impl Validator {
             Err(error) => {
                 let issues = self.validate(args);
                 if issues.is_empty() {
+                    // JSON Schema counts `5.0` as an integer and so does the validator;
+                    // serde does not. Send serde the integers the schema saw.
+                    let mut normalized = args.clone();
+                    if self.normalize_integers(self.root, &mut normalized)
+                        && let Ok(decoded) = A::deserialize(&normalized)
+                    {
+                        return Ok(decoded);
+                    }
                     // The schema is looser than the Rust type (a custom `Deserialize`):
                     // serde's own words are the best we have.
                     return Err(vec![ArgIssue {
@@ -314,6 +402,64 @@ impl Validator {
         }
     }
 
+    /// Rewrites integral floats (`5.0`) as integers wherever the schema expects an
+    /// integer. Returns whether anything changed.
+    fn normalize_integers(&self, id: NodeId, value: &mut Value) -> bool {
+        let node = &self.nodes[id];
+        let mut changed = false;
+        if let Some(reference) = node.reference {
+            changed |= self.normalize_integers(reference, value);
+        }
+        for &branch in node.any_of.iter().chain(&node.one_of).chain(&node.all_of) {
+            changed |= self.normalize_integers(branch, value);
+        }
+        let wants_integer = node
+            .types
+            .is_some_and(|types| types.0 & Types::INTEGER != 0 && types.0 & Types::NUMBER == 0);
+        match value {
+            Value::Number(number) if wants_integer && !number.is_i64() && !number.is_u64() => {
+                if let Some(float) = number.as_f64().filter(|f| f.fract() == 0.0) {
+                    let exact = if float < 0.0 && float >= i64::MIN as f64 {
+                        Some(Value::from(float as i64))
+                    } else if float >= 0.0 && float < u64::MAX as f64 {
+                        Some(Value::from(float as u64))
+                    } else {
+                        None
+                    };
+                    if let Some(exact) = exact {
+                        *value = exact;
+                        changed = true;
+                    }
+                }
+            }
+            Value::Object(object) => {
+                for (key, item) in object.iter_mut() {
+                    let sub = node
+                        .properties
+                        .iter()
+                        .find(|(name, _)| name == key)
+                        .map(|(_, sub)| *sub)
+                        .or(match node.additional {
+                            Additional::Schema(sub) => Some(sub),
+                            _ => None,
+                        });
+                    if let Some(sub) = sub {
+                        changed |= self.normalize_integers(sub, item);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item_schema) = node.items {
+                    for item in items {
+                        changed |= self.normalize_integers(item_schema, item);
+                    }
+                }
+            }
+            _ => {}
+        }
+        changed
+    }
+
     /// Every problem of `value` against the schema; empty when it conforms.
     pub fn validate(&self, value: &Value) -> Vec<ArgIssue> {
         let mut walk = Walk {
@@ -322,6 +468,42 @@ impl Validator {
             issues: Vec::new(),
         };
         walk.check(self.root, value);
+        walk.issues
+    }
+}
+
+/// Limits that protect the server from arguments built to exhaust it. Checked before
+/// decoding; a breach is an argument problem like any other, with the path of the value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// How deep objects and arrays may nest (the arguments object is depth 1).
+    pub max_depth: usize,
+    /// The longest string, in bytes.
+    pub max_string_bytes: usize,
+    /// The most items in one array (or entries in one object).
+    pub max_items: usize,
+}
+
+impl Default for Limits {
+    /// 32 levels, 1 MiB strings, 10,000 items.
+    fn default() -> Self {
+        Self {
+            max_depth: 32,
+            max_string_bytes: 1 << 20,
+            max_items: 10_000,
+        }
+    }
+}
+
+impl Limits {
+    /// Every breach of the limits in `args`, each with its path.
+    pub fn check(&self, args: &Value) -> Vec<ArgIssue> {
+        let mut walk = Walk {
+            nodes: &[],
+            path: Vec::new(),
+            issues: Vec::new(),
+        };
+        walk.limits(self, args, 1);
         walk.issues
     }
 }
@@ -410,13 +592,29 @@ impl<'s> Compiler<'s> {
     }
 
     fn constraints(&mut self, schema: &Map<String, Value>, node: &mut Node) {
-        let number = |key: &str| schema.get(key).and_then(Value::as_f64);
+        let bound = |key: &str| match schema.get(key) {
+            Some(Value::Number(number)) => Bound::of(number),
+            _ => None,
+        };
         let count = |key: &str| schema.get(key).and_then(Value::as_u64);
-        node.minimum = number("minimum");
-        node.maximum = number("maximum");
-        node.exclusive_minimum = number("exclusiveMinimum");
-        node.exclusive_maximum = number("exclusiveMaximum");
-        node.multiple_of = number("multipleOf").filter(|step| *step > 0.0);
+        // Bounds implied by a fixed-width integer type are the type's own: serde enforces
+        // them, so they alone do not make the schema "constrained".
+        let implied = schema
+            .get("format")
+            .and_then(Value::as_str)
+            .and_then(integer_format_range);
+        let (implied_min, implied_max) = match implied {
+            Some((min, max)) => (Some(Bound::Int(min)), Some(Bound::Int(max))),
+            None => (None, None),
+        };
+        node.minimum = bound("minimum").or(implied_min);
+        node.maximum = bound("maximum").or(implied_max);
+        node.exclusive_minimum = bound("exclusiveMinimum");
+        node.exclusive_maximum = bound("exclusiveMaximum");
+        node.multiple_of = schema
+            .get("multipleOf")
+            .and_then(Value::as_f64)
+            .filter(|step| *step > 0.0);
         node.min_length = count("minLength");
         node.max_length = count("maxLength");
         node.min_items = count("minItems");
@@ -424,18 +622,17 @@ impl<'s> Compiler<'s> {
         node.unique_items = schema.get("uniqueItems") == Some(&Value::Bool(true));
         // A pattern that does not compile cannot be enforced; `#[mcp_tool]` rejects such
         // patterns at compile time, so this only skips hand-written schemas' mistakes.
+        node.format = schema
+            .get("format")
+            .and_then(Value::as_str)
+            .filter(|name| format::conforms(name, "").is_some())
+            .map(str::to_owned);
         node.pattern = schema
             .get("pattern")
             .and_then(Value::as_str)
             .and_then(|pattern| Regex::new(pattern).ok());
-        // schemars bounds fixed-width integers (`"format": "uint8"` with 0..=255); serde
-        // enforces those ranges itself. Anything else is the schema's own constraint.
-        let integer_format = schema
-            .get("format")
-            .and_then(Value::as_str)
-            .is_some_and(|format| format.starts_with("int") || format.starts_with("uint"));
-        let bounded = node.minimum.is_some() || node.maximum.is_some();
-        if (bounded && !integer_format)
+        let declared_bounds = node.minimum != implied_min || node.maximum != implied_max;
+        if declared_bounds
             || node.exclusive_minimum.is_some()
             || node.exclusive_maximum.is_some()
             || node.multiple_of.is_some()
@@ -445,6 +642,8 @@ impl<'s> Compiler<'s> {
             || node.max_items.is_some()
             || node.unique_items
             || node.pattern.is_some()
+            || node.format.is_some()
+            || node.enum_values.is_some()
         {
             self.constrained = true;
         }
@@ -565,6 +764,50 @@ impl<'a> Walk<'a> {
             Value::Array(items) => self.check_array(id, items),
             Value::String(text) => self.check_string(id, text, value),
             Value::Number(_) => self.check_number(id, value),
+            _ => {}
+        }
+    }
+
+    fn limits(&mut self, limits: &Limits, value: &'a Value, depth: usize) {
+        match value {
+            Value::String(text) if text.len() > limits.max_string_bytes => self.report(
+                IssueCode::TooLarge,
+                format!("a string of at most {} bytes", limits.max_string_bytes),
+                Some(value),
+                Some(format!("it has {} bytes; send less", text.len())),
+            ),
+            Value::Array(_) | Value::Object(_) if depth > limits.max_depth => self.report(
+                IssueCode::TooDeep,
+                format!("values nested at most {} levels deep", limits.max_depth),
+                None,
+                Some("flatten the structure".into()),
+            ),
+            Value::Array(items) if items.len() > limits.max_items => self.report(
+                IssueCode::TooLarge,
+                format!("at most {} items", limits.max_items),
+                None,
+                Some(format!("it has {}; send fewer", items.len())),
+            ),
+            Value::Object(object) if object.len() > limits.max_items => self.report(
+                IssueCode::TooLarge,
+                format!("at most {} entries", limits.max_items),
+                None,
+                Some(format!("it has {}; send fewer", object.len())),
+            ),
+            Value::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    self.path.push(Segment::Index(index));
+                    self.limits(limits, item, depth + 1);
+                    self.path.pop();
+                }
+            }
+            Value::Object(object) => {
+                for (key, item) in object {
+                    self.path.push(Segment::Key(key));
+                    self.limits(limits, item, depth + 1);
+                    self.path.pop();
+                }
+            }
             _ => {}
         }
     }
@@ -771,6 +1014,16 @@ impl<'a> Walk<'a> {
                 Some(format!("it has {chars}; shorten it")),
             );
         }
+        if let Some(format) = &node.format
+            && format::conforms(format, text) == Some(false)
+        {
+            self.report(
+                IssueCode::Format,
+                format::describe(format),
+                Some(value),
+                None,
+            );
+        }
         if let Some(pattern) = &node.pattern
             && !pattern.is_match(text)
         {
@@ -780,46 +1033,46 @@ impl<'a> Walk<'a> {
     }
 
     fn check_number(&mut self, id: NodeId, value: &Value) {
+        use std::cmp::Ordering::{Equal, Greater, Less};
         let node = &self.nodes[id];
-        let Some(number) = value.as_f64() else { return };
+        let Value::Number(raw) = value else { return };
+        let Some(number) = Bound::of(raw) else { return };
         let checks = [
             (
                 node.minimum,
                 IssueCode::Minimum,
                 "at least",
-                number >= node.minimum.unwrap_or(f64::MIN),
+                &[Greater, Equal][..],
             ),
             (
                 node.maximum,
                 IssueCode::Maximum,
                 "at most",
-                number <= node.maximum.unwrap_or(f64::MAX),
+                &[Less, Equal][..],
             ),
             (
                 node.exclusive_minimum,
                 IssueCode::Minimum,
                 "greater than",
-                node.exclusive_minimum.is_none_or(|bound| number > bound),
+                &[Greater][..],
             ),
             (
                 node.exclusive_maximum,
                 IssueCode::Maximum,
                 "less than",
-                node.exclusive_maximum.is_none_or(|bound| number < bound),
+                &[Less][..],
             ),
         ];
-        for (bound, code, words, holds) in checks {
+        for (bound, code, words, allowed) in checks {
             if let Some(bound) = bound
-                && !holds
+                && !number
+                    .cmp(bound)
+                    .is_some_and(|order| allowed.contains(&order))
             {
-                self.report(
-                    code,
-                    format!("{words} {}", number_text(bound)),
-                    Some(value),
-                    None,
-                );
+                self.report(code, format!("{words} {}", bound.text()), Some(value), None);
             }
         }
+        let number = number.as_f64();
         if let Some(step) = node.multiple_of {
             let quotient = number / step;
             if (quotient - quotient.round()).abs() > 1e-9 {
@@ -929,15 +1182,8 @@ fn type_hint(types: Types, value: &Value) -> Option<String> {
         {
             Some(format!("send {text} without quotes"))
         }
-        Value::Number(number) if types.0 & Types::INTEGER != 0 && types.0 & Types::NUMBER == 0 => {
-            if number.as_f64().is_some_and(|n| n.fract() == 0.0) {
-                Some(
-                    "send a whole number within the 64-bit integer range, without a decimal point"
-                        .into(),
-                )
-            } else {
-                Some("send a whole number".into())
-            }
+        Value::Number(_) if types.0 & Types::INTEGER != 0 && types.0 & Types::NUMBER == 0 => {
+            Some("send a whole number".into())
         }
         Value::Number(_) | Value::Bool(_) if types.0 & Types::STRING != 0 => {
             Some(format!("send it as a JSON string: \"{value}\""))

@@ -1,0 +1,10 @@
+//! `#[arg(...)]`: constraints on a tool parameter or on a field of an `#[mcp_args]` type.
+//! Parse (`parse.rs`) → validate (`valid.rs`) → expand (`expand.rs`), shared by both macros.
+
+mod expand;
+mod parse;
+mod valid;
+
+pub(crate) use expand::field_code;
+pub(crate) use parse::{Constraints, parse_arg_attrs};
+pub(crate) use valid::check;
