@@ -1,1 +1,6 @@
-//! Integration tests and examples for fusion.
+//! Example servers shared by the runnable examples and the integration tests.
+//!
+//! The tests drive exactly the tools the examples serve, so what a user runs is what CI
+//! checks.
+
+pub mod inventory;

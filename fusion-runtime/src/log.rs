@@ -32,6 +32,56 @@ pub fn init() {
         .try_init();
 }
 
+/// The arguments as the log shows them: compact JSON with long strings cut to 200
+/// characters, arrays and objects to their first 20 entries, and nesting to 8 levels, so
+/// a hostile argument can neither flood the log nor exhaust the stack while rendering.
+pub(crate) fn render_args(args: &Value) -> String {
+    fn shrink(value: &Value, depth: usize) -> Value {
+        const MAX_CHARS: usize = 200;
+        const MAX_ENTRIES: usize = 20;
+        const MAX_DEPTH: usize = 8;
+        match value {
+            Value::String(text) if text.chars().count() > MAX_CHARS => {
+                let cut: String = text.chars().take(MAX_CHARS).collect();
+                Value::String(format!("{cut}… ({} bytes in all)", text.len()))
+            }
+            Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => {
+                Value::String("… (nested deeper)".into())
+            }
+            Value::Array(items) => {
+                let mut kept: Vec<Value> = items
+                    .iter()
+                    .take(MAX_ENTRIES)
+                    .map(|item| shrink(item, depth + 1))
+                    .collect();
+                if items.len() > MAX_ENTRIES {
+                    kept.push(Value::String(format!(
+                        "… ({} more items)",
+                        items.len() - MAX_ENTRIES
+                    )));
+                }
+                Value::Array(kept)
+            }
+            Value::Object(entries) => {
+                let mut kept: serde_json::Map<String, Value> = entries
+                    .iter()
+                    .take(MAX_ENTRIES)
+                    .map(|(key, item)| (key.clone(), shrink(item, depth + 1)))
+                    .collect();
+                if entries.len() > MAX_ENTRIES {
+                    kept.insert(
+                        "…".into(),
+                        Value::String(format!("{} more entries", entries.len() - MAX_ENTRIES)),
+                    );
+                }
+                Value::Object(kept)
+            }
+            other => other.clone(),
+        }
+    }
+    shrink(args, 0).to_string()
+}
+
 /// What the log says of one finished call.
 pub(crate) struct CallRecord<'a> {
     pub(crate) tool: &'a str,
@@ -67,7 +117,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
             correlation_id,
             latency_us,
             outcome,
-            arguments = %args,
+            arguments = %render_args(args),
             "tool call succeeded"
         ),
         Some(failure) if failure.is_masked() => tracing::error!(
@@ -77,7 +127,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
             correlation_id,
             latency_us,
             outcome,
-            arguments = %args,
+            arguments = %render_args(args),
             error = %failure.details(),
             "tool call failed"
         ),
@@ -88,7 +138,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
             correlation_id,
             latency_us,
             outcome,
-            arguments = %args,
+            arguments = %render_args(args),
             error = message,
             "tool call rejected"
         ),

@@ -83,6 +83,15 @@ pub enum BuildError {
     /// Two tools share a name; the second would silently replace the first.
     #[error("two tools are named `{0}`; rename one with `#[mcp_tool(name = \"...\")]`")]
     DuplicateTool(String),
+    /// A parameter's `default` breaks its own constraints (a default written as an
+    /// expression can only be checked when the tool is registered).
+    #[error("tool `{tool}`: a default value breaks its own constraints: {details}")]
+    InvalidDefault {
+        /// The tool.
+        tool: String,
+        /// The problems, one per line.
+        details: String,
+    },
     /// `.context(..)` was called after tools were registered for the unit context.
     #[error(
         "`.context(..)` was called after {0} tool(s) were registered; call `.context(..)` first, right after `Server::builder(..)`"
@@ -161,7 +170,17 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Registers a tool: the name of an `#[mcp_tool]` function.
     pub fn tool<T: Tool<C>>(mut self, tool: T) -> Self {
         let definition = tool.definition();
-        if self
+        if !definition.default_issues.is_empty() {
+            let details: Vec<String> = definition
+                .default_issues
+                .iter()
+                .map(|issue| format!("`{}` must be {}", issue.path, issue.expected))
+                .collect();
+            self.errors.push(BuildError::InvalidDefault {
+                tool: definition.spec.name.to_owned(),
+                details: details.join("; "),
+            });
+        } else if self
             .tools
             .iter()
             .any(|known| known.spec.name == definition.spec.name)

@@ -74,6 +74,8 @@ pub struct ToolDefinition<C> {
     /// type is not a JSON object (MCP requires `structuredContent` to be an object).
     pub(crate) wrap_structured: bool,
     pub(crate) validator: Validator,
+    /// Defaults that break their own field's schema, found at registration.
+    pub(crate) default_issues: Vec<ArgIssue>,
     pub(crate) invoker: Box<dyn Invoke<C>>,
 }
 
@@ -101,6 +103,7 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
         // The validator reads the schema as schemars wrote it (fixed-width integer formats
         // tell it the ranges serde enforces); clients get the portable form.
         let validator = Validator::compile(&input_schema);
+        let default_issues = validator.check_defaults(&input_schema);
         schema::make_portable(&mut input_schema);
         let (output_schema, wrap_structured) = match output_schema {
             Some(schema) => {
@@ -116,6 +119,7 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
             output_schema,
             wrap_structured,
             validator,
+            default_issues,
             invoker: Box::new(Invoker {
                 run,
                 _args: PhantomData::<fn() -> A>,

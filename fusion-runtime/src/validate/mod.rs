@@ -460,6 +460,34 @@ impl Validator {
         changed
     }
 
+    /// Problems with the `default` values the schema publishes for its top-level
+    /// properties: a default written as an expression is only known at run time.
+    pub(crate) fn check_defaults(&self, schema: &Map<String, Value>) -> Vec<ArgIssue> {
+        let Some(Value::Object(properties)) = schema.get("properties") else {
+            return Vec::new();
+        };
+        let mut walk = Walk {
+            nodes: &self.nodes,
+            path: Vec::new(),
+            issues: Vec::new(),
+        };
+        for (name, property) in properties {
+            let Some(default) = property.get("default") else {
+                continue;
+            };
+            let node = self.nodes[self.root]
+                .properties
+                .iter()
+                .find(|(n, _)| n == name);
+            if let Some((_, id)) = node {
+                walk.path.push(Segment::Key(name));
+                walk.check(*id, default);
+                walk.path.pop();
+            }
+        }
+        walk.issues
+    }
+
     /// Every problem of `value` against the schema; empty when it conforms.
     pub fn validate(&self, value: &Value) -> Vec<ArgIssue> {
         let mut walk = Walk {
@@ -761,7 +789,7 @@ impl<'a> Walk<'a> {
         }
         match value {
             Value::Object(object) => self.check_object(id, object),
-            Value::Array(items) => self.check_array(id, items),
+            Value::Array(items) => self.check_array(id, items, value),
             Value::String(text) => self.check_string(id, text, value),
             Value::Number(_) => self.check_number(id, value),
             _ => {}
@@ -939,7 +967,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn check_array(&mut self, id: NodeId, items: &'a [Value]) {
+    fn check_array(&mut self, id: NodeId, items: &'a [Value], value: &Value) {
         let node = &self.nodes[id];
         let (min, max, unique, item_schema) = (
             node.min_items,
@@ -954,8 +982,8 @@ impl<'a> Walk<'a> {
             self.report(
                 IssueCode::MinLength,
                 format!("at least {min} item{}", plural(min)),
-                None,
-                Some(format!("it has {len}")),
+                Some(value),
+                Some(format!("it has {len}; add more")),
             );
         }
         if let Some(max) = max
@@ -964,7 +992,7 @@ impl<'a> Walk<'a> {
             self.report(
                 IssueCode::MaxLength,
                 format!("at most {max} item{}", plural(max)),
-                None,
+                Some(value),
                 Some(format!("it has {len}; send fewer")),
             );
         }
@@ -1220,29 +1248,21 @@ pub(crate) fn render_issues(tool: &str, issues: &[ArgIssue]) -> String {
         } else {
             format!("`{}`", issue.path)
         };
+        let expected = &issue.expected;
         let rule = match issue.code {
-            IssueCode::UnknownField => "unknown field".to_owned(),
-            IssueCode::Missing => "missing required field".to_owned(),
-            IssueCode::Null => "null is not allowed".to_owned(),
-            _ => format!("expected {}", issue.expected),
+            IssueCode::Missing => format!("required, expected {expected}"),
+            IssueCode::UnknownField => format!("not a parameter here, expected {expected}"),
+            IssueCode::Null => format!("expected {expected}, not null"),
+            IssueCode::Custom => expected.clone(),
+            _ => format!("expected {expected}"),
         };
-        let _ = write!(text, "- {place}: {rule}");
-        match (&issue.code, &issue.received) {
-            (IssueCode::Missing, _) => {
-                let _ = write!(text, " ({}), received (missing)", issue.expected);
-            }
-            (IssueCode::UnknownField | IssueCode::Null, Some(received)) => {
-                let _ = write!(text, ", received {received}; expected {}", issue.expected);
-            }
-            (_, Some(received)) => {
-                let _ = write!(text, ", received {received}");
-            }
-            (_, None) => {}
-        }
-        if let Some(hint) = &issue.hint {
-            let _ = write!(text, ". Fix: {hint}");
-        }
-        text.push('\n');
+        let received = issue.received.as_deref().unwrap_or("(missing)");
+        let fix = issue.hint.clone().unwrap_or_else(|| default_fix(issue));
+        let _ = writeln!(
+            text,
+            "- {place} ({code}): {rule}; received {received}. Fix: {fix}.",
+            code = issue.code
+        );
     }
     let _ = write!(
         text,
@@ -1250,6 +1270,23 @@ pub(crate) fn render_issues(tool: &str, issues: &[ArgIssue]) -> String {
         if issues.len() == 1 { "" } else { "s" }
     );
     text
+}
+
+/// The fix to suggest when the check that found a problem had nothing more specific.
+fn default_fix(issue: &ArgIssue) -> String {
+    let expected = &issue.expected;
+    match issue.code {
+        IssueCode::Missing => format!(
+            "add `{}`",
+            issue.path.rsplit('.').next().unwrap_or(&issue.path)
+        ),
+        IssueCode::UnknownField => "remove it".to_owned(),
+        IssueCode::Null => format!("send {expected}, or leave the field out if it is optional"),
+        IssueCode::Custom | IssueCode::Decode => "correct the value".to_owned(),
+        IssueCode::MinLength | IssueCode::MaxLength => format!("make it {expected}"),
+        IssueCode::Pattern => "send text that matches the pattern".to_owned(),
+        _ => format!("send {expected}"),
+    }
 }
 
 #[cfg(test)]
