@@ -87,7 +87,7 @@ pub async fn search_products(
 }
 
 /// Rejects the reserved SKU prefix.
-fn not_reserved(sku: &String) -> Result<(), String> {
+fn not_reserved(sku: &str) -> Result<(), String> {
     if sku.starts_with("SKU-0000") {
         Err("SKU-0000 is reserved for tests; use another SKU".into())
     } else {

@@ -156,13 +156,18 @@ fn has_type(object: &Map<String, Value>, name: &str) -> bool {
 
 /// Runs a `validate = path` check on a decoded argument and records its complaint.
 #[doc(hidden)]
-pub fn custom_check<T: ?Sized, E: Display>(
+pub fn custom_check<T, U, E>(
     value: &T,
     path: &str,
-    check: impl FnOnce(&T) -> Result<(), E>,
+    check: impl FnOnce(&U) -> Result<(), E>,
     issues: &mut Vec<ArgIssue>,
-) {
-    if let Err(error) = check(value) {
+) where
+    // A check may take what the value borrows as: `fn(&str)` for a `String`.
+    T: std::borrow::Borrow<U> + ?Sized,
+    U: ?Sized,
+    E: Display,
+{
+    if let Err(error) = check(value.borrow()) {
         issues.push(ArgIssue {
             path: path.to_owned(),
             code: IssueCode::Custom,

@@ -154,6 +154,10 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
     body_fn.sig.ident = body_ident.clone();
     body_fn.vis = syn::Visibility::Inherited;
     body_fn.attrs = other_attrs.into_iter().cloned().collect();
+    // A tool takes one parameter per argument, and that may be many.
+    body_fn
+        .attrs
+        .push(syn::parse_quote!(#[allow(clippy::too_many_arguments)]));
 
     // The function-pointer type the struct dereferences to. A `&Ctx` parameter lends the
     // future its lifetime; without one the future owns everything.
