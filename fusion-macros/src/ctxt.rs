@@ -47,6 +47,14 @@ impl Ctxt {
 /// The valid key closest to `word`, for "did you mean" (an edit distance of at most 2;
 /// the macro crate takes no dependency beyond syn, quote and proc-macro2).
 pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    // `maximum` for `max`, `len` for `length`: one spelling abbreviates the other.
+    if let Some(prefixed) = candidates.iter().find(|candidate| {
+        candidate.len() >= 3
+            && word.len() >= 3
+            && (word.starts_with(**candidate) || candidate.starts_with(word))
+    }) {
+        return Some(prefixed);
+    }
     candidates
         .iter()
         .map(|candidate| (edit_distance(word, candidate), *candidate))
@@ -79,5 +87,6 @@ mod tests {
         assert_eq!(closest("readonly", &keys), Some("read_only"));
         assert_eq!(closest("nmae", &keys), Some("name"));
         assert_eq!(closest("timeout", &keys), None);
+        assert_eq!(closest("maximum", &["min", "max"]), Some("max"));
     }
 }

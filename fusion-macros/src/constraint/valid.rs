@@ -247,5 +247,6 @@ fn last_line(text: &str) -> String {
         .rfind(|line| !line.trim().is_empty())
         .unwrap_or(text)
         .trim()
+        .trim_start_matches("error: ")
         .to_owned()
 }

@@ -225,6 +225,15 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         quote!(::<__FusionC>)
     };
 
+    // A parameter named like the tool itself would be read as the unit struct in a
+    // pattern ("`name` is interpreted as a unit struct"); a function item of that name in
+    // the generated block shadows the struct's value, and bindings may shadow functions.
+    let shadow = tool
+        .params
+        .iter()
+        .any(|param| param.ident == *ident)
+        .then(|| quote!(#[allow(dead_code)] fn #ident() {}));
+
     quote! {
         #struct_doc
         #[allow(non_camel_case_types)]
@@ -232,6 +241,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         #vis struct #ident;
 
         const _: () = {
+            #shadow
             #(#argument_checks)*
             #(#constraint_checks)*
 

@@ -1,0 +1,9 @@
+use fusion_runtime::prelude::*;
+
+/// Take a few.
+#[mcp_tool]
+async fn take(#[arg(length(max = 3))] count: u32) -> u32 {
+    count
+}
+
+fn main() {}

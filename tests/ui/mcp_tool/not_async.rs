@@ -1,0 +1,9 @@
+use fusion_runtime::prelude::*;
+
+/// Add two integers.
+#[mcp_tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {}
