@@ -1,0 +1,48 @@
+//! The official MCP Python SDK (mcp==2.3.0) drives the quickstart example over stdio.
+//!
+//! Needs the venv from `scripts/python-env` (or `FUSION_PYTHON`) and the built example
+//! (`cargo build --examples`). Without the venv the test is skipped with a note, except when
+//! `CI=true`, where it fails. The checks themselves live in `tests/python/stdio_client.py`.
+
+mod support;
+
+use std::{path::Path, process::Command, time::Duration};
+
+/// Hard limit for the whole Python run (the script bounds each of its own waits at 20 s).
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+#[test]
+fn python_sdk_drives_quickstart_over_stdio() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::example_binary("quickstart");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("python")
+        .join("stdio_client.py");
+
+    let mut command = Command::new(&python);
+    command
+        .arg(&script)
+        .arg(&server)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = support::run_with_timeout(command, TIMEOUT);
+
+    assert!(
+        out.success(),
+        "{} {} {} failed\n{}",
+        python.display(),
+        script.display(),
+        server.display(),
+        out.report()
+    );
+    assert!(
+        out.stdout.contains("ok: all checks passed"),
+        "the script exited 0 without finishing its checks\n{}",
+        out.report()
+    );
+    // Shown with `--nocapture`.
+    println!("{}", out.stdout.trim_end());
+}
