@@ -3,4 +3,5 @@
 //! The tests drive exactly the tools the examples serve, so what a user runs is what CI
 //! checks.
 
+pub mod faults;
 pub mod inventory;

@@ -7,5 +7,6 @@ fn ui() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/ui/mcp_tool/*.rs");
     cases.compile_fail("tests/ui/arg/*.rs");
+    cases.compile_fail("tests/ui/classify/*.rs");
     cases.pass("tests/ui/pass/*.rs");
 }

@@ -5,6 +5,7 @@
 //! collected and reported at once (see [`ctxt`]).
 
 mod args;
+mod classify;
 mod constraint;
 mod ctxt;
 mod symbol;
@@ -23,4 +24,14 @@ pub fn mcp_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn mcp_args(attr: TokenStream, item: TokenStream) -> TokenStream {
     args::expand(attr.into(), item.into()).into()
+}
+
+/// Classifies an error type's values: transient, invalid input, internal, fatal or warning.
+/// Documented in `fusion_runtime::Classify`.
+#[proc_macro_derive(
+    Classify,
+    attributes(transient, invalid_input, internal, fatal, warning, classify)
+)]
+pub fn derive_classify(input: TokenStream) -> TokenStream {
+    classify::expand(input.into()).into()
 }

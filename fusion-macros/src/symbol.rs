@@ -16,6 +16,26 @@ pub(crate) const IDEMPOTENT: &str = "idempotent";
 pub(crate) const OPEN_WORLD: &str = "open_world";
 /// `#[mcp_tool(crate = "path")]`
 pub(crate) const CRATE: &str = "crate";
+/// `#[mcp_tool(timeout = "100ms")]`
+pub(crate) const TIMEOUT: &str = "timeout";
+/// `#[mcp_tool(retry(attempts = 3, backoff = "10ms", max_backoff = "1s"))]`
+pub(crate) const RETRY: &str = "retry";
+/// `retry(attempts = N)`
+pub(crate) const ATTEMPTS: &str = "attempts";
+/// `retry(backoff = "10ms")`
+pub(crate) const BACKOFF: &str = "backoff";
+/// `retry(max_backoff = "1s")`
+pub(crate) const MAX_BACKOFF: &str = "max_backoff";
+/// `#[mcp_tool(circuit(failures = 5, window = "30s", cooldown = "10s"))]`
+pub(crate) const CIRCUIT: &str = "circuit";
+/// `circuit(failures = N)`
+pub(crate) const FAILURES: &str = "failures";
+/// `circuit(window = "30s")`
+pub(crate) const WINDOW: &str = "window";
+/// `circuit(cooldown = "10s")`
+pub(crate) const COOLDOWN: &str = "cooldown";
+/// `#[mcp_tool(reconnect = field)]`
+pub(crate) const RECONNECT: &str = "reconnect";
 
 /// Every key of `#[mcp_tool(...)]`, in the order the error message lists them.
 pub(crate) const TOOL_KEYS: &[&str] = &[
@@ -26,6 +46,10 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     DESTRUCTIVE,
     IDEMPOTENT,
     OPEN_WORLD,
+    TIMEOUT,
+    RETRY,
+    CIRCUIT,
+    RECONNECT,
     CRATE,
 ];
 
@@ -89,3 +113,32 @@ pub(crate) const ARG_KEYS: &[&str] = &[
 
 /// The formats `format = "..."` accepts (the runtime checks exactly these).
 pub(crate) const FORMATS: &[&str] = &["email", "uri", "uuid", "date", "date-time", "ipv4", "ipv6"];
+
+/// `#[transient]`: a passing failure, retried.
+pub(crate) const TRANSIENT: &str = "transient";
+/// `#[invalid_input]`: the caller's mistake.
+pub(crate) const INVALID_INPUT: &str = "invalid_input";
+/// `#[internal]`: a bug, masked (the default).
+pub(crate) const INTERNAL: &str = "internal";
+/// `#[fatal]`: the process ends.
+pub(crate) const FATAL: &str = "fatal";
+/// `#[warning]`: advice, not a failure.
+pub(crate) const WARNING: &str = "warning";
+/// The class attributes of `#[derive(Classify)]`.
+pub(crate) const CLASSES: &[&str] = &[TRANSIENT, INVALID_INPUT, INTERNAL, FATAL, WARNING];
+/// `#[classify(crate = "path")]`
+pub(crate) const CLASSIFY: &str = "classify";
+/// `code = not_found`
+pub(crate) const CODE: &str = "code";
+/// `hint = "..."`
+pub(crate) const HINT: &str = "hint";
+/// `retry_after = "2s"`
+pub(crate) const RETRY_AFTER: &str = "retry_after";
+/// The codes a class attribute may carry.
+pub(crate) const CODES: &[&str] = &[
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "conflict",
+    "rate_limited",
+];

@@ -1,12 +1,16 @@
 //! Failures of a tool call and the text the model reads about them.
 //!
-//! Every failure becomes a `CallToolResult` with `isError: true`; the wording is rendered
-//! here, in one place. Internal failures (a handler's error, a panic) are masked: the model
-//! gets a generic message with a correlation id, the log gets the details.
+//! Every failure becomes a `CallToolResult` with `isError: true` (a warning excepted); the
+//! wording is rendered here, in one place. Internal and fatal failures (a handler's
+//! unclassified error, a panic) are masked: the model gets a generic message with a
+//! correlation id, the log gets the details.
 
-use std::fmt;
+use std::{fmt, time::Duration};
 
-use crate::validate::ArgIssue;
+use crate::{
+    classify::{Classification, ErrorClass, Human, classify_dyn},
+    validate::ArgIssue,
+};
 
 /// Why a call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,19 +34,32 @@ pub enum FailureKind {
         /// The actions that exist (empty for a tool without actions).
         available: Vec<String>,
     },
-    /// The handler returned an error that is not the model's to fix.
-    Internal,
+    /// The handler returned an error; its classification says what to do with it.
+    Handler(Classification),
+    /// The handler did not finish in time and was stopped.
+    Timeout {
+        /// The limit it exceeded.
+        limit: Duration,
+    },
+    /// The tool's circuit breaker is open after repeated transient failures.
+    CircuitOpen {
+        /// When a call will be tried again.
+        retry_after: Duration,
+    },
     /// The handler panicked.
     Panic,
 }
 
-/// A failed call: what kind, and for internal failures the details kept for the log.
+/// A failed call: what kind, the error's own words and source chain, and how many times
+/// the handler ran.
 #[derive(Clone, Debug)]
 pub struct Failure {
     pub(crate) kind: FailureKind,
     /// The error's own message and its source chain, outermost first. Never shown to the
-    /// model for internal failures.
+    /// model for masked failures.
     pub(crate) chain: Vec<String>,
+    /// How many times the handler ran (more than one after retries).
+    pub(crate) attempts: u32,
 }
 
 impl Failure {
@@ -50,11 +67,16 @@ impl Failure {
         Self {
             kind,
             chain: Vec::new(),
+            attempts: 1,
         }
     }
 
-    /// An internal failure from a handler's error, with its source chain for the log.
-    pub fn from_error(error: &(dyn std::error::Error + 'static)) -> Self {
+    /// A failure from a handler's error of a known classification, with its source chain
+    /// for the log.
+    pub fn classified(
+        classification: Classification,
+        error: &(dyn std::error::Error + 'static),
+    ) -> Self {
         let mut chain = vec![error.to_string()];
         let mut source = error.source();
         while let Some(inner) = source {
@@ -62,16 +84,24 @@ impl Failure {
             source = inner.source();
         }
         Self {
-            kind: FailureKind::Internal,
+            kind: FailureKind::Handler(classification),
             chain,
+            attempts: 1,
         }
+    }
+
+    /// A failure from an error whose type is not known statically: the class is found by
+    /// searching its source chain (see [`classify_dyn`]).
+    pub fn from_error(error: &(dyn std::error::Error + 'static)) -> Self {
+        Self::classified(classify_dyn(error), error)
     }
 
     /// An internal failure described by a message for the log.
     pub fn internal_message(message: impl Into<String>) -> Self {
         Self {
-            kind: FailureKind::Internal,
+            kind: FailureKind::Handler(Classification::INTERNAL),
             chain: vec![message.into()],
+            attempts: 1,
         }
     }
 
@@ -79,6 +109,7 @@ impl Failure {
         Self {
             kind: FailureKind::Panic,
             chain: vec![message],
+            attempts: 1,
         }
     }
 
@@ -87,25 +118,68 @@ impl Failure {
         &self.kind
     }
 
+    /// The class of a handler's error, if this failure is one.
+    pub fn class(&self) -> Option<ErrorClass> {
+        match &self.kind {
+            FailureKind::Handler(classification) => Some(classification.class),
+            _ => None,
+        }
+    }
+
+    /// Whether running the handler again may succeed: a transient error or a timeout.
+    pub fn is_transient(&self) -> bool {
+        matches!(self.kind, FailureKind::Timeout { .. })
+            || self.class() == Some(ErrorClass::Transient)
+    }
+
+    /// Whether the process must end.
+    pub fn is_fatal(&self) -> bool {
+        self.class() == Some(ErrorClass::Fatal)
+    }
+
+    /// Whether this is advice rather than a failure (`isError: false`).
+    pub fn is_warning(&self) -> bool {
+        self.class() == Some(ErrorClass::Warning)
+    }
+
     /// Whether the details must be hidden from the model (and logged instead).
     pub fn is_masked(&self) -> bool {
-        matches!(self.kind, FailureKind::Internal | FailureKind::Panic)
+        matches!(self.kind, FailureKind::Panic)
+            || matches!(self.class(), Some(ErrorClass::Internal | ErrorClass::Fatal))
+    }
+
+    /// How many times the handler ran.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
     }
 
     /// A stable, lowercase name of the outcome, used in logs.
     pub fn outcome_name(&self) -> &'static str {
-        match self.kind {
+        match &self.kind {
             FailureKind::InvalidArguments(_) => "invalid_arguments",
             FailureKind::UnknownTool { .. } => "unknown_tool",
             FailureKind::UnknownAction { .. } => "unknown_action",
-            FailureKind::Internal => "internal",
+            FailureKind::Timeout { .. } => "timeout",
+            FailureKind::CircuitOpen { .. } => "circuit_open",
             FailureKind::Panic => "panic",
+            FailureKind::Handler(classification) => {
+                match (classification.code, classification.class) {
+                    (Some(code), _) => code.as_str(),
+                    (None, ErrorClass::Transient) => "transient_exhausted",
+                    (None, class) => class.as_str(),
+                }
+            }
         }
     }
 
     /// The details: the error and its sources joined with ": ".
     pub fn details(&self) -> String {
         self.chain.join(": ")
+    }
+
+    /// The error's own message (the head of the chain).
+    fn own_message(&self) -> &str {
+        self.chain.first().map_or("", String::as_str)
     }
 
     /// The text shown to the model. `correlation_id` names the log event of a masked failure.
@@ -138,14 +212,69 @@ impl Failure {
                 requested,
                 available,
             ),
-            FailureKind::Internal => format!(
-                "Tool `{tool}` failed with an internal error (reference {correlation_id}). \
-                 The details are in the server log; the same call is likely to fail again."
+            FailureKind::Timeout { limit } => format!(
+                "Tool `{tool}` did not finish within {} and was stopped{}. The upstream may be slow; retry later or narrow the request.",
+                Human(*limit),
+                self.attempts_text()
+            ),
+            FailureKind::CircuitOpen { retry_after } => format!(
+                "Tool `{tool}` is temporarily unavailable: its upstream failed repeatedly, so calls are paused. Retry after {}.",
+                Human(*retry_after)
             ),
             FailureKind::Panic => format!(
                 "Tool `{tool}` failed with an internal error (reference {correlation_id}): the handler crashed. \
                  The server is still running; the same call is likely to fail again."
             ),
+            FailureKind::Handler(classification) => {
+                self.handler_message(tool, classification, correlation_id)
+            }
+        }
+    }
+
+    fn handler_message(
+        &self,
+        tool: &str,
+        classification: &Classification,
+        correlation_id: &str,
+    ) -> String {
+        let mut text = match classification.class {
+            ErrorClass::Internal => {
+                return format!(
+                    "Tool `{tool}` failed with an internal error (reference {correlation_id}). \
+                     The details are in the server log; the same call is likely to fail again."
+                );
+            }
+            ErrorClass::Fatal => {
+                return format!(
+                    "Tool `{tool}` hit a fatal error (reference {correlation_id}): the server hit a fatal error and is shutting down."
+                );
+            }
+            ErrorClass::Transient if classification.code.is_none() => format!(
+                "Tool `{tool}` failed: the upstream service is temporarily unavailable ({}){}.",
+                self.own_message(),
+                self.attempts_text()
+            ),
+            _ => match classification.code {
+                Some(code) => format!("{}: {}", code.label(), self.own_message()),
+                None => self.own_message().to_owned(),
+            },
+        };
+        if classification.class == ErrorClass::Transient {
+            match classification.retry_after {
+                Some(delay) => text.push_str(&format!(" Retry after {}.", Human(delay))),
+                None => text.push_str(" Retry in a few seconds."),
+            }
+        }
+        if let Some(hint) = classification.hint {
+            text.push_str(&format!(" Hint: {hint}"));
+        }
+        text
+    }
+
+    fn attempts_text(&self) -> String {
+        match self.attempts {
+            0 | 1 => String::new(),
+            n => format!(" after {n} attempts"),
         }
     }
 }

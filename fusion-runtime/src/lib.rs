@@ -29,6 +29,7 @@
 //! [`testing::Tester`] for calling tools in memory.
 #![warn(missing_docs)]
 
+mod classify;
 mod constraint;
 mod error;
 pub mod log;
@@ -42,12 +43,16 @@ mod tool;
 mod transport;
 mod validate;
 
+pub use classify::{
+    Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
+};
 pub use error::{Failure, FailureKind};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use present::UiBlock;
-pub use server::{BuildError, ISSUES_META_KEY, Server, ServerBuilder};
+pub use recover::{CircuitPolicy, Policy, Reconnect, RetryPolicy};
+pub use server::{BuildError, EXIT_FATAL, ISSUES_META_KEY, Server, ServerBuilder, StartupError};
 pub use tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec};
-pub use transport::EXIT_CONFIG;
+pub use transport::{EXIT_CONFIG, StdioOptions};
 pub use validate::{ArgIssue, IssueCode, Limits, Validator};
 
 /// Turns an `async fn` into an MCP tool.
@@ -123,10 +128,13 @@ pub use fusion_macros::mcp_tool;
 /// ```
 pub use fusion_macros::mcp_args;
 
+/// Derives [`Classify`](trait@Classify) for an error enum or struct; see the trait for the attributes.
+pub use fusion_macros::Classify;
+
 /// What most servers need: `use fusion_runtime::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        IntoToolOutput, Server, ToolOutput, mcp_args, mcp_tool,
+        Classify, IntoToolOutput, Server, ToolOutput, mcp_args, mcp_tool,
         testing::{TestResult, Tester},
     };
     pub use schemars::JsonSchema;
@@ -140,11 +148,17 @@ pub use {schemars, serde, serde_json};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::{
-        __output_schema as output_schema, __render_outcome as render_outcome,
+        __classify_source as classify_source, __output_schema as output_schema,
+        __render_outcome as render_outcome,
+        classify::{
+            Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
+            parse_duration,
+        },
         constraint::{
             Constraint, Literal, apply as constrain, custom_check, kinds, run_custom_checks,
         },
         output::{Outcome, ladder},
+        recover::{CircuitPolicy, Policy, RetryPolicy, reconnect},
         tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec},
     };
     pub use schemars;

@@ -90,6 +90,8 @@ pub(crate) struct CallRecord<'a> {
     pub(crate) correlation_id: &'a str,
     pub(crate) latency: Duration,
     pub(crate) outcome: &'static str,
+    /// How many times the handler ran.
+    pub(crate) attempts: u32,
     pub(crate) failure: Option<&'a Failure>,
     /// The text the model was sent.
     pub(crate) message: &'a str,
@@ -103,6 +105,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
         args,
         correlation_id,
         outcome,
+        attempts,
         failure,
         message,
         ..
@@ -117,6 +120,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
             correlation_id,
             latency_us,
             outcome,
+            attempts,
             arguments = %render_args(args),
             "tool call succeeded"
         ),
@@ -127,6 +131,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
             correlation_id,
             latency_us,
             outcome,
+            attempts,
             arguments = %render_args(args),
             error = %failure.details(),
             "tool call failed"
@@ -138,9 +143,84 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
             correlation_id,
             latency_us,
             outcome,
+            attempts,
             arguments = %render_args(args),
             error = message,
             "tool call rejected"
         ),
     }
+}
+
+/// The target of recovery events: retries, reconnects, circuit changes.
+pub const RECOVERY_TARGET: &str = "fusion::recovery";
+
+/// One retry about to happen.
+pub(crate) fn retry_event(tool: &str, attempt: u32, of: u32, delay: Duration, failure: &Failure) {
+    let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+    tracing::warn!(
+        target: RECOVERY_TARGET,
+        tool,
+        attempt,
+        attempts = of,
+        delay_ms,
+        outcome = failure.outcome_name(),
+        error = %failure.details(),
+        "transient failure, retrying"
+    );
+}
+
+/// A reconnect of a tool's resource, and how it went.
+pub(crate) fn reconnect_event(tool: &str, took: Duration, error: Option<&String>) {
+    let duration_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+    match error {
+        None => {
+            tracing::info!(target: RECOVERY_TARGET, tool, duration_us, result = "ok", "resource reconnected")
+        }
+        Some(error) => tracing::warn!(
+            target: RECOVERY_TARGET,
+            tool,
+            duration_us,
+            result = "failed",
+            error = error.as_str(),
+            "resource reconnect failed"
+        ),
+    }
+}
+
+/// A circuit breaker opened or closed.
+pub(crate) fn circuit_event(tool: &str, transition: crate::recover::Transition) {
+    match transition {
+        crate::recover::Transition::Opened => {
+            tracing::warn!(target: RECOVERY_TARGET, tool, circuit = "open", "circuit opened: calls fail fast")
+        }
+        crate::recover::Transition::Closed => {
+            tracing::info!(target: RECOVERY_TARGET, tool, circuit = "closed", "circuit closed: calls flow again")
+        }
+    }
+}
+
+/// The target of the fatal event.
+pub const FATAL_TARGET: &str = "fusion::fatal";
+
+/// A handler's fatal error: one event with the whole source chain.
+pub(crate) fn fatal_event(tool: &str, correlation_id: &str, failure: &Failure) {
+    tracing::error!(
+        target: FATAL_TARGET,
+        tool,
+        correlation_id,
+        error = failure.chain.first().map_or("", String::as_str),
+        source_chain = %failure.details(),
+        exit_code = crate::server::EXIT_FATAL,
+        "fatal error: the server is shutting down"
+    );
+}
+
+/// The server refused to start.
+pub(crate) fn startup_failed(error: &crate::server::StartupError) {
+    tracing::error!(
+        target: FATAL_TARGET,
+        error = %error,
+        exit_code = crate::transport::EXIT_CONFIG,
+        "start-up failed: not serving"
+    );
 }

@@ -281,18 +281,35 @@ pub mod ladder {
         }
     }
 
-    /// A handler's error becomes a failure.
-    pub trait FailError {
+    /// A handler's error of a type that classifies itself.
+    pub trait FailClassified {
         /// The error type.
         type Error;
         /// Converts the error.
         fn fail(self, error: Self::Error) -> Outcome;
     }
 
-    impl<E: std::error::Error + Send + Sync + 'static> FailError for Probe<E> {
+    impl<E: crate::classify::Classify + std::error::Error + 'static> FailClassified for &Probe<E> {
         type Error = E;
         fn fail(self, error: E) -> Outcome {
-            Outcome::Failure(Failure::from_error(&error))
+            Outcome::Failure(Failure::classified(error.classification(), &error))
+        }
+    }
+
+    /// Any other error (including `Box<dyn Error>` and `anyhow::Error`): its source chain
+    /// is searched for a classified error.
+    pub trait FailDynamic {
+        /// The error type.
+        type Error;
+        /// Converts the error.
+        fn fail(self, error: Self::Error) -> Outcome;
+    }
+
+    impl<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>> FailDynamic for Probe<E> {
+        type Error = E;
+        fn fail(self, error: E) -> Outcome {
+            let boxed: Box<dyn std::error::Error + Send + Sync + 'static> = error.into();
+            Outcome::Failure(Failure::from_error(boxed.as_ref()))
         }
     }
 }
@@ -304,8 +321,8 @@ macro_rules! __render_outcome {
     ($ret:ty, $value:expr) => {{
         #[allow(unused_imports)]
         use $crate::__private::ladder::{
-            FailError as _, RenderOwn as _, RenderStructured as _, SplitPlain as _,
-            SplitResult as _,
+            FailClassified as _, FailDynamic as _, RenderOwn as _, RenderStructured as _,
+            SplitPlain as _, SplitResult as _,
         };
         let probe = $crate::__private::ladder::Probe::<$ret>::new();
         let (ok_probe, err_probe) = (&probe).halves();

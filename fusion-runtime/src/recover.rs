@@ -53,3 +53,348 @@ mod tests {
         assert!(correlation_id(3).ends_with("-3"));
     }
 }
+
+pub(crate) use policy::{Admission, Circuit, Transition};
+pub use policy::{CircuitPolicy, Policy, Reconnect, RetryPolicy};
+
+/// Reconnects a tool's resource once for all concurrent callers (what
+/// `#[mcp_tool(reconnect = field)]` generates a call to).
+#[doc(hidden)]
+pub fn reconnect<R: Reconnect>(resource: &R) -> crate::BoxFuture<'_, (bool, Result<(), String>)> {
+    Box::pin(policy::reconnect_once(resource))
+}
+
+mod policy {
+    use std::{
+        collections::HashMap,
+        fmt::Display,
+        future::Future,
+        sync::{Arc, Mutex, OnceLock},
+        time::{Duration, Instant},
+    };
+
+    /// How a transient failure is retried: up to `attempts` runs in all, waiting
+    /// `backoff`, then twice that, and so on up to `max_backoff`, each wait shortened by a
+    /// random part of up to half (jitter) so that many clients do not retry in step.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct RetryPolicy {
+        /// How many runs in all (1 = no retry).
+        pub attempts: u32,
+        /// The first wait.
+        pub backoff: Duration,
+        /// The longest wait.
+        pub max_backoff: Duration,
+    }
+
+    impl RetryPolicy {
+        /// No retries.
+        pub const NONE: Self = Self {
+            attempts: 1,
+            backoff: Duration::ZERO,
+            max_backoff: Duration::ZERO,
+        };
+
+        /// `attempts` runs in all, starting with a `backoff` wait, capped at 30 s.
+        pub const fn new(attempts: u32, backoff: Duration) -> Self {
+            Self {
+                attempts,
+                backoff,
+                max_backoff: Duration::from_secs(30),
+            }
+        }
+
+        /// The wait before run number `next` (2 for the first retry).
+        pub fn delay(&self, next: u32) -> Duration {
+            let doublings = next.saturating_sub(2).min(20);
+            let full = self
+                .backoff
+                .saturating_mul(1 << doublings)
+                .min(self.max_backoff);
+            // "Equal jitter": half fixed, half random.
+            let half = full / 2;
+            half + half.mul_f64(fastrand::f64())
+        }
+    }
+
+    /// When a tool's circuit opens: after `failures` consecutive transient failures within
+    /// `window`, calls fail fast for `cooldown`; then one probe call decides.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CircuitPolicy {
+        /// Consecutive transient failures that open the circuit.
+        pub failures: u32,
+        /// The window they must fall within.
+        pub window: Duration,
+        /// How long the circuit stays open before a probe.
+        pub cooldown: Duration,
+    }
+
+    /// The recovery policy of a tool: each part set on the tool wins over the server's.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Policy {
+        /// The deadline of one run of the handler.
+        pub timeout: Option<Duration>,
+        /// Retries of transient failures.
+        pub retry: Option<RetryPolicy>,
+        /// The circuit breaker.
+        pub circuit: Option<CircuitPolicy>,
+    }
+
+    impl Policy {
+        /// This policy with the unset parts taken from `defaults`.
+        pub fn or(self, defaults: Policy) -> Policy {
+            Policy {
+                timeout: self.timeout.or(defaults.timeout),
+                retry: self.retry.or(defaults.retry),
+                circuit: self.circuit.or(defaults.circuit),
+            }
+        }
+    }
+
+    /// A resource a tool depends on (a database pool, an HTTP client) that can be
+    /// re-established after a transient failure, instead of restarting the server.
+    ///
+    /// Name it in `#[mcp_tool(reconnect = field)]`, where `field` is a field of the
+    /// tool's context. Concurrent callers share one reconnect.
+    ///
+    /// ```
+    /// use fusion_runtime::Reconnect;
+    ///
+    /// struct Upstream { url: String }
+    ///
+    /// impl Reconnect for Upstream {
+    ///     type Error = std::io::Error;
+    ///     async fn reconnect(&self) -> Result<(), std::io::Error> {
+    ///         // re-open connections to self.url here
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be reconnected: it does not implement `Reconnect`",
+        label = "named by `reconnect = ..`",
+        note = "implement `fusion_runtime::Reconnect` for the resource's type (an `async fn reconnect(&self)` that re-opens it), or name another field of the context"
+    )]
+    pub trait Reconnect: Send + Sync {
+        /// Why a reconnect failed.
+        type Error: Display;
+        /// Re-establishes the resource.
+        fn reconnect(&self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+        /// What identifies the resource for single-flight: its address. A handle (an
+        /// `Arc`) reports its target's, so clones of one context share a reconnect.
+        #[doc(hidden)]
+        fn resource_identity(&self) -> usize {
+            std::ptr::from_ref(self).cast::<()>() as usize
+        }
+    }
+
+    impl<T: Reconnect> Reconnect for Arc<T> {
+        type Error = T::Error;
+        fn reconnect(&self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+            T::reconnect(self)
+        }
+        fn resource_identity(&self) -> usize {
+            T::resource_identity(self)
+        }
+    }
+
+    /// One gate per resource (keyed by its address): the generation counts completed
+    /// reconnects, so a caller that waited behind another's reconnect skips its own.
+    fn gates() -> &'static Mutex<HashMap<usize, Arc<tokio::sync::Mutex<u64>>>> {
+        static GATES: OnceLock<Mutex<HashMap<usize, Arc<tokio::sync::Mutex<u64>>>>> =
+            OnceLock::new();
+        GATES.get_or_init(Mutex::default)
+    }
+
+    /// Reconnects `resource` unless another caller already did while this one waited.
+    /// Returns whether this call ran the reconnect, and its error.
+    pub(crate) async fn reconnect_once<R: Reconnect>(resource: &R) -> (bool, Result<(), String>) {
+        let key = resource.resource_identity();
+        let gate = {
+            let Ok(mut map) = gates().lock() else {
+                return (false, Err("the reconnect registry is poisoned".into()));
+            };
+            Arc::clone(map.entry(key).or_default())
+        };
+        let seen = *gate.lock().await;
+        let mut generation = gate.lock().await;
+        let outcome = if *generation == seen {
+            let result = resource
+                .reconnect()
+                .await
+                .map_err(|error| error.to_string());
+            *generation += 1;
+            (true, result)
+        } else {
+            (false, Ok(()))
+        };
+        drop(generation);
+        if let Ok(mut map) = gates().lock()
+            && Arc::strong_count(&gate) <= 2
+        {
+            map.remove(&key);
+        }
+        outcome
+    }
+
+    /// The state of one tool's circuit breaker.
+    #[derive(Debug)]
+    pub(crate) struct Circuit {
+        policy: CircuitPolicy,
+        state: Mutex<State>,
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum State {
+        Closed {
+            failures: u32,
+            since: Option<Instant>,
+        },
+        Open {
+            until: Instant,
+        },
+        HalfOpen,
+    }
+
+    /// What the breaker says about a call about to start.
+    pub(crate) enum Admission {
+        /// Run it.
+        Run,
+        /// Run it as the probe of a half-open circuit.
+        Probe,
+        /// Fail fast; the circuit opens again for the given time.
+        Reject(Duration),
+    }
+
+    /// A change of state worth logging.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Transition {
+        Opened,
+        Closed,
+    }
+
+    impl Circuit {
+        pub(crate) fn new(policy: CircuitPolicy) -> Self {
+            Self {
+                policy,
+                state: Mutex::new(State::Closed {
+                    failures: 0,
+                    since: None,
+                }),
+            }
+        }
+
+        pub(crate) fn admit(&self) -> Admission {
+            let Ok(mut state) = self.state.lock() else {
+                return Admission::Run;
+            };
+            match *state {
+                State::Closed { .. } => Admission::Run,
+                State::Open { until } => {
+                    let now = Instant::now();
+                    if now >= until {
+                        *state = State::HalfOpen;
+                        Admission::Probe
+                    } else {
+                        Admission::Reject(until - now)
+                    }
+                }
+                // One probe at a time: the others fail fast until it reports.
+                State::HalfOpen => Admission::Reject(self.policy.cooldown),
+            }
+        }
+
+        pub(crate) fn success(&self) -> Option<Transition> {
+            let mut state = self.state.lock().ok()?;
+            let was_closed = matches!(*state, State::Closed { .. });
+            *state = State::Closed {
+                failures: 0,
+                since: None,
+            };
+            (!was_closed).then_some(Transition::Closed)
+        }
+
+        pub(crate) fn failure(&self) -> Option<Transition> {
+            let mut state = self.state.lock().ok()?;
+            let now = Instant::now();
+            match *state {
+                State::Closed { failures, since } => {
+                    let in_window =
+                        since.is_some_and(|start| now.duration_since(start) <= self.policy.window);
+                    let (failures, since) = if in_window {
+                        (failures + 1, since)
+                    } else {
+                        (1, Some(now))
+                    };
+                    if failures >= self.policy.failures {
+                        *state = State::Open {
+                            until: now + self.policy.cooldown,
+                        };
+                        Some(Transition::Opened)
+                    } else {
+                        *state = State::Closed { failures, since };
+                        None
+                    }
+                }
+                State::HalfOpen | State::Open { .. } => {
+                    *state = State::Open {
+                        until: now + self.policy.cooldown,
+                    };
+                    Some(Transition::Opened)
+                }
+            }
+        }
+
+        /// Releases a half-open circuit whose probe ended without a verdict (a failure
+        /// that says nothing about the upstream, such as invalid arguments).
+        pub(crate) fn neutral(&self) {
+            if let Ok(mut state) = self.state.lock()
+                && matches!(*state, State::HalfOpen)
+            {
+                *state = State::Open {
+                    until: Instant::now(),
+                };
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn backoff_doubles_up_to_the_cap_with_jitter() {
+            let policy = RetryPolicy {
+                attempts: 10,
+                backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_millis(350),
+            };
+            for _ in 0..50 {
+                let first = policy.delay(2);
+                assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100));
+                let second = policy.delay(3);
+                assert!(
+                    second >= Duration::from_millis(100) && second <= Duration::from_millis(200)
+                );
+                let capped = policy.delay(9);
+                assert!(capped <= Duration::from_millis(350));
+            }
+        }
+
+        #[test]
+        fn the_circuit_opens_after_consecutive_failures_and_probes_once() {
+            let circuit = Circuit::new(CircuitPolicy {
+                failures: 2,
+                window: Duration::from_secs(60),
+                cooldown: Duration::ZERO,
+            });
+            assert!(matches!(circuit.admit(), Admission::Run));
+            assert_eq!(circuit.failure(), None);
+            assert_eq!(circuit.failure(), Some(Transition::Opened));
+            assert!(matches!(circuit.admit(), Admission::Probe));
+            assert!(matches!(circuit.admit(), Admission::Reject(_)));
+            assert_eq!(circuit.success(), Some(Transition::Closed));
+            assert!(matches!(circuit.admit(), Admission::Run));
+        }
+    }
+}

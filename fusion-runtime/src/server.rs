@@ -12,7 +12,7 @@ use std::{
         Arc,
         atomic::{AtomicU64, Ordering},
     },
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use futures_util::FutureExt as _;
@@ -24,6 +24,7 @@ use crate::{
     output::Outcome,
     present::UiBlock,
     recover,
+    recover::{Admission, Circuit, CircuitPolicy, Policy, RetryPolicy, Transition},
     tool::{Tool, ToolDefinition},
     validate::Limits,
 };
@@ -74,6 +75,15 @@ struct Inner<C> {
     /// The `tools/list` answer, built once.
     wire_tools: Vec<rmcp::model::Tool>,
     context: ContextFactory<C>,
+    /// Per tool, by index: the effective policy and the circuit breaker.
+    runtime: Vec<ToolRuntime>,
+    /// Set once a handler returns a fatal error.
+    fatal: tokio::sync::watch::Sender<bool>,
+}
+
+struct ToolRuntime {
+    policy: Policy,
+    circuit: Option<Circuit>,
 }
 
 /// A mistake in how a server was put together, found by [`ServerBuilder::try_build`].
@@ -108,7 +118,36 @@ pub struct ServerBuilder<C = ()> {
     context: ContextFactory<C>,
     tools: Vec<ToolDefinition<C>>,
     limits: Limits,
+    policy: Policy,
+    startup: Startup,
     errors: Vec<BuildError>,
+}
+
+type SetupStep = Box<dyn FnOnce() -> crate::BoxFuture<'static, Result<(), String>> + Send>;
+
+/// What must hold before a server starts serving.
+#[derive(Default)]
+struct Startup {
+    required_env: Vec<String>,
+    steps: Vec<SetupStep>,
+}
+
+/// Why a server refused to start: printed to stderr, and the process exits with
+/// [`EXIT_CONFIG`](crate::EXIT_CONFIG) (78) before serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartupError {
+    /// The server was put together wrongly.
+    #[error("{}", describe_build_errors(.0))]
+    Build(Vec<BuildError>),
+    /// A required environment variable is missing or empty.
+    #[error(
+        "the environment variable `{0}` is required but not set; set it in the client's server configuration (`env`) or the shell"
+    )]
+    MissingEnv(String),
+    /// A setup step failed.
+    #[error("setup failed: {0}")]
+    Setup(String),
 }
 
 impl Server<()> {
@@ -134,6 +173,8 @@ impl Server<()> {
             context: Arc::new(|| ()),
             tools: Vec::new(),
             limits: Limits::default(),
+            policy: Policy::default(),
+            startup: Startup::default(),
             errors: Vec::new(),
         }
     }
@@ -161,6 +202,8 @@ impl ServerBuilder<()> {
             context: Arc::new(factory),
             tools: Vec::new(),
             limits: self.limits,
+            policy: self.policy,
+            startup: self.startup,
             errors,
         }
     }
@@ -193,6 +236,72 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         self
     }
 
+    /// The default deadline of one run of a handler (a tool's `timeout = ".."` wins).
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.policy.timeout = Some(limit);
+        self
+    }
+
+    /// The default retry policy for transient failures (a tool's `retry(..)` wins).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.policy.retry = Some(retry);
+        self
+    }
+
+    /// The default circuit breaker (a tool's `circuit(..)` wins).
+    pub fn circuit(mut self, circuit: CircuitPolicy) -> Self {
+        self.policy.circuit = Some(circuit);
+        self
+    }
+
+    /// Makes errors of type `E` recognisable inside `Box<dyn Error>` and `anyhow::Error`
+    /// returned by handlers (errors returned as themselves need nothing).
+    pub fn classify<E: crate::Classify + std::error::Error + 'static>(self) -> Self {
+        crate::classify::register::<E>();
+        self
+    }
+
+    /// Refuses to start unless the environment variable `name` is set and not empty: a
+    /// missing credential is a fatal start-up error (exit code 78), not a failure on the
+    /// first call.
+    pub fn require_env(mut self, name: impl Into<String>) -> Self {
+        self.startup.required_env.push(name.into());
+        self
+    }
+
+    /// A fallible step run once before serving (check a database, load configuration).
+    /// An error stops the start with exit code 78 and the error on stderr.
+    pub fn setup<F, Fut, E>(mut self, step: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), E>> + Send + 'static,
+        E: std::fmt::Display,
+    {
+        self.startup.steps.push(Box::new(move || {
+            Box::pin(async move { step().await.map_err(|error| error.to_string()) })
+        }));
+        self
+    }
+
+    /// Builds the server and runs the start-up checks (`require_env`, `setup`): what the
+    /// `serve_*` methods do before serving.
+    ///
+    /// # Errors
+    /// The first check that fails, or the build errors.
+    pub async fn start(mut self) -> Result<Server<C>, StartupError> {
+        let startup = std::mem::take(&mut self.startup);
+        let server = self.try_build().map_err(StartupError::Build)?;
+        for name in startup.required_env {
+            if std::env::var_os(&name).is_none_or(|value| value.is_empty()) {
+                return Err(StartupError::MissingEnv(name));
+            }
+        }
+        for step in startup.steps {
+            step().await.map_err(StartupError::Setup)?;
+        }
+        Ok(server)
+    }
+
     /// Size limits on arguments (depth, string bytes, items), checked before decoding.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -220,6 +329,17 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             .map(|(index, tool)| (tool.spec.name, index))
             .collect();
         let wire_tools = self.tools.iter().map(wire_tool).collect();
+        let runtime = self
+            .tools
+            .iter()
+            .map(|tool| {
+                let policy = tool.spec.policy.or(self.policy);
+                ToolRuntime {
+                    policy,
+                    circuit: policy.circuit.map(Circuit::new),
+                }
+            })
+            .collect();
         Ok(Server {
             inner: Arc::new(Inner {
                 name: self.name,
@@ -230,6 +350,8 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 by_name,
                 wire_tools,
                 context: self.context,
+                runtime,
+                fatal: tokio::sync::watch::channel(false).0,
             }),
         })
     }
@@ -252,13 +374,25 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Returns the process exit code: `0` after a normal end, `78` (`EX_CONFIG`) when the
     /// server could not be built, `1` when the transport failed.
     pub async fn serve_stdio(self) -> std::process::ExitCode {
-        match self.try_build() {
+        match self.start().await {
             Ok(server) => server.serve_stdio().await,
-            Err(errors) => {
-                eprintln!("fusion: {}", describe_build_errors(&errors));
+            Err(error) => {
+                crate::log::startup_failed(&error);
+                eprintln!("fusion: cannot start: {error}");
                 std::process::ExitCode::from(crate::transport::EXIT_CONFIG)
             }
         }
+    }
+}
+
+/// Records on a failure how many times the handler ran.
+fn with_attempts(outcome: Outcome, attempts: u32) -> Outcome {
+    match outcome {
+        Outcome::Failure(mut failure) => {
+            failure.attempts = attempts;
+            Outcome::Failure(failure)
+        }
+        success => success,
     }
 }
 
@@ -300,7 +434,13 @@ pub(crate) struct CallReport {
     pub(crate) data: Value,
     pub(crate) system_rules: Vec<String>,
     pub(crate) ui_blocks: Vec<UiBlock>,
+    /// The handler returned a fatal error.
+    pub(crate) fatal: bool,
 }
+
+/// Exit code after a handler's fatal error (`EX_SOFTWARE`): the call was answered, the
+/// event logged, and the process ends instead of limping on.
+pub const EXIT_FATAL: u8 = 70;
 
 /// The `_meta` key under which invalid-argument results list their problems, for
 /// programmatic clients: `[{path, code, expected, received, hint}]`.
@@ -367,8 +507,11 @@ impl<C: Send + Sync + 'static> Server<C> {
             Value::Null => Value::Object(Map::new()),
             other => other,
         };
-        let outcome = self.run(tool, action, &args, context).await;
-        let (report, outcome_name) = self.render(tool, outcome, &correlation_id);
+        let (outcome, attempts) = self.run(tool, action, &args, context).await;
+        let (mut rendered, mut outcome_name) = self.render(tool, outcome, &correlation_id);
+        if outcome_name == "ok" && attempts > 1 {
+            outcome_name = "retried_ok";
+        }
         crate::log::call_event(&crate::log::CallRecord {
             tool,
             action,
@@ -376,10 +519,34 @@ impl<C: Send + Sync + 'static> Server<C> {
             correlation_id: &correlation_id,
             latency: started.elapsed(),
             outcome: outcome_name,
-            failure: report.failure.as_ref(),
-            message: report.report.data.as_str().unwrap_or(""),
+            attempts,
+            failure: rendered.failure.as_ref(),
+            message: rendered.report.data.as_str().unwrap_or(""),
         });
-        report.report
+        if let Some(failure) = rendered
+            .failure
+            .as_ref()
+            .filter(|failure| failure.is_fatal())
+        {
+            crate::log::fatal_event(tool, &correlation_id, failure);
+            rendered.report.fatal = true;
+            // The answer goes out first; whoever serves the server ends the process.
+            self.inner.fatal.send_replace(true);
+        }
+        rendered.report
+    }
+
+    /// Resolves once a handler has returned a fatal error: the process must end (exit
+    /// code 70) after the answer to that call is written.
+    pub async fn fatal_error(&self) {
+        let mut receiver = self.inner.fatal.subscribe();
+        // `wait_for` fails only when the sender is gone, and the server owns it.
+        let _ = receiver.wait_for(|fatal| *fatal).await;
+    }
+
+    /// Whether a handler has returned a fatal error.
+    pub fn has_failed_fatally(&self) -> bool {
+        *self.inner.fatal.borrow()
     }
 
     async fn run(
@@ -388,42 +555,120 @@ impl<C: Send + Sync + 'static> Server<C> {
         action: Option<&str>,
         args: &Value,
         context: Option<C>,
-    ) -> Outcome {
+    ) -> (Outcome, u32) {
         let Some(&index) = self.inner.by_name.get(tool) else {
-            return Outcome::Failure(Failure::new(FailureKind::UnknownTool {
+            let available = self
+                .inner
+                .tools
+                .iter()
+                .map(|t| t.spec.name.to_owned())
+                .collect();
+            let kind = FailureKind::UnknownTool {
                 requested: tool.to_owned(),
-                available: self
-                    .inner
-                    .tools
-                    .iter()
-                    .map(|t| t.spec.name.to_owned())
-                    .collect(),
-            }));
+                available,
+            };
+            return (Outcome::Failure(Failure::new(kind)), 0);
         };
-        let definition = &self.inner.tools[index];
         if let Some(action) = action {
             // Grouped tools with actions arrive with their own registry; a plain tool has none.
-            return Outcome::Failure(Failure::new(FailureKind::UnknownAction {
+            let kind = FailureKind::UnknownAction {
                 tool: tool.to_owned(),
                 requested: action.to_owned(),
                 available: Vec::new(),
-            }));
+            };
+            return (Outcome::Failure(Failure::new(kind)), 0);
         }
         let context = match context {
             Some(context) => context,
             None => match self.make_context() {
                 Ok(context) => context,
-                Err(failure) => return Outcome::Failure(failure),
+                Err(failure) => return (Outcome::Failure(failure), 0),
             },
         };
         let breaches = self.inner.limits.check(args);
         if !breaches.is_empty() {
-            return Outcome::Failure(Failure::new(FailureKind::InvalidArguments(breaches)));
+            let kind = FailureKind::InvalidArguments(breaches);
+            return (Outcome::Failure(Failure::new(kind)), 0);
         }
+        self.run_under_policy(index, &context, args).await
+    }
+
+    /// Runs the handler under the tool's policy: the circuit breaker first, then up to
+    /// `attempts` runs, each under the timeout, retrying only transient failures after a
+    /// backoff and a reconnect of the tool's resource. Returns the outcome and how many
+    /// times the handler ran.
+    async fn run_under_policy(&self, index: usize, context: &C, args: &Value) -> (Outcome, u32) {
+        let definition = &self.inner.tools[index];
+        let runtime = &self.inner.runtime[index];
+        let tool = definition.spec.name;
+        let retry = runtime.policy.retry.unwrap_or(RetryPolicy::NONE);
+        if let Some(circuit) = &runtime.circuit
+            && let Admission::Reject(retry_after) = circuit.admit()
+        {
+            let kind = FailureKind::CircuitOpen { retry_after };
+            return (Outcome::Failure(Failure::new(kind)), 0);
+        }
+        let mut attempt = 1;
+        loop {
+            let outcome = self
+                .run_once(definition, context, args, runtime.policy.timeout)
+                .await;
+            let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
+            if let Some(circuit) = &runtime.circuit {
+                let transition = match &outcome {
+                    Outcome::Success(_) => circuit.success(),
+                    Outcome::Failure(_) if transient => circuit.failure(),
+                    Outcome::Failure(failure) if failure.is_warning() => circuit.success(),
+                    Outcome::Failure(_) => {
+                        circuit.neutral();
+                        None
+                    }
+                };
+                if let Some(transition) = transition {
+                    crate::log::circuit_event(tool, transition);
+                    if transition == Transition::Opened {
+                        return (with_attempts(outcome, attempt), attempt);
+                    }
+                }
+            }
+            if !transient || attempt >= retry.attempts {
+                return (with_attempts(outcome, attempt), attempt);
+            }
+            let mut delay = retry.delay(attempt + 1);
+            if let Outcome::Failure(failure) = &outcome {
+                // An upstream that says when to come back is believed, up to the cap.
+                if let FailureKind::Handler(classification) = &failure.kind
+                    && let Some(after) = classification.retry_after
+                {
+                    delay = delay.max(after.min(retry.max_backoff));
+                }
+                crate::log::retry_event(tool, attempt, retry.attempts, delay, failure);
+            }
+            if let Some(reconnect) = &definition.reconnect {
+                let started = Instant::now();
+                let (ran, result) = reconnect(context).await;
+                if ran {
+                    crate::log::reconnect_event(tool, started.elapsed(), result.as_ref().err());
+                }
+            }
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// One run of the handler: decode, then the future behind the panic boundary and the
+    /// timeout. Dropping the future at the deadline runs the handler's destructors.
+    async fn run_once(
+        &self,
+        definition: &ToolDefinition<C>,
+        context: &C,
+        args: &Value,
+        timeout: Option<Duration>,
+    ) -> Outcome {
         let validator = &definition.validator;
         // Decoding is user-controlled (custom `Deserialize` impls): inside the boundary too.
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            definition.invoker.invoke(&context, args, validator)
+            definition.invoker.invoke(context, args, validator)
         }));
         let future = match started {
             Ok(Ok(future)) => future,
@@ -434,7 +679,15 @@ impl<C: Send + Sync + 'static> Server<C> {
                 return Outcome::Failure(Failure::panic(recover::panic_message(payload.as_ref())));
             }
         };
-        match AssertUnwindSafe(future).catch_unwind().await {
+        let guarded = AssertUnwindSafe(future).catch_unwind();
+        let finished = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, guarded).await {
+                Ok(finished) => finished,
+                Err(_) => return Outcome::Failure(Failure::new(FailureKind::Timeout { limit })),
+            },
+            None => guarded.await,
+        };
+        match finished {
             Ok(outcome) => outcome,
             Err(payload) => {
                 Outcome::Failure(Failure::panic(recover::panic_message(payload.as_ref())))
@@ -473,6 +726,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                     data: output.data,
                     system_rules: Vec::new(),
                     ui_blocks: Vec::new(),
+                    fatal: false,
                 };
                 (
                     Rendered {
@@ -480,6 +734,24 @@ impl<C: Send + Sync + 'static> Server<C> {
                         failure: None,
                     },
                     "ok",
+                )
+            }
+            Outcome::Failure(failure) if failure.is_warning() => {
+                // Advice, not a failure: the model reads it as the tool's answer.
+                let message = failure.message(tool, correlation_id);
+                let report = CallReport {
+                    result: CallToolResult::success(vec![ContentBlock::text(message.clone())]),
+                    data: Value::String(message),
+                    system_rules: Vec::new(),
+                    ui_blocks: Vec::new(),
+                    fatal: false,
+                };
+                (
+                    Rendered {
+                        report,
+                        failure: Some(failure),
+                    },
+                    "warning",
                 )
             }
             Outcome::Failure(failure) => {
@@ -498,6 +770,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                     data: Value::String(message),
                     system_rules: Vec::new(),
                     ui_blocks: Vec::new(),
+                    fatal: false,
                 };
                 (
                     Rendered {

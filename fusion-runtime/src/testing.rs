@@ -49,6 +49,7 @@ pub struct TestResult {
     pub ui_blocks: Vec<UiBlock>,
     /// The `CallToolResult` exactly as a transport would send it.
     pub raw: CallToolResult,
+    fatal: bool,
 }
 
 impl TestResult {
@@ -60,6 +61,12 @@ impl TestResult {
             .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// Whether the handler returned a fatal error: served, the process would now exit
+    /// with code 70; in the tester it only says so.
+    pub fn is_fatal(&self) -> bool {
+        self.fatal
     }
 
     /// The result as JSON, as it appears on the wire.
@@ -137,6 +144,7 @@ impl<C: Send + Sync + 'static> Tester<C> {
             system_rules: report.system_rules,
             ui_blocks: report.ui_blocks,
             raw: report.result,
+            fatal: report.fatal,
         }
     }
 }

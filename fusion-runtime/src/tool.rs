@@ -62,6 +62,8 @@ pub struct ToolSpec {
     pub title: Option<&'static str>,
     /// Behaviour hints.
     pub annotations: Annotations,
+    /// Timeout, retries and circuit breaker; unset parts come from the server.
+    pub policy: crate::recover::Policy,
 }
 
 /// A tool with its types erased: its spec, its schemas, its argument validator and a
@@ -77,6 +79,20 @@ pub struct ToolDefinition<C> {
     /// Defaults that break their own field's schema, found at registration.
     pub(crate) default_issues: Vec<ArgIssue>,
     pub(crate) invoker: Box<dyn Invoke<C>>,
+    /// Re-establishes the resource the tool depends on, before a retry.
+    pub(crate) reconnect: Option<Box<dyn ReconnectHook<C>>>,
+}
+
+/// Reconnects a tool's resource, found in the call's context. Returns whether this call
+/// ran the reconnect (another caller's may have covered it) and its error.
+pub(crate) trait ReconnectHook<C>:
+    for<'a> Fn(&'a C) -> BoxFuture<'a, (bool, Result<(), String>)> + Send + Sync
+{
+}
+
+impl<C, F> ReconnectHook<C> for F where
+    F: for<'a> Fn(&'a C) -> BoxFuture<'a, (bool, Result<(), String>)> + Send + Sync
+{
 }
 
 impl<C> std::fmt::Debug for ToolDefinition<C> {
@@ -124,7 +140,18 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
                 run,
                 _args: PhantomData::<fn() -> A>,
             }),
+            reconnect: None,
         }
+    }
+
+    /// Names the resource to reconnect before a retry: `find` picks it out of the context
+    /// (what `#[mcp_tool(reconnect = field)]` generates).
+    pub fn with_reconnect<F>(mut self, find: F) -> Self
+    where
+        F: for<'a> Fn(&'a C) -> BoxFuture<'a, (bool, Result<(), String>)> + Send + Sync + 'static,
+    {
+        self.reconnect = Some(Box::new(find));
+        self
     }
 
     /// The tool's spec.

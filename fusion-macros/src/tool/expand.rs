@@ -185,6 +185,43 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
             |#(#call_idents),*| #private::boxed_call(#body_ident(#(#call_idents),*));
     };
 
+    let duration = |millis: u64| quote!(::core::time::Duration::from_millis(#millis));
+    let policy = {
+        let timeout = match tool.attrs.timeout {
+            Some(timeout) => {
+                let limit = duration(timeout.millis);
+                quote!(::core::option::Option::Some(#limit))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let retry = match &tool.attrs.retry {
+            Some(retry) => {
+                let attempts = retry.attempts.map_or(1, |(n, _)| n);
+                let backoff = duration(retry.backoff.map_or(100, |b| b.millis));
+                let max_backoff = duration(retry.max_backoff.map_or(30_000, |b| b.millis));
+                quote!(::core::option::Option::Some(#private::RetryPolicy {
+                    attempts: #attempts,
+                    backoff: #backoff,
+                    max_backoff: #max_backoff,
+                }))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let circuit = match &tool.attrs.circuit {
+            Some(circuit) => {
+                let failures = circuit.failures.map_or(5, |(n, _)| n);
+                let window = duration(circuit.window.map_or(30_000, |w| w.millis));
+                let cooldown = duration(circuit.cooldown.map_or(10_000, |c| c.millis));
+                quote!(::core::option::Option::Some(#private::CircuitPolicy {
+                    failures: #failures,
+                    window: #window,
+                    cooldown: #cooldown,
+                }))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit })
+    };
     let spec = {
         let title = option_lit(tool.attrs.title.as_ref());
         let read_only = option_flag(tool.attrs.read_only);
@@ -202,6 +239,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
                     idempotent: #idempotent,
                     open_world: #open_world,
                 },
+                policy: #policy,
             }
         }
     };
@@ -214,6 +252,13 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
             quote!(_),
         ),
     };
+    let reconnect = tool.attrs.reconnect.as_ref().map(|field| {
+        // Spanned at the field, so "does not implement `Reconnect`" points at its name.
+        let call = quote_spanned!(field.span()=> #private::reconnect(&__fusion_ctx.#field));
+        quote! {
+            .with_reconnect(|__fusion_ctx: &#context| #call)
+        }
+    });
     let invoke_generics = if ctx_type.is_some() {
         quote!(<'__fusion_a>)
     } else {
@@ -284,6 +329,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
                         #private::output_schema!(#ret),
                         __fusion_invoke #invoke_turbofish,
                     )
+                    #reconnect
                 }
             }
         };

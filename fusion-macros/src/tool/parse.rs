@@ -27,6 +27,36 @@ pub(crate) struct ToolAttrs {
     pub(crate) idempotent: Option<Flag>,
     pub(crate) open_world: Option<Flag>,
     pub(crate) krate: Option<Path>,
+    pub(crate) timeout: Option<Millis>,
+    pub(crate) retry: Option<Retry>,
+    pub(crate) circuit: Option<CircuitAttr>,
+    /// The context field (`db`, `clients.search`) to reconnect before a retry.
+    pub(crate) reconnect: Option<syn::Expr>,
+}
+
+/// A duration written as `"250ms"`, `"5s"` or `"2m"`, in milliseconds.
+#[derive(Clone, Copy)]
+pub(crate) struct Millis {
+    pub(crate) millis: u64,
+    pub(crate) span: Span,
+    /// False when the text was malformed (already reported): no further rule applies.
+    pub(crate) valid: bool,
+}
+
+/// `retry(attempts = 3, backoff = "10ms", max_backoff = "1s")`
+pub(crate) struct Retry {
+    pub(crate) key: syn::Ident,
+    pub(crate) attempts: Option<(u32, Span)>,
+    pub(crate) backoff: Option<Millis>,
+    pub(crate) max_backoff: Option<Millis>,
+}
+
+/// `circuit(failures = 5, window = "30s", cooldown = "10s")`
+pub(crate) struct CircuitAttr {
+    pub(crate) key: syn::Ident,
+    pub(crate) failures: Option<(u32, Span)>,
+    pub(crate) window: Option<Millis>,
+    pub(crate) cooldown: Option<Millis>,
 }
 
 /// One parameter of the function.
@@ -162,6 +192,78 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             symbol::DESTRUCTIVE => set_once(cx, &meta, &mut attrs.destructive, flag_value(&meta)?),
             symbol::IDEMPOTENT => set_once(cx, &meta, &mut attrs.idempotent, flag_value(&meta)?),
             symbol::OPEN_WORLD => set_once(cx, &meta, &mut attrs.open_world, flag_value(&meta)?),
+            // timeout = "100ms"
+            symbol::TIMEOUT => {
+                let value = duration_value(&meta, cx)?;
+                set_once(cx, &meta, &mut attrs.timeout, value);
+            }
+            // retry(attempts = 3, backoff = "10ms", max_backoff = "1s")
+            symbol::RETRY => {
+                let key = meta
+                    .path
+                    .get_ident()
+                    .cloned()
+                    .unwrap_or_else(|| syn::Ident::new("retry", Span::call_site()));
+                let mut retry = Retry {
+                    key,
+                    attempts: None,
+                    backoff: None,
+                    max_backoff: None,
+                };
+                meta.parse_nested_meta(|inner| {
+                    if inner.path.is_ident(symbol::ATTEMPTS) {
+                        retry.attempts = Some(count_value(&inner)?);
+                    } else if inner.path.is_ident(symbol::BACKOFF) {
+                        retry.backoff = Some(duration_value(&inner, cx)?);
+                    } else if inner.path.is_ident(symbol::MAX_BACKOFF) {
+                        retry.max_backoff = Some(duration_value(&inner, cx)?);
+                    } else {
+                        cx.error_spanned_by(
+                            &inner.path,
+                            "`retry(..)` takes `attempts = N`, `backoff = \"10ms\"` and `max_backoff = \"1s\"`",
+                        );
+                        skip_value(&inner)?;
+                    }
+                    Ok(())
+                })?;
+                set_once(cx, &meta, &mut attrs.retry, retry);
+            }
+            // circuit(failures = 5, window = "30s", cooldown = "10s")
+            symbol::CIRCUIT => {
+                let key = meta
+                    .path
+                    .get_ident()
+                    .cloned()
+                    .unwrap_or_else(|| syn::Ident::new("circuit", Span::call_site()));
+                let mut circuit = CircuitAttr {
+                    key,
+                    failures: None,
+                    window: None,
+                    cooldown: None,
+                };
+                meta.parse_nested_meta(|inner| {
+                    if inner.path.is_ident(symbol::FAILURES) {
+                        circuit.failures = Some(count_value(&inner)?);
+                    } else if inner.path.is_ident(symbol::WINDOW) {
+                        circuit.window = Some(duration_value(&inner, cx)?);
+                    } else if inner.path.is_ident(symbol::COOLDOWN) {
+                        circuit.cooldown = Some(duration_value(&inner, cx)?);
+                    } else {
+                        cx.error_spanned_by(
+                            &inner.path,
+                            "`circuit(..)` takes `failures = N`, `window = \"30s\"` and `cooldown = \"10s\"`",
+                        );
+                        skip_value(&inner)?;
+                    }
+                    Ok(())
+                })?;
+                set_once(cx, &meta, &mut attrs.circuit, circuit);
+            }
+            // reconnect = field | reconnect = field.inner
+            symbol::RECONNECT => {
+                let expr: syn::Expr = meta.value()?.parse()?;
+                set_once(cx, &meta, &mut attrs.reconnect, expr);
+            }
             // crate = "my::path" | crate = my::path
             symbol::CRATE => {
                 let value = meta.value()?;
@@ -199,6 +301,45 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
         cx.push(error);
     }
     attrs
+}
+
+/// A duration literal: `"250ms"`, `"5s"`, `"2m"`. A malformed one is reported and read
+/// as zero, so parsing goes on.
+fn duration_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Millis> {
+    let text: LitStr = meta.value()?.parse()?;
+    let millis = parse_millis(&text.value());
+    if millis.is_none() {
+        cx.error_spanned_by(
+            &text,
+            format!(
+                "`{}` is not a duration; write a whole number and a unit: `\"250ms\"`, `\"5s\"` or `\"2m\"`",
+                text.value()
+            ),
+        );
+    }
+    Ok(Millis {
+        millis: millis.unwrap_or(0),
+        span: text.span(),
+        valid: millis.is_some(),
+    })
+}
+
+/// The grammar of `fusion_runtime::__private::parse_duration`, checked at compile time.
+pub(crate) fn parse_millis(text: &str) -> Option<u64> {
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    match unit {
+        "ms" => Some(number),
+        "s" => number.checked_mul(1000),
+        "m" => number.checked_mul(60_000),
+        _ => None,
+    }
+}
+
+fn count_value(meta: &ParseNestedMeta<'_>) -> syn::Result<(u32, Span)> {
+    let lit: syn::LitInt = meta.value()?.parse()?;
+    Ok((lit.base10_parse::<u32>()?, lit.span()))
 }
 
 fn string_value(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {

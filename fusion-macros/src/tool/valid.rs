@@ -15,6 +15,7 @@ pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
     check_name(tool, cx);
     check_description(tool, cx);
     check_hints(tool, cx);
+    check_policy(tool, cx);
 }
 
 fn check_signature(tool: &ToolFn, cx: &mut Ctxt) {
@@ -159,6 +160,55 @@ fn check_description(tool: &ToolFn, cx: &mut Ctxt) {
             "a tool needs a description (clients reject tools without one): add a doc comment such as `/// Adds two numbers.` above the function, or `#[mcp_tool(description = \"...\")]`",
         ),
         None => {}
+    }
+}
+
+fn check_policy(tool: &ToolFn, cx: &mut Ctxt) {
+    let attrs = &tool.attrs;
+    if let Some(timeout) = attrs.timeout
+        && timeout.valid
+        && timeout.millis == 0
+    {
+        cx.error_at(
+            timeout.span,
+            "a `timeout` of zero would stop every call; give a positive duration",
+        );
+    }
+    if let Some(retry) = &attrs.retry {
+        match retry.attempts {
+            None => cx.error_spanned_by(&retry.key, "`retry(..)` needs `attempts = N`, the number of runs in all, e.g. `retry(attempts = 3)`"),
+            Some((0, span)) => cx.error_at(span, "`attempts` counts runs in all, so it must be at least 1"),
+            _ => {}
+        }
+        if let (Some(backoff), Some(max)) = (retry.backoff, retry.max_backoff)
+            && backoff.millis > max.millis
+        {
+            cx.error_at(
+                backoff.span,
+                "`backoff` is longer than `max_backoff`; swap them",
+            );
+        }
+    }
+    if let Some(circuit) = &attrs.circuit {
+        match circuit.failures {
+            None => cx.error_spanned_by(&circuit.key, "`circuit(..)` needs `failures = N`, e.g. `circuit(failures = 5, window = \"30s\", cooldown = \"10s\")`"),
+            Some((0, span)) => cx.error_at(span, "`failures` must be at least 1"),
+            _ => {}
+        }
+    }
+    if let Some(reconnect) = &attrs.reconnect {
+        if !tool.params.iter().any(|param| param.ctx.is_some()) {
+            cx.error_spanned_by(
+                reconnect,
+                "`reconnect = field` names a field of the tool's context, and this tool has no `#[ctx]` parameter; add one (`#[ctx] app: &App`)",
+            );
+        }
+        if !matches!(reconnect, syn::Expr::Path(_) | syn::Expr::Field(_)) {
+            cx.error_spanned_by(
+                reconnect,
+                "`reconnect` takes a field of the context, such as `db` or `clients.search`",
+            );
+        }
     }
 }
 

@@ -1,0 +1,259 @@
+//! Serving a [`Server`] to MCP clients. rmcp (the official Rust SDK) speaks the protocol:
+//! version negotiation, JSON-RPC dispatch, notifications. This module implements rmcp's
+//! `ServerHandler` over the server's registry and runs it over stdio, through our own
+//! transport ([`stdio`]): framing that answers malformed input, a fast `tools/call` decode,
+//! batched writes, the stdout guard, and a bounded shutdown when stdin closes.
+
+mod decode;
+mod process_stdio;
+mod stdio;
+
+use std::{io::IsTerminal as _, process::ExitCode, time::Duration};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as WireTool,
+    },
+    service::{RequestContext, ServerInitializeError},
+};
+use serde_json::Value;
+
+pub use self::stdio::StdioOptions;
+use self::stdio::{StdioHandle, StdioTransport};
+use crate::server::Server;
+
+/// Exit code when the server cannot start because of its configuration (`EX_CONFIG`).
+pub const EXIT_CONFIG: u8 = 78;
+
+impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(self.name(), self.version()));
+        if let Some(instructions) = self.instructions() {
+            config = config.with_instructions(instructions);
+        }
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.map_or(Value::Null, Value::Object);
+        let report = self.call(&request.name, None, args, None).await;
+        Ok(CallToolResponse::from(report.result))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<WireTool> {
+        self.tools().iter().find(|tool| tool.name == name).cloned()
+    }
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// Serves the server over stdin/stdout until the client disconnects, and returns the
+    /// process exit code (`0` after a normal end, `1` when the transport failed).
+    ///
+    /// Started from a terminal, it first prints to stderr what it is and how to connect a
+    /// client, instead of waiting silently for JSON-RPC.
+    ///
+    /// From the start, fd 1 belongs to the protocol: output printed by tools, libraries or
+    /// child processes goes to stderr instead. When stdin closes, calls still running get
+    /// [`StdioOptions::shutdown_grace`] (5 s) to finish and be answered; then it returns
+    /// `0` without waiting for the rest (they are dropped with the runtime). See
+    /// [`serve_stdio_with`](Self::serve_stdio_with) to change the limits.
+    ///
+    /// `FUSION_STDIO_TRANSPORT=rmcp` in the environment serves through rmcp's own
+    /// `stdio_pipes()` transport instead (no guard, no answers to malformed input), to
+    /// compare the two when diagnosing a client.
+    pub async fn serve_stdio(self) -> ExitCode {
+        self.serve_stdio_with(StdioOptions::default()).await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio) with the transport's limits set.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use fusion_runtime::{StdioOptions, prelude::*};
+    ///
+    /// # async fn serve(server: Server) -> std::process::ExitCode {
+    /// let options = StdioOptions::default()
+    ///     .max_line_bytes(4 << 20)
+    ///     .shutdown_grace(Duration::from_secs(30));
+    /// server.serve_stdio_with(options).await
+    /// # }
+    /// ```
+    pub async fn serve_stdio_with(self, options: StdioOptions) -> ExitCode {
+        if std::io::stdin().is_terminal() {
+            eprintln!("{}", self.banner());
+        }
+        let legacy = std::env::var_os(LEGACY_TRANSPORT_ENV).is_some_and(|value| value == "rmcp");
+        tracing::info!(
+            target: "fusion::server",
+            server = self.name(),
+            version = self.version(),
+            tools = self.tool_names().len(),
+            transport = if legacy { "stdio (rmcp)" } else { "stdio" },
+            "serving"
+        );
+        if legacy {
+            return serve_exit_code(rmcp::serve_server(self, rmcp::transport::stdio_pipes()).await)
+                .await;
+        }
+        let (transport, handle) = match process_stdio::take()
+            .and_then(|(input, output)| StdioTransport::new(input, output, &options))
+        {
+            Ok(taken) => taken,
+            Err(error) => {
+                eprintln!("fusion: cannot serve on stdin/stdout: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let served = rmcp::serve_server(self, transport).await;
+        let code = match served {
+            Ok(service) => wait_or_abandon(service, &handle, &options).await,
+            Err(error) => served_error_code(&error),
+        };
+        // Answers queued last (a handshake error, the last responses) reach the client
+        // before the process goes.
+        handle.flush(FLUSH_TIMEOUT).await;
+        code
+    }
+
+    /// What a person who starts the server in a terminal reads: the server, its tools, and
+    /// how to connect a client.
+    pub fn banner(&self) -> String {
+        let exe = std::env::current_exe()
+            .map(|path| path.display().to_string())
+            .unwrap_or_else(|_| self.name().to_owned());
+        let mut text = format!(
+            "{} {} — an MCP server (fusion). It speaks MCP (JSON-RPC) on stdin/stdout and is meant to be started by an MCP client.\n\nTools:\n",
+            self.name(),
+            self.version()
+        );
+        for tool in self.tools() {
+            let description = tool.description.as_deref().unwrap_or("");
+            let first_line = description.lines().next().unwrap_or("");
+            text.push_str(&format!("  {:<20} {first_line}\n", tool.name));
+        }
+        let config = serde_json::json!({
+            "mcpServers": { self.name(): { "command": exe, "args": [] } }
+        });
+        let config = serde_json::to_string_pretty(&config).unwrap_or_default();
+        text.push_str(&format!(
+            "\nTry it with the MCP Inspector:\n  npx -y @modelcontextprotocol/inspector@2.12.0 --cli {exe} --method tools/list\n\n\
+             Claude Desktop (claude_desktop_config.json):\n{config}\n\n\
+             Waiting for JSON-RPC on stdin (Ctrl-D to quit)."
+        ));
+        text
+    }
+}
+
+/// The environment variable that selects rmcp's own stdio transport (`=rmcp`).
+const LEGACY_TRANSPORT_ENV: &str = "FUSION_STDIO_TRANSPORT";
+
+/// How long rmcp may take to wind down once every call is answered. It waits up to 5 s
+/// for handlers whose answers it already dropped (cancelled calls); nothing is lost by not
+/// waiting for those.
+const WIND_DOWN: Duration = Duration::from_millis(500);
+
+/// How long the last answers may take to reach the client.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long, after calls were abandoned, the runtime may take to drop them before the
+/// process exits anyway (a handler blocking a worker thread would hold the runtime's
+/// shutdown forever).
+const ABANDON_EXIT_DELAY: Duration = Duration::from_secs(3);
+
+type RunningServer<C> = rmcp::service::RunningService<RoleServer, Server<C>>;
+
+/// Waits for the service to end, but not for calls still running once stdin has closed
+/// and the transport's grace period is over.
+async fn wait_or_abandon<C: Send + Sync + 'static>(
+    service: RunningServer<C>,
+    handle: &StdioHandle,
+    options: &StdioOptions,
+) -> ExitCode {
+    let waiting = service.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        ended = &mut waiting => ended_code(ended),
+        () = handle.input_ended() => {
+            let abandoned = handle.pending();
+            if abandoned == 0 {
+                return match tokio::time::timeout(WIND_DOWN, &mut waiting).await {
+                    Ok(ended) => ended_code(ended),
+                    Err(_) => ExitCode::SUCCESS,
+                };
+            }
+            tracing::warn!(
+                target: "fusion::server",
+                abandoned,
+                grace_ms = options.shutdown_grace.as_millis() as u64,
+                "stdin closed and calls were still running after the grace period; stopping without their answers"
+            );
+            exit_soon(ABANDON_EXIT_DELAY);
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Exits the process with code 0 after `delay` unless it ended before: the handlers of
+/// abandoned calls are dropped with the runtime, which waits for each worker thread's
+/// current poll, and a handler that blocks its thread never yields.
+fn exit_soon(delay: Duration) {
+    let spawned = std::thread::Builder::new()
+        .name("fusion-exit".into())
+        .spawn(move || {
+            std::thread::sleep(delay);
+            eprintln!("fusion: a tool call blocked the runtime's shutdown; exiting");
+            std::process::exit(0);
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(target: "fusion::server", %error, "could not start the exit watchdog");
+    }
+}
+
+fn ended_code(ended: Result<rmcp::service::QuitReason, tokio::task::JoinError>) -> ExitCode {
+    match ended {
+        Ok(reason) => {
+            tracing::info!(target: "fusion::server", reason = ?reason, "stopped");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("fusion: the server task failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn served_error_code(error: &ServerInitializeError) -> ExitCode {
+    match error {
+        // The client went away before the handshake: nothing to serve, not a failure.
+        ServerInitializeError::ConnectionClosed(_) => ExitCode::SUCCESS,
+        error => {
+            eprintln!("fusion: the MCP handshake failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The rmcp-transport path: serve until the service ends.
+async fn serve_exit_code<C: Send + Sync + 'static>(
+    served: Result<RunningServer<C>, ServerInitializeError>,
+) -> ExitCode {
+    match served {
+        Ok(service) => ended_code(service.waiting().await),
+        Err(error) => served_error_code(&error),
+    }
+}

@@ -1,0 +1,939 @@
+//! Our stdio transport: rmcp's `Transport<RoleServer>` over newline-delimited JSON-RPC.
+//!
+//! Why not rmcp's `stdio()`/`stdio_pipes()`: they drop malformed input without an answer,
+//! go through the blocking pool when stdin is not a FIFO (MCP clients written in Node give
+//! their servers sockets), write one syscall a message, and rely on rmcp's untagged-enum
+//! parse for every `tools/call`. This one answers every line that could be a request
+//! ([`decode`](super::decode)), batches the answers that are ready into one write, and
+//! decodes `tools/call` directly.
+//!
+//! Shape:
+//! - **receive** (rmcp polls it inside `select!`, so it must be cancel-safe): bytes go into
+//!   one buffer that lives on the transport; a line is taken out of it and decoded with no
+//!   `.await` in between, so a cancelled `receive` loses nothing. Lines over
+//!   [`StdioOptions::max_line_bytes`] are answered and skipped without buffering the rest.
+//! - **send** (rmcp spawns each returned future, so their order is not the call order):
+//!   the message is queued synchronously, in the call, on a channel to a single writer;
+//!   the future is already complete. The writer takes everything queued, serializes it
+//!   into one buffer and writes it with one `write` call.
+//! - **end of input**: `receive` keeps the service running while calls are still
+//!   unanswered, up to [`StdioOptions::shutdown_grace`], then returns `None`. rmcp then
+//!   stops; `serve_stdio` does not wait for calls still running after the grace.
+
+use std::{
+    collections::HashMap,
+    io::{self, Write as _},
+    pin::Pin,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::{
+    RoleServer,
+    model::{ErrorCode, ErrorData, JsonRpcMessage, RequestId},
+    service::TxJsonRpcMessage,
+    transport::Transport,
+};
+use tokio::{
+    io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _},
+    sync::{Notify, mpsc, oneshot},
+    time::Instant,
+};
+
+use super::decode::{self, ClientMessage, Decoded, ErrorReply};
+
+/// The default [`StdioOptions::max_line_bytes`]: 16 MiB, as rmcp's own stdio transport and
+/// its Streamable HTTP client.
+const DEFAULT_MAX_LINE_BYTES: usize = 16 << 20;
+
+/// The default [`StdioOptions::shutdown_grace`].
+const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How the stdio transport treats its input and its shutdown.
+///
+/// ```
+/// use std::time::Duration;
+/// use fusion_runtime::StdioOptions;
+///
+/// let options = StdioOptions::default()
+///     .max_line_bytes(1 << 20)
+///     .shutdown_grace(Duration::from_secs(10));
+/// assert_eq!(options.max_line_bytes, 1 << 20);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StdioOptions {
+    /// The longest message (one line) the server reads, in bytes. A longer line is
+    /// answered with a JSON-RPC error (`-32600`, with the request's id when it can be read
+    /// from the line's start) and skipped up to its newline without being buffered; the
+    /// connection goes on. Default 16 MiB (as rmcp's own transports).
+    pub max_line_bytes: usize,
+    /// How long calls still running when stdin closes may take to finish and be answered.
+    /// After it, the server stops without their answers and `serve_stdio` returns `0`.
+    /// Default 5 seconds.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for StdioOptions {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+impl StdioOptions {
+    /// Sets [`max_line_bytes`](Self::max_line_bytes).
+    #[must_use]
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = bytes;
+        self
+    }
+
+    /// Sets [`shutdown_grace`](Self::shutdown_grace).
+    #[must_use]
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+}
+
+/// Where the transport reads from.
+pub(crate) enum Input {
+    /// A non-blocking source driven by tokio's reactor (a pipe or a socket).
+    Async(Pin<Box<dyn AsyncRead + Send>>),
+    /// Chunks read by a dedicated thread, for sources epoll cannot watch (regular files)
+    /// or whose flags must not change (a terminal shared with the shell).
+    Chunks(mpsc::Receiver<io::Result<Vec<u8>>>),
+}
+
+impl Input {
+    /// Reads a blocking source on its own thread. A plain thread rather than tokio's
+    /// blocking pool: a read that never returns (a terminal) must not hold up the
+    /// runtime's shutdown, and a detached thread does not.
+    pub(crate) fn from_blocking(mut source: impl io::Read + Send + 'static) -> io::Result<Self> {
+        const CHUNK: usize = 64 * 1024;
+        let (sender, receiver) = mpsc::channel(16);
+        std::thread::Builder::new()
+            .name("fusion-stdin".into())
+            .spawn(move || {
+                loop {
+                    let mut chunk = vec![0; CHUNK];
+                    match source.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(read) => {
+                            chunk.truncate(read);
+                            if sender.blocking_send(Ok(chunk)).is_err() {
+                                break;
+                            }
+                        }
+                        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                        Err(error) => {
+                            let _ = sender.blocking_send(Err(error));
+                            break;
+                        }
+                    }
+                }
+            })?;
+        Ok(Self::Chunks(receiver))
+    }
+
+    /// Appends what is available to `buffer`; `Ok(0)` at the end of the input.
+    ///
+    /// Cancel-safe: `read_buf` and `recv` consume nothing when dropped, and the copy into
+    /// `buffer` happens after them, with no `.await` in between.
+    async fn fill(&mut self, buffer: &mut Vec<u8>) -> io::Result<usize> {
+        match self {
+            Self::Async(reader) => {
+                buffer.reserve(READ_CHUNK);
+                reader.read_buf(buffer).await
+            }
+            Self::Chunks(chunks) => match chunks.recv().await {
+                Some(Ok(chunk)) => {
+                    buffer.extend_from_slice(&chunk);
+                    Ok(chunk.len())
+                }
+                Some(Err(error)) => Err(error),
+                None => Ok(0),
+            },
+        }
+    }
+}
+
+/// Where the transport writes.
+pub(crate) enum Output {
+    /// A non-blocking sink driven by tokio's reactor (a pipe or a socket).
+    Async(Pin<Box<dyn AsyncWrite + Send>>),
+    /// A sink written by a dedicated thread (a regular file, a terminal).
+    Blocking(Box<dyn io::Write + Send>),
+}
+
+/// How much the reader asks for at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The writer stops adding queued messages to a batch past this size, so one batch does
+/// not grow without bound while a slow reader holds it up.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// How long `close` waits for queued answers to be written (the client may have stopped
+/// reading).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the writer is asked to do.
+enum Outgoing {
+    Message(Box<TxJsonRpcMessage<RoleServer>>),
+    Reply(ErrorReply),
+    /// Acknowledge once everything queued before has been written.
+    Flush(oneshot::Sender<()>),
+    /// Like `Flush`, then stop and close the output.
+    Close(oneshot::Sender<()>),
+}
+
+/// A condition that happens once, that tasks can wait for.
+#[derive(Default)]
+struct Latch {
+    set: AtomicBool,
+    notify: Notify,
+}
+
+impl Latch {
+    fn set(&self) {
+        self.set.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    /// Cancel-safe: nothing is consumed.
+    async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Register before checking, so a `set` between the check and the await wakes us.
+            notified.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// State shared by the transport, its writer and [`StdioHandle`].
+#[derive(Default)]
+struct Shared {
+    /// Requests received and not answered yet (a count per id: a client may reuse one).
+    unanswered: Mutex<HashMap<RequestId, u32>>,
+    /// Notified when `unanswered` becomes empty.
+    all_answered: Notify,
+    /// Set when `receive` has returned `None`.
+    input_ended: Latch,
+    /// Set when the writer stopped (the output failed or was closed).
+    output_closed: Latch,
+}
+
+impl Shared {
+    fn unanswered(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, u32>> {
+        // The map stays consistent whatever panicked while holding it.
+        self.unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn opened(&self, id: &RequestId) {
+        *self.unanswered().entry(id.clone()).or_default() += 1;
+    }
+
+    fn answered(&self, id: &RequestId) {
+        let mut unanswered = self.unanswered();
+        if let Some(count) = unanswered.get_mut(id) {
+            *count -= 1;
+            if *count == 0 {
+                unanswered.remove(id);
+            }
+        }
+        if unanswered.is_empty() {
+            self.all_answered.notify_waiters();
+        }
+    }
+
+    fn cancelled(&self, id: &RequestId) {
+        let mut unanswered = self.unanswered();
+        unanswered.remove(id);
+        if unanswered.is_empty() {
+            self.all_answered.notify_waiters();
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.unanswered()
+            .values()
+            .map(|&count| count as usize)
+            .sum()
+    }
+
+    /// Cancel-safe.
+    async fn wait_all_answered(&self) {
+        loop {
+            let notified = self.all_answered.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.unanswered().is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The lines of the input, split out of one growing buffer.
+struct Lines {
+    buffer: Vec<u8>,
+    /// Where the current, unfinished line starts.
+    start: usize,
+    /// How far past `start` is known to hold no newline, so no byte is scanned twice.
+    scanned: usize,
+    /// Skipping the rest of a line already answered as too long.
+    discarding: bool,
+    max: usize,
+}
+
+/// The next thing in the buffer.
+enum Next<'a> {
+    Line(&'a [u8]),
+    /// A line over the limit: its start (up to the limit), to read its id from.
+    TooLong(&'a [u8]),
+    /// No complete line buffered.
+    NeedMore,
+}
+
+impl Lines {
+    fn new(max: usize) -> Self {
+        Self {
+            buffer: Vec::new(),
+            start: 0,
+            scanned: 0,
+            discarding: false,
+            max,
+        }
+    }
+
+    fn next(&mut self) -> Next<'_> {
+        loop {
+            let Some(offset) = memchr::memchr(b'\n', &self.buffer[self.scanned..]) else {
+                self.scanned = self.buffer.len();
+                if self.discarding {
+                    // Drop what arrived of the skipped line at once: it is never buffered.
+                    self.buffer.truncate(self.start);
+                    self.scanned = self.start;
+                } else if self.buffer.len() - self.start > self.max {
+                    self.discarding = true;
+                    let start = self.start;
+                    let end = start + self.max;
+                    self.start = self.buffer.len();
+                    self.scanned = self.start;
+                    return Next::TooLong(&self.buffer[start..end]);
+                }
+                return Next::NeedMore;
+            };
+            let end = self.scanned + offset;
+            let start = std::mem::replace(&mut self.start, end + 1);
+            self.scanned = self.start;
+            if std::mem::take(&mut self.discarding) {
+                continue;
+            }
+            if end - start > self.max {
+                return Next::TooLong(&self.buffer[start..start + self.max]);
+            }
+            return Next::Line(&self.buffer[start..end]);
+        }
+    }
+
+    /// Drops the lines already taken, before reading more.
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buffer.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+        // One huge message must not pin its memory for the life of the connection.
+        if self.buffer.capacity() > 4 * READ_CHUNK && self.buffer.len() < READ_CHUNK {
+            self.buffer.shrink_to(2 * READ_CHUNK);
+        }
+    }
+}
+
+/// rmcp's `Transport<RoleServer>` over a byte input and a byte output.
+pub(crate) struct StdioTransport {
+    input: Input,
+    lines: Lines,
+    /// The input reached its end (or failed).
+    input_done: bool,
+    /// When the wait for unanswered calls after the end of the input gives up.
+    grace_deadline: Option<Instant>,
+    grace: Duration,
+    out: mpsc::UnboundedSender<Outgoing>,
+    shared: Arc<Shared>,
+}
+
+/// What `serve_stdio` keeps of the transport once rmcp owns it: when the input ended,
+/// what is still unanswered, and a way to flush the output.
+#[derive(Clone)]
+pub(crate) struct StdioHandle {
+    out: mpsc::UnboundedSender<Outgoing>,
+    shared: Arc<Shared>,
+}
+
+impl StdioHandle {
+    /// Completes when `receive` has returned `None`: the input ended and every call was
+    /// answered, or the grace period is over.
+    pub(crate) async fn input_ended(&self) {
+        self.shared.input_ended.wait().await;
+    }
+
+    /// Requests received and not answered (nor cancelled) yet.
+    pub(crate) fn pending(&self) -> usize {
+        self.shared.pending()
+    }
+
+    /// Waits, at most `timeout`, until everything queued so far has been written.
+    pub(crate) async fn flush(&self, timeout: Duration) {
+        let (done, written) = oneshot::channel();
+        if self.out.send(Outgoing::Flush(done)).is_ok() {
+            let _ = tokio::time::timeout(timeout, written).await;
+        }
+    }
+}
+
+impl StdioTransport {
+    /// A transport over `input` and `output`; spawns the writer (a task, or a thread for
+    /// a blocking output). Must be called inside a tokio runtime.
+    pub(crate) fn new(
+        input: Input,
+        output: Output,
+        options: &StdioOptions,
+    ) -> io::Result<(Self, StdioHandle)> {
+        let shared = Arc::new(Shared::default());
+        let (out, queue) = mpsc::unbounded_channel();
+        match output {
+            Output::Async(sink) => {
+                tokio::spawn(write_async(queue, sink, Arc::clone(&shared)));
+            }
+            Output::Blocking(sink) => {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name("fusion-stdout".into())
+                    .spawn(move || write_blocking(queue, sink, &shared))?;
+            }
+        }
+        let handle = StdioHandle {
+            out: out.clone(),
+            shared: Arc::clone(&shared),
+        };
+        let transport = Self {
+            input,
+            lines: Lines::new(options.max_line_bytes),
+            input_done: false,
+            grace_deadline: None,
+            grace: options.shutdown_grace,
+            out,
+            shared,
+        };
+        Ok((transport, handle))
+    }
+
+    fn reply(&self, reply: ErrorReply) {
+        // A closed writer means the output is gone: nobody can read the answer anyway.
+        let _ = self.out.send(Outgoing::Reply(reply));
+    }
+
+    /// The next message for rmcp, answering on the way whatever is not one.
+    async fn next_message(&mut self) -> Option<ClientMessage> {
+        loop {
+            if self.shared.output_closed.is_set() {
+                // Nobody can receive an answer any more: stop serving.
+                return None;
+            }
+            // Everything complete in the buffer first; no `.await` between taking a line
+            // out of the buffer and returning its message (cancel safety).
+            let max = self.lines.max;
+            loop {
+                let decoded = match self.lines.next() {
+                    Next::NeedMore => break,
+                    Next::Line(line) => decode::decode_line(line),
+                    Next::TooLong(start) => Decoded::Reply(too_long(start, max)),
+                };
+                match decoded {
+                    Decoded::Message(message) => {
+                        if let Some(id) = decode::awaited_request(&message) {
+                            self.shared.opened(id);
+                        } else if let Some(id) = decode::cancelled_request(&message) {
+                            self.shared.cancelled(id);
+                        }
+                        return Some(*message);
+                    }
+                    Decoded::Reply(reply) => {
+                        tracing::debug!(
+                            target: "fusion::transport",
+                            code = reply.error.code.0,
+                            message = %reply.error.message,
+                            "answered an unreadable message"
+                        );
+                        self.reply(reply);
+                    }
+                    Decoded::Ignore(what) => {
+                        tracing::debug!(target: "fusion::transport", what, "ignored a line");
+                    }
+                }
+            }
+            if self.input_done {
+                self.wait_for_answers().await;
+                self.shared.input_ended.set();
+                return None;
+            }
+            self.lines.compact();
+            let read = tokio::select! {
+                read = self.input.fill(&mut self.lines.buffer) => read,
+                () = self.shared.output_closed.wait() => return None,
+            };
+            match read {
+                Ok(0) => self.input_done = true,
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    tracing::warn!(target: "fusion::transport", %error, "stdin failed; treating it as closed");
+                    self.input_done = true;
+                }
+            }
+            if self.input_done && self.lines.buffer.len() > self.lines.start {
+                // The last line has no newline: take it as a line anyway (a client that
+                // writes one message and closes stdin expects its answer).
+                self.lines.buffer.push(b'\n');
+            }
+        }
+    }
+
+    /// After the end of the input: until every call is answered, or the grace is over.
+    async fn wait_for_answers(&mut self) {
+        let deadline = *self
+            .grace_deadline
+            .get_or_insert_with(|| Instant::now() + self.grace);
+        let pending = self.shared.pending();
+        if pending > 0 {
+            tracing::info!(
+                target: "fusion::transport",
+                pending,
+                grace_ms = self.grace.as_millis() as u64,
+                "stdin closed; waiting for calls still running"
+            );
+        }
+        tokio::select! {
+            () = self.shared.wait_all_answered() => {}
+            () = tokio::time::sleep_until(deadline) => {}
+            () = self.shared.output_closed.wait() => {}
+        }
+    }
+}
+
+fn too_long(start: &[u8], max: usize) -> ErrorReply {
+    let id = decode::find_id(start);
+    tracing::warn!(target: "fusion::transport", max_line_bytes = max, ?id, "a message over the size limit was skipped");
+    ErrorReply {
+        id,
+        error: ErrorData::new(
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Invalid request: the message is longer than {max} bytes, the server's limit; it was skipped. Send smaller arguments (a reference to the data instead of the data)."
+            ),
+            None,
+        ),
+    }
+}
+
+impl Transport<RoleServer> for StdioTransport {
+    type Error = io::Error;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        "fusion-stdio".into()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let Some(id) = answered_request(&item) {
+            self.shared.answered(id);
+        }
+        // Queued here, in the call, not in the returned future: rmcp spawns the futures,
+        // so only the calls are in rmcp's order.
+        let queued = self
+            .out
+            .send(Outgoing::Message(Box::new(item)))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"));
+        std::future::ready(queued)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ClientMessage>> + Send {
+        self.next_message()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let (done, written) = oneshot::channel();
+        if self.out.send(Outgoing::Close(done)).is_ok()
+            && tokio::time::timeout(CLOSE_TIMEOUT, written).await.is_err()
+        {
+            tracing::warn!(target: "fusion::transport", "stdout did not drain in time; answers may be lost");
+        }
+        Ok(())
+    }
+}
+
+/// The request an outgoing message answers.
+fn answered_request(message: &TxJsonRpcMessage<RoleServer>) -> Option<&RequestId> {
+    match message {
+        JsonRpcMessage::Response(response) => Some(&response.id),
+        JsonRpcMessage::Error(error) => error.id.as_ref(),
+        _ => None,
+    }
+}
+
+/// One write's worth of queued messages.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    acks: Vec<oneshot::Sender<()>>,
+    close: bool,
+}
+
+impl Batch {
+    fn add(&mut self, item: Outgoing) {
+        match item {
+            Outgoing::Message(message) => {
+                let mark = self.bytes.len();
+                if let Err(error) = serde_json::to_writer(&mut self.bytes, &message) {
+                    // Cannot happen with rmcp's types; if it did, the request would go
+                    // unanswered, so answer it with the failure instead.
+                    self.bytes.truncate(mark);
+                    tracing::error!(target: "fusion::transport", %error, "could not serialize a message");
+                    if let Some(id) = answered_request(&message) {
+                        let reply = ErrorReply {
+                            id: Some(id.clone()),
+                            error: ErrorData::internal_error(
+                                "the server could not serialize its answer",
+                                None,
+                            ),
+                        };
+                        self.add(Outgoing::Reply(reply));
+                    }
+                    return;
+                }
+                self.bytes.push(b'\n');
+            }
+            Outgoing::Reply(reply) => {
+                // An `ErrorReply` is plain data: serializing it cannot fail.
+                if serde_json::to_writer(&mut self.bytes, &reply).is_ok() {
+                    self.bytes.push(b'\n');
+                }
+            }
+            Outgoing::Flush(ack) => self.acks.push(ack),
+            Outgoing::Close(ack) => {
+                self.acks.push(ack);
+                self.close = true;
+            }
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.close || self.bytes.len() >= BATCH_BYTES
+    }
+
+    /// After a write: acknowledge, and keep a modest buffer for the next batch.
+    fn done(&mut self) {
+        for ack in self.acks.drain(..) {
+            let _ = ack.send(());
+        }
+        self.bytes.clear();
+        if self.bytes.capacity() > 4 * BATCH_BYTES {
+            self.bytes.shrink_to(BATCH_BYTES);
+        }
+    }
+}
+
+/// The writer over a non-blocking output: one write for everything queued.
+async fn write_async(
+    mut queue: mpsc::UnboundedReceiver<Outgoing>,
+    mut sink: Pin<Box<dyn AsyncWrite + Send>>,
+    shared: Arc<Shared>,
+) {
+    let mut batch = Batch::default();
+    while let Some(first) = queue.recv().await {
+        batch.add(first);
+        while !batch.full() {
+            match queue.try_recv() {
+                Ok(item) => batch.add(item),
+                Err(_) => break,
+            }
+        }
+        if !batch.bytes.is_empty() {
+            let written = match sink.write_all(&batch.bytes).await {
+                Ok(()) => sink.flush().await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = written {
+                tracing::warn!(target: "fusion::transport", %error, "stdout failed; stopping");
+                break;
+            }
+        }
+        let close = batch.close;
+        batch.done();
+        if close {
+            let _ = sink.shutdown().await;
+            break;
+        }
+    }
+    shared.output_closed.set();
+}
+
+/// The writer over a blocking output (a file, a terminal), on its own thread.
+fn write_blocking(
+    mut queue: mpsc::UnboundedReceiver<Outgoing>,
+    mut sink: Box<dyn io::Write + Send>,
+    shared: &Shared,
+) {
+    let mut batch = Batch::default();
+    while let Some(first) = queue.blocking_recv() {
+        batch.add(first);
+        while !batch.full() {
+            match queue.try_recv() {
+                Ok(item) => batch.add(item),
+                Err(_) => break,
+            }
+        }
+        if !batch.bytes.is_empty()
+            && let Err(error) = sink.write_all(&batch.bytes).and_then(|()| sink.flush())
+        {
+            tracing::warn!(target: "fusion::transport", %error, "stdout failed; stopping");
+            break;
+        }
+        let close = batch.close;
+        batch.done();
+        if close {
+            break;
+        }
+    }
+    shared.output_closed.set();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(max: usize, input: &[&[u8]]) -> Vec<String> {
+        let mut lines = Lines::new(max);
+        let mut seen = Vec::new();
+        for chunk in input {
+            lines.compact();
+            lines.buffer.extend_from_slice(chunk);
+            loop {
+                match lines.next() {
+                    Next::NeedMore => break,
+                    Next::Line(line) => seen.push(String::from_utf8_lossy(line).into_owned()),
+                    Next::TooLong(start) => {
+                        seen.push(format!("TOO LONG: {}", String::from_utf8_lossy(start)));
+                    }
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn lines_split_across_reads() {
+        assert_eq!(
+            lines(100, &[b"ab", b"c\nde", b"f\n\ng", b"h\n"]),
+            ["abc", "def", "", "gh"]
+        );
+    }
+
+    #[test]
+    fn a_long_line_is_reported_once_and_skipped_without_being_kept() {
+        let mut state = Lines::new(8);
+        state.buffer.extend_from_slice(b"0123456789");
+        assert!(matches!(state.next(), Next::TooLong(b"01234567")));
+        for _ in 0..100 {
+            state.compact();
+            state.buffer.extend_from_slice(&[b'x'; 1000]);
+            assert!(matches!(state.next(), Next::NeedMore));
+            assert!(
+                state.buffer.len() <= 1000,
+                "the skipped line is not buffered"
+            );
+        }
+        state.compact();
+        state.buffer.extend_from_slice(b"xxx\nok\n");
+        assert!(matches!(state.next(), Next::Line(b"ok")));
+        assert!(matches!(state.next(), Next::NeedMore));
+        // A long line that arrives whole, newline included.
+        assert_eq!(lines(4, &[b"abcdefgh\nabc\n"]), ["TOO LONG: abcd", "abc"]);
+    }
+
+    fn ping(id: u32) -> String {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n")
+    }
+
+    /// A transport over in-memory pipes: what the test writes, and what the server wrote.
+    fn pair(
+        options: &StdioOptions,
+    ) -> (
+        StdioTransport,
+        StdioHandle,
+        tokio::io::DuplexStream,
+        tokio::io::DuplexStream,
+    ) {
+        let (client_in, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, client_out) = tokio::io::duplex(1 << 16);
+        let (transport, handle) = StdioTransport::new(
+            Input::Async(Box::pin(server_in)),
+            Output::Async(Box::pin(server_out)),
+            options,
+        )
+        .expect("a transport");
+        (transport, handle, client_in, client_out)
+    }
+
+    async fn read_lines(
+        output: &mut tokio::io::DuplexStream,
+        count: usize,
+    ) -> Vec<serde_json::Value> {
+        let mut text = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while text.iter().filter(|&&b| b == b'\n').count() < count {
+            let read = tokio::time::timeout(Duration::from_secs(5), output.read(&mut chunk))
+                .await
+                .expect("output in time")
+                .expect("readable");
+            assert!(read > 0, "output closed early");
+            text.extend_from_slice(&chunk[..read]);
+        }
+        text.split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).expect("every output line is JSON"))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn receive_is_cancel_safe() {
+        let (mut transport, _handle, mut client, _out) = pair(&StdioOptions::default());
+        // Half a message, then a receive that is cancelled while waiting for the rest.
+        let line = ping(1);
+        let (first, second) = line.as_bytes().split_at(10);
+        client.write_all(first).await.expect("write");
+        let cancelled = tokio::time::timeout(Duration::from_millis(50), transport.receive()).await;
+        assert!(cancelled.is_err(), "no message yet");
+        client.write_all(second).await.expect("write");
+        let message = tokio::time::timeout(Duration::from_secs(5), transport.receive())
+            .await
+            .expect("in time")
+            .expect("a message");
+        assert!(matches!(message, JsonRpcMessage::Request(_)));
+    }
+
+    #[tokio::test]
+    async fn garbage_is_answered_and_the_next_message_still_arrives() {
+        let options = StdioOptions::default().max_line_bytes(64);
+        let (mut transport, handle, mut client, mut out) = pair(&options);
+        let long = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{{\"name\":\"{}\"}}}}\n",
+            "x".repeat(500)
+        );
+        let input = format!("not json\n\n{{\"a\":1}}\n{long}{}", ping(2));
+        client.write_all(input.as_bytes()).await.expect("write");
+        let message = transport.receive().await.expect("the ping");
+        let JsonRpcMessage::Request(request) = message else {
+            panic!("a request");
+        };
+        assert_eq!(request.id, RequestId::Number(2));
+        handle.flush(Duration::from_secs(5)).await;
+        let answers = read_lines(&mut out, 3).await;
+        assert_eq!(answers[0]["error"]["code"], -32700);
+        assert_eq!(answers[0]["id"], serde_json::Value::Null);
+        assert_eq!(answers[1]["error"]["code"], -32600);
+        assert_eq!(answers[2]["error"]["code"], -32600);
+        assert_eq!(
+            answers[2]["id"], 5,
+            "the id is read from the long line's start"
+        );
+    }
+
+    #[tokio::test]
+    async fn sends_keep_their_order_and_share_writes() {
+        let (mut transport, handle, _client, mut out) = pair(&StdioOptions::default());
+        for id in 0..100 {
+            let message = TxJsonRpcMessage::<RoleServer>::error(
+                ErrorData::internal_error("x", None),
+                Some(RequestId::Number(id)),
+            );
+            // The futures are dropped unpolled, as a spawned task might run late.
+            drop(transport.send(message));
+        }
+        handle.flush(Duration::from_secs(5)).await;
+        let answers = read_lines(&mut out, 100).await;
+        let ids: Vec<i64> = answers.iter().filter_map(|a| a["id"].as_i64()).collect();
+        assert_eq!(ids, (0..100).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn end_of_input_waits_for_unanswered_calls_up_to_the_grace() {
+        let options = StdioOptions::default().shutdown_grace(Duration::from_secs(5));
+        let (mut transport, handle, mut client, _out) = pair(&options);
+        client.write_all(ping(1).as_bytes()).await.expect("write");
+        client.write_all(ping(2).as_bytes()).await.expect("write");
+        drop(client);
+        assert!(transport.receive().await.is_some());
+        assert!(transport.receive().await.is_some());
+        assert_eq!(handle.pending(), 2);
+        let answer = |id| {
+            TxJsonRpcMessage::<RoleServer>::error(
+                ErrorData::internal_error("x", None),
+                Some(RequestId::Number(id)),
+            )
+        };
+        drop(transport.send(answer(1)));
+        let started = Instant::now();
+        let ended = transport.receive().await;
+        assert!(ended.is_none());
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(5),
+            "gave up after the grace"
+        );
+        assert_eq!(handle.pending(), 1);
+
+        // With everything answered, the end is immediate.
+        let (mut transport, _handle, mut client, _out) = pair(&options);
+        client.write_all(ping(3).as_bytes()).await.expect("write");
+        drop(client);
+        assert!(transport.receive().await.is_some());
+        drop(transport.send(answer(3)));
+        let started = Instant::now();
+        assert!(transport.receive().await.is_none());
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn a_last_line_without_newline_is_read() {
+        let (mut transport, _handle, mut client, _out) = pair(&StdioOptions::default());
+        client
+            .write_all(ping(9).trim_end().as_bytes())
+            .await
+            .expect("write");
+        drop(client);
+        assert!(transport.receive().await.is_some());
+    }
+}

@@ -1,0 +1,688 @@
+//! The stdio server against hostile input, over a real process boundary.
+//!
+//! Spawns `examples/faults` (`src/faults.rs`: tools that hang, sleep, print to stdout, echo
+//! and panic) and
+//! writes raw lines to its stdin: malformed JSON, JSON that is not JSON-RPC, an unknown
+//! method, a panic, a cancelled call, 200 concurrent calls, a 10 MB argument, a line over
+//! the size limit, 10,000-deep nesting, stray bytes, a tool that prints. Each request gets
+//! exactly one answer (none for the cancelled one), the server answers a ping after each,
+//! and every line on its stdout is a JSON-RPC message. Then stdin closes while `hang` runs:
+//! the process must exit with 0 within the shutdown grace (5 s) plus a margin, dropping
+//! the call. Other tests serve over a regular file and over a socket instead of pipes.
+//!
+//! Needs the built example (`cargo build --examples`; `cargo test` builds it). Every wait
+//! is bounded and the child is killed on every exit path.
+//!
+//! The throughput check is `#[ignore]`d: `cargo test --release --test robustness --
+//! --ignored --nocapture throughput`.
+
+mod support;
+
+use std::{
+    collections::HashMap,
+    io::{BufRead as _, BufReader, BufWriter, Read as _, Write as _},
+    process::{Child, ChildStdin, Command, ExitStatus, Stdio},
+    sync::{
+        Arc, Mutex,
+        mpsc::{self, Receiver, RecvTimeoutError},
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+/// Bound on any single expected answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The server's default shutdown grace, and the margin the test allows on top of it.
+const GRACE: Duration = Duration::from_secs(5);
+const MARGIN: Duration = Duration::from_secs(4);
+
+/// The `faults` example, spawned with piped stdio, killed when dropped.
+struct Faults {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// Every stdout line, parsed, in order (an unparsable line fails the test at once).
+    answers: Receiver<Result<Value, String>>,
+    /// Answers received but not asked for yet, by id (`null` included).
+    stash: Vec<Value>,
+    /// Every answer seen, counted by id, to prove "exactly one".
+    seen: HashMap<String, usize>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Drop for Faults {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Faults {
+    fn spawn() -> Self {
+        Self::spawn_with(&[])
+    }
+
+    fn spawn_with(env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(support::example_binary("faults"));
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("RUST_LOG", "info");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("spawn examples/faults");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, answers) = mpsc::channel();
+        thread::spawn(move || {
+            let mut stdout = BufReader::new(stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let parsed = serde_json::from_slice::<Value>(&line)
+                            .map_err(|error| {
+                                format!(
+                                    "stdout carried a line that is not JSON ({error}): {:?}",
+                                    String::from_utf8_lossy(&line[..line.len().min(300)])
+                                )
+                            })
+                            .and_then(|value| {
+                                if value["jsonrpc"] == "2.0" {
+                                    Ok(value)
+                                } else {
+                                    Err(format!(
+                                        "stdout carried JSON that is not JSON-RPC: {value}"
+                                    ))
+                                }
+                            });
+                        if sender.send(parsed).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let mut pipe = child.stderr.take().expect("piped stderr");
+        let sink = Arc::clone(&stderr);
+        thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            while let Ok(read @ 1..) = pipe.read(&mut chunk) {
+                sink.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend_from_slice(&chunk[..read]);
+            }
+        });
+        Self {
+            child,
+            stdin,
+            answers,
+            stash: Vec::new(),
+            seen: HashMap::new(),
+            stderr,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        stdin.write_all(bytes).expect("write to the server");
+        stdin.flush().expect("flush to the server");
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = serde_json::to_vec(message).expect("serializes");
+        line.push(b'\n');
+        self.write(&line);
+    }
+
+    /// The next answer from stdout, or `None` when nothing came within `timeout`.
+    fn next(&mut self, timeout: Duration) -> Option<Value> {
+        match self.answers.recv_timeout(timeout) {
+            Ok(Ok(answer)) => {
+                *self.seen.entry(answer["id"].to_string()).or_default() += 1;
+                Some(answer)
+            }
+            Ok(Err(problem)) => panic!("{problem}\n--- stderr ---\n{}", self.stderr()),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => panic!(
+                "the server closed stdout (exit: {:?})\n--- stderr ---\n{}",
+                self.child.try_wait(),
+                self.stderr()
+            ),
+        }
+    }
+
+    /// The answer whose id is `id` (`Value::Null` for an id-less error).
+    fn answer(&mut self, id: &Value) -> Value {
+        if let Some(at) = self.stash.iter().position(|a| &a["id"] == id) {
+            return self.stash.remove(at);
+        }
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(answer) = self.next(left) else {
+                panic!(
+                    "no answer for id {id} within {ANSWER_TIMEOUT:?}\n--- stderr ---\n{}",
+                    self.stderr()
+                );
+            };
+            if &answer["id"] == id {
+                return answer;
+            }
+            self.stash.push(answer);
+        }
+    }
+
+    fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.answer(&id)
+    }
+
+    fn call(&mut self, id: Value, tool: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+    }
+
+    /// Proves the server still answers.
+    fn alive(&mut self, id: &str) {
+        let pong = self.request(json!(id), "ping", json!({}));
+        assert_eq!(pong["result"], json!({}), "ping after {id}: {pong}");
+    }
+
+    fn initialize(&mut self) {
+        let init = self.request(
+            json!("init"),
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "robustness", "version": "1"}
+            }),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "faults", "{init}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    /// Closes stdin and waits (bounded) for the process to exit.
+    fn close_and_wait(&mut self, limit: Duration) -> (Option<ExitStatus>, Duration) {
+        drop(self.stdin.take());
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return (Some(status), started.elapsed());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        (None, started.elapsed())
+    }
+}
+
+fn text(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+}
+
+fn error_code(answer: &Value) -> i64 {
+    answer["error"]["code"].as_i64().unwrap_or(0)
+}
+
+#[test]
+fn hostile_input_gets_one_answer_each_and_the_server_survives() {
+    let mut server = Faults::spawn();
+    server.initialize();
+
+    // Malformed JSON: a parse error with a null id, written by the transport.
+    server.write(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\n");
+    let answer = server.answer(&Value::Null);
+    assert_eq!(error_code(&answer), -32700, "{answer}");
+    server.write(b"this is not json\n");
+    assert_eq!(error_code(&server.answer(&Value::Null)), -32700);
+    server.alive("after malformed JSON");
+
+    // Valid JSON that is not JSON-RPC: an invalid request, with the id when there is one.
+    server.write(b"{\"hello\":\"world\"}\n");
+    assert_eq!(error_code(&server.answer(&Value::Null)), -32600);
+    server.write(b"[1,2,3]\n");
+    assert_eq!(error_code(&server.answer(&Value::Null)), -32600);
+    server.write(b"{\"id\":\"no-version\",\"method\":\"ping\"}\n");
+    assert_eq!(error_code(&server.answer(&json!("no-version"))), -32600);
+    server.alive("after JSON that is not JSON-RPC");
+
+    // An unknown method.
+    let answer = server.request(json!("unknown"), "no/such/method", json!({}));
+    assert_eq!(error_code(&answer), -32601, "{answer}");
+    server.alive("after an unknown method");
+
+    // A panicking tool, then a normal call.
+    let answer = server.call(json!("explode"), "explode", json!({}));
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let answer = server.call(json!("after-crash"), "echo", json!({"text": "still here"}));
+    assert_eq!(text(&answer), "still here", "{answer}");
+
+    // A slow call, cancelled, then a normal call: no answer for the cancelled id.
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"ms": 1500}}}),
+    );
+    let sent = Instant::now();
+    thread::sleep(Duration::from_millis(100));
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "slow", "reason": "the user gave up"}}),
+    );
+    let answer = server.call(json!("after-cancel"), "echo", json!({"text": "next"}));
+    assert_eq!(text(&answer), "next", "{answer}");
+
+    // 200 concurrent calls, in one write.
+    let mut burst = Vec::new();
+    for i in 0..200 {
+        let call = json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": format!("call {i}")}}});
+        serde_json::to_writer(&mut burst, &call).expect("serializes");
+        burst.push(b'\n');
+    }
+    server.write(&burst);
+    for i in 0..200 {
+        let answer = server.answer(&json!(1000 + i));
+        assert_eq!(text(&answer), format!("call {i}"), "{answer}");
+    }
+    server.alive("after 200 concurrent calls");
+
+    // The cancelled call's handler has finished by now (1.5 s); its answer must not come.
+    let settle = Duration::from_millis(1500 + 500).saturating_sub(sent.elapsed());
+    while let Some(answer) = server.next(settle) {
+        server.stash.push(answer);
+    }
+    assert!(
+        !server.stash.iter().any(|a| a["id"] == "slow"),
+        "the cancelled call was answered: {:?}",
+        server.stash
+    );
+
+    // A 10 MB string argument: one answer (the argument limits reject it as a tool error).
+    let big = "a".repeat(10 * 1024 * 1024);
+    let answer = server.call(json!("big"), "echo", json!({"text": big}));
+    assert!(
+        answer.get("result").is_some(),
+        "{}",
+        &answer.to_string()[..300.min(answer.to_string().len())]
+    );
+    server.alive("after a 10 MB argument");
+
+    // A line over the 16 MiB limit: answered with the id read from its start, skipped.
+    let huge = json!({"jsonrpc": "2.0", "id": "huge", "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "b".repeat(17 * 1024 * 1024)}}});
+    server.send(&huge);
+    let answer = server.answer(&json!("huge"));
+    assert_eq!(error_code(&answer), -32600, "{answer}");
+    server.alive("after a line over the size limit");
+
+    // 10,000-deep nesting: answered, not silence.
+    let deep = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"deep\",\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":{}{}}}}}}}\n",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    server.write(deep.as_bytes());
+    let answer = server.answer(&json!("deep"));
+    assert_eq!(error_code(&answer), -32602, "{answer}");
+    server.alive("after 10,000-deep nesting");
+
+    // Stray bytes, and a line with a byte order mark (read as the message after it).
+    server.write(b"\x00\xff\xfe\x01 garbage \x1b[31m\n");
+    assert_eq!(error_code(&server.answer(&Value::Null)), -32700);
+    server.write(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":\"bom\",\"method\":\"ping\"}\n");
+    assert_eq!(server.answer(&json!("bom"))["result"], json!({}));
+    server.alive("after stray bytes");
+
+    // A tool that prints to stdout: the protocol stream stays clean (the reader thread
+    // fails the test on any line that is not JSON-RPC) and the text lands on stderr.
+    let answer = server.call(json!("shout"), "shout", json!({"text": "quiet please"}));
+    assert_eq!(text(&answer), "QUIET PLEASE", "{answer}");
+    server.alive("after a tool printed to stdout");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server.stderr().contains("SHOUTING ON STDOUT") && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        server.stderr().contains("SHOUTING ON STDOUT"),
+        "the tool's output went nowhere"
+    );
+
+    // Nothing left over, and every id answered exactly once.
+    while let Some(answer) = server.next(Duration::from_millis(200)) {
+        server.stash.push(answer);
+    }
+    assert!(
+        server.stash.is_empty(),
+        "unexpected answers: {:?}",
+        server.stash
+    );
+    assert_eq!(
+        server.seen.get("null"),
+        Some(&5),
+        "id-less answers: {:?}",
+        server.seen
+    );
+    let repeated: Vec<_> = server
+        .seen
+        .iter()
+        .filter(|(id, count)| id.as_str() != "null" && **count != 1)
+        .collect();
+    assert!(repeated.is_empty(), "answered more than once: {repeated:?}");
+    assert!(!server.seen.contains_key("\"slow\""));
+
+    // stdin closes while `hang` runs: exit 0 within the grace plus a margin, the call dropped.
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "hang", "method": "tools/call",
+        "params": {"name": "hang", "arguments": {}}}),
+    );
+    thread::sleep(Duration::from_millis(300));
+    let (status, took) = server.close_and_wait(GRACE + MARGIN);
+    let stderr = server.stderr();
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "the server did not exit within {:?} of stdin closing\n{stderr}",
+            GRACE + MARGIN
+        )
+    });
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        took >= GRACE - Duration::from_millis(500),
+        "exited after {took:?}, before the grace"
+    );
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !server.stderr().contains("hang dropped") && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        server.stderr().contains("hang dropped"),
+        "{}",
+        server.stderr()
+    );
+}
+
+#[test]
+fn a_call_running_when_stdin_closes_is_answered_before_exit() {
+    let mut server = Faults::spawn();
+    server.initialize();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"ms": 800}}}),
+    );
+    thread::sleep(Duration::from_millis(100));
+    let (status, took) = server.close_and_wait(GRACE + MARGIN);
+    let stderr = server.stderr();
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
+    assert!(
+        took < GRACE,
+        "waited {took:?}: the grace is for calls still running"
+    );
+    let answer = server.answer(&json!("slow"));
+    assert_eq!(text(&answer), "slept 800 ms", "{answer}");
+}
+
+/// Requests for the file and socket tests: the handshake, a call, garbage, a printing tool.
+fn script() -> Vec<u8> {
+    let mut lines = vec![
+        json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":"echo","method":"tools/call","params":{"name":"echo","arguments":{"text":"over a file"}}}),
+        json!({"jsonrpc":"2.0","id":"shout","method":"tools/call","params":{"name":"shout","arguments":{"text":"x"}}}),
+    ]
+    .into_iter()
+    .flat_map(|line| {
+        let mut bytes = serde_json::to_vec(&line).expect("serializes");
+        bytes.push(b'\n');
+        bytes
+    })
+    .collect::<Vec<u8>>();
+    lines.extend_from_slice(b"not json\n");
+    lines
+}
+
+fn check_script_output(stdout: &[u8], stderr: &str) {
+    let answers: Vec<Value> = stdout
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            serde_json::from_slice(line).unwrap_or_else(|e| {
+                panic!(
+                    "not JSON on stdout ({e}): {:?}\n{stderr}",
+                    String::from_utf8_lossy(line)
+                )
+            })
+        })
+        .collect();
+    let ids: Vec<String> = answers.iter().map(|a| a["id"].to_string()).collect();
+    assert_eq!(ids.len(), 4, "{answers:?}\n{stderr}");
+    for id in ["\"init\"", "\"echo\"", "\"shout\"", "null"] {
+        assert!(
+            ids.iter().any(|seen| seen == id),
+            "no answer for {id}: {answers:?}"
+        );
+    }
+    let echo = answers
+        .iter()
+        .find(|a| a["id"] == "echo")
+        .expect("echo answered");
+    assert_eq!(text(echo), "over a file");
+}
+
+#[test]
+fn serves_over_regular_files() {
+    let dir = std::env::temp_dir().join(format!("fusion-robustness-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("in.jsonl");
+    let output = dir.join("out.jsonl");
+    std::fs::write(&input, script()).expect("write the requests");
+    let mut command = Command::new(support::example_binary("faults"));
+    command
+        .stdin(std::fs::File::open(&input).expect("open"))
+        .stdout(std::fs::File::create(&output).expect("create"));
+    command.stderr(std::fs::File::create(dir.join("err.log")).expect("create"));
+    let mut child = KillOnDrop(command.spawn().expect("spawn examples/faults"));
+    let started = Instant::now();
+    let status = loop {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = std::fs::read(&output).expect("read the answers");
+    let stderr = std::fs::read_to_string(dir.join("err.log")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
+    check_script_output(&stdout, &stderr);
+    assert!(stderr.contains("SHOUTING ON STDOUT"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn serves_over_sockets() {
+    use std::os::{fd::OwnedFd, unix::net::UnixStream};
+
+    // Node-based clients (libuv) give their servers socket pairs, not pipes.
+    let (mut ours, theirs) = UnixStream::pair().expect("a socket pair");
+    let theirs_out = theirs.try_clone().expect("clone");
+    let mut command = Command::new(support::example_binary("faults"));
+    command
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::from(OwnedFd::from(theirs_out)))
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn");
+    // The parent's copies of the child's ends must go, or EOF never comes.
+    drop(command);
+    let mut stderr_pipe = child.stderr.take().expect("stderr");
+    let mut child = KillOnDrop(child);
+    ours.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    ours.write_all(&script()).expect("write");
+    ours.shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    let mut stdout = Vec::new();
+    let _ = ours.read_to_end(&mut stdout);
+    let started = Instant::now();
+    let status = loop {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    if status.is_some() {
+        let _ = stderr_pipe.read_to_string(&mut stderr);
+    }
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
+    check_script_output(&stdout, &stderr);
+}
+
+/// Throughput of `echo` calls with 32 in flight, over our transport and over rmcp's
+/// `stdio_pipes()` (selected with `FUSION_STDIO_TRANSPORT=rmcp`), same binary.
+#[test]
+#[ignore = "a measurement: cargo test --release --test robustness -- --ignored --nocapture throughput"]
+fn throughput() {
+    const CALLS: usize = 100_000;
+    const IN_FLIGHT: usize = 32;
+    for transport in ["fusion", "rmcp"] {
+        let child = Command::new(support::example_binary("faults"))
+            .env("FUSION_STDIO_TRANSPORT", transport)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn examples/faults");
+        let mut child = KillOnDrop(child);
+        let pid = child.0.id();
+        // Bounds the blocking reads below: the kill closes stdout, and reading fails.
+        let watchdog = Arc::new(Mutex::new(false));
+        {
+            let done = Arc::clone(&watchdog);
+            thread::spawn(move || {
+                thread::sleep(Duration::from_secs(120));
+                if !*done.lock().unwrap_or_else(|e| e.into_inner()) {
+                    let _ = Command::new("kill")
+                        .arg("-KILL")
+                        .arg(pid.to_string())
+                        .status();
+                }
+            });
+        }
+        let mut writer = BufWriter::new(child.0.stdin.take().expect("stdin"));
+        let mut reader = BufReader::new(child.0.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        writeln!(
+            writer,
+            "{}",
+            json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+                "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})
+        )
+        .expect("write");
+        writeln!(
+            writer,
+            "{}",
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+        )
+        .expect("write");
+        writer.flush().expect("flush");
+        reader.read_line(&mut line).expect("the initialize answer");
+        let request = |id: usize| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hello {id}\"}}}}}}\n"
+            )
+        };
+        let cpu_before = cpu_ticks(pid);
+        let started = Instant::now();
+        let mut sent = 0;
+        while sent < IN_FLIGHT {
+            writer.write_all(request(sent).as_bytes()).expect("write");
+            sent += 1;
+        }
+        writer.flush().expect("flush");
+        for _ in 0..CALLS {
+            line.clear();
+            let read = reader.read_line(&mut line).expect("an answer");
+            assert!(read > 0 && line.contains("\"result\""), "{line}");
+            if sent < CALLS {
+                writer.write_all(request(sent).as_bytes()).expect("write");
+                sent += 1;
+            }
+            // Flush only when no answer is buffered, so requests go out in batches, as
+            // answers do.
+            if reader.buffer().is_empty() {
+                writer.flush().expect("flush");
+            }
+        }
+        let wall = started.elapsed();
+        let cpu = cpu_ticks(pid).saturating_sub(cpu_before);
+        *watchdog.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        let cpu_us_per_call = cpu as f64 * 1e6 / clock_ticks_per_second() / CALLS as f64;
+        println!(
+            "{transport:>6}: {CALLS} echo calls, {IN_FLIGHT} in flight: {:.3} s, {:.0} calls/s, server CPU {:.1} µs/call",
+            wall.as_secs_f64(),
+            CALLS as f64 / wall.as_secs_f64(),
+            cpu_us_per_call
+        );
+    }
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The server's user + system CPU time, in clock ticks (Linux `/proc`; 0 elsewhere).
+fn cpu_ticks(pid: u32) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| {
+        fields
+            .get(n - 3)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    field(14) + field(15)
+}
+
+fn clock_ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(100.0)
+}

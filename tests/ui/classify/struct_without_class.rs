@@ -1,0 +1,7 @@
+use fusion_runtime::Classify;
+
+#[derive(Debug, thiserror::Error, Classify)]
+#[error("it failed")]
+struct Failed;
+
+fn main() {}
