@@ -55,6 +55,8 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
 
 /// `#[ctx]` on a parameter: the per-call context.
 pub(crate) const CTX: &str = "ctx";
+/// `#[call]` on a parameter: the request being served (`&fusion_runtime::Call`).
+pub(crate) const CALL: &str = "call";
 /// `#[serde(...)]` on a parameter: passed to the argument struct's field.
 pub(crate) const SERDE: &str = "serde";
 /// `#[schemars(...)]` on a parameter: passed to the argument struct's field.

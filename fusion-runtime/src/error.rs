@@ -48,6 +48,8 @@ pub enum FailureKind {
     },
     /// The handler panicked.
     Panic,
+    /// The client cancelled the request; the handler was dropped.
+    Cancelled,
 }
 
 /// A failed call: what kind, the error's own words and source chain, and how many times
@@ -162,6 +164,7 @@ impl Failure {
             FailureKind::Timeout { .. } => "timeout",
             FailureKind::CircuitOpen { .. } => "circuit_open",
             FailureKind::Panic => "panic",
+            FailureKind::Cancelled => "cancelled",
             FailureKind::Handler(classification) => {
                 match (classification.code, classification.class) {
                     (Some(code), _) => code.as_str(),
@@ -228,6 +231,7 @@ impl Failure {
             FailureKind::Handler(classification) => {
                 self.handler_message(tool, classification, correlation_id)
             }
+            FailureKind::Cancelled => format!("The call to `{tool}` was cancelled by the client."),
         }
     }
 

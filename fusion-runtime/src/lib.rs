@@ -29,6 +29,7 @@
 //! [`testing::Tester`] for calling tools in memory.
 #![warn(missing_docs)]
 
+mod call;
 mod classify;
 mod constraint;
 mod error;
@@ -43,6 +44,7 @@ mod tool;
 mod transport;
 mod validate;
 
+pub use call::{Call, LogLevel};
 pub use classify::{
     Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
 };
@@ -150,6 +152,7 @@ pub mod __private {
     pub use crate::{
         __classify_source as classify_source, __output_schema as output_schema,
         __render_outcome as render_outcome,
+        call::Call,
         classify::{
             Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
             parse_duration,

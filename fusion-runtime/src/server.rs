@@ -20,6 +20,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 
 use crate::{
+    call::Call,
     error::{Failure, FailureKind},
     output::Outcome,
     present::UiBlock,
@@ -79,6 +80,9 @@ struct Inner<C> {
     runtime: Vec<ToolRuntime>,
     /// Set once a handler returns a fatal error.
     fatal: tokio::sync::watch::Sender<bool>,
+    /// The client's `logging/setLevel`. One per server: over stdio a server has one
+    /// client; over HTTP the last session to set it wins.
+    log_level: std::sync::Mutex<Option<crate::call::LogLevel>>,
 }
 
 struct ToolRuntime {
@@ -352,6 +356,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 context: self.context,
                 runtime,
                 fatal: tokio::sync::watch::channel(false).0,
+                log_level: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -393,6 +398,13 @@ fn with_attempts(outcome: Outcome, attempts: u32) -> Outcome {
             Outcome::Failure(failure)
         }
         success => success,
+    }
+}
+
+fn request_id_text(id: &rmcp::model::RequestId) -> String {
+    match id {
+        rmcp::model::NumberOrString::Number(number) => number.to_string(),
+        rmcp::model::NumberOrString::String(text) => text.to_string(),
     }
 }
 
@@ -499,6 +511,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         action: Option<&str>,
         args: Value,
         context: Option<C>,
+        call: &Call,
     ) -> CallReport {
         let started = Instant::now();
         let call_number = CALL_COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -507,7 +520,13 @@ impl<C: Send + Sync + 'static> Server<C> {
             Value::Null => Value::Object(Map::new()),
             other => other,
         };
-        let (outcome, attempts) = self.run(tool, action, &args, context).await;
+        // A cancelled request drops the handler's future (its destructors run); the
+        // transport sends no answer for a cancelled id, as the protocol says.
+        let (outcome, attempts) = tokio::select! {
+            biased;
+            finished = self.run(tool, action, &args, context, call) => finished,
+            () = call.cancelled() => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+        };
         let (mut rendered, mut outcome_name) = self.render(tool, outcome, &correlation_id);
         if outcome_name == "ok" && attempts > 1 {
             outcome_name = "retried_ok";
@@ -536,6 +555,39 @@ impl<C: Send + Sync + 'static> Server<C> {
         rendered.report
     }
 
+    /// Serves one `tools/call` from a transport: the request's id, progress token and
+    /// cancellation become the tool's [`Call`].
+    pub(crate) async fn serve_call(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> CallToolResult {
+        let progress_token = context.meta.get_progress_token();
+        let call = Call::connected(
+            request_id_text(&context.id),
+            progress_token,
+            context.peer,
+            context.ct,
+            self.log_level(),
+        );
+        let args = request.arguments.map_or(Value::Null, Value::Object);
+        self.call(&request.name, None, args, None, &call)
+            .await
+            .result
+    }
+
+    /// The level the client set with `logging/setLevel`, if it did.
+    pub(crate) fn log_level(&self) -> Option<crate::call::LogLevel> {
+        self.inner.log_level.lock().ok().and_then(|level| *level)
+    }
+
+    /// Records the level the client set with `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, level: crate::call::LogLevel) {
+        if let Ok(mut current) = self.inner.log_level.lock() {
+            *current = Some(level);
+        }
+    }
+
     /// Resolves once a handler has returned a fatal error: the process must end (exit
     /// code 70) after the answer to that call is written.
     pub async fn fatal_error(&self) {
@@ -555,6 +607,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         action: Option<&str>,
         args: &Value,
         context: Option<C>,
+        call: &Call,
     ) -> (Outcome, u32) {
         let Some(&index) = self.inner.by_name.get(tool) else {
             let available = self
@@ -590,14 +643,20 @@ impl<C: Send + Sync + 'static> Server<C> {
             let kind = FailureKind::InvalidArguments(breaches);
             return (Outcome::Failure(Failure::new(kind)), 0);
         }
-        self.run_under_policy(index, &context, args).await
+        self.run_under_policy(index, &context, call, args).await
     }
 
     /// Runs the handler under the tool's policy: the circuit breaker first, then up to
     /// `attempts` runs, each under the timeout, retrying only transient failures after a
     /// backoff and a reconnect of the tool's resource. Returns the outcome and how many
     /// times the handler ran.
-    async fn run_under_policy(&self, index: usize, context: &C, args: &Value) -> (Outcome, u32) {
+    async fn run_under_policy(
+        &self,
+        index: usize,
+        context: &C,
+        call: &Call,
+        args: &Value,
+    ) -> (Outcome, u32) {
         let definition = &self.inner.tools[index];
         let runtime = &self.inner.runtime[index];
         let tool = definition.spec.name;
@@ -611,7 +670,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let mut attempt = 1;
         loop {
             let outcome = self
-                .run_once(definition, context, args, runtime.policy.timeout)
+                .run_once(definition, context, call, args, runtime.policy.timeout)
                 .await;
             let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
             if let Some(circuit) = &runtime.circuit {
@@ -662,13 +721,14 @@ impl<C: Send + Sync + 'static> Server<C> {
         &self,
         definition: &ToolDefinition<C>,
         context: &C,
+        call: &Call,
         args: &Value,
         timeout: Option<Duration>,
     ) -> Outcome {
         let validator = &definition.validator;
         // Decoding is user-controlled (custom `Deserialize` impls): inside the boundary too.
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            definition.invoker.invoke(context, args, validator)
+            definition.invoker.invoke(context, call, args, validator)
         }));
         let future = match started {
             Ok(Ok(future)) => future,

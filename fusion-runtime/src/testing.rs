@@ -27,7 +27,7 @@
 use rmcp::model::CallToolResult;
 use serde_json::Value;
 
-use crate::{present::UiBlock, server::Server};
+use crate::{call::Call, present::UiBlock, server::Server};
 
 /// Calls a server's tools in memory, the way a client would over a transport.
 #[derive(Clone, Debug)]
@@ -50,6 +50,7 @@ pub struct TestResult {
     /// The `CallToolResult` exactly as a transport would send it.
     pub raw: CallToolResult,
     fatal: bool,
+    notifications: Vec<Value>,
 }
 
 impl TestResult {
@@ -67,6 +68,12 @@ impl TestResult {
     /// with code 70; in the tester it only says so.
     pub fn is_fatal(&self) -> bool {
         self.fatal
+    }
+
+    /// The notifications the tool sent while it ran (`notifications/progress`,
+    /// `notifications/message`), as `{"method", "params"}` objects.
+    pub fn notifications(&self) -> &[Value] {
+        &self.notifications
     }
 
     /// The result as JSON, as it appears on the wire.
@@ -137,7 +144,8 @@ impl<C: Send + Sync + 'static> Tester<C> {
         args: Value,
         context: Option<C>,
     ) -> TestResult {
-        let report = self.server.call(tool, action, args, context).await;
+        let call = Call::detached();
+        let report = self.server.call(tool, action, args, context, &call).await;
         TestResult {
             is_error: report.result.is_error == Some(true),
             data: report.data,
@@ -145,6 +153,7 @@ impl<C: Send + Sync + 'static> Tester<C> {
             ui_blocks: report.ui_blocks,
             raw: report.result,
             fatal: report.fatal,
+            notifications: call.recorded(),
         }
     }
 }

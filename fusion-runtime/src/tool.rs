@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
+    call::Call,
     output::Outcome,
     schema,
     validate::{ArgIssue, Validator},
@@ -113,7 +114,7 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
     pub fn new<A, F>(spec: ToolSpec, output_schema: Option<schemars::Schema>, run: F) -> Self
     where
         A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
-        F: for<'a> Fn(&'a C, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+        F: for<'a> Fn(&'a C, &'a Call, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
     {
         let mut input_schema = schema::input_schema::<A>();
         // The validator reads the schema as schemars wrote it (fixed-width integer formats
@@ -175,6 +176,7 @@ pub(crate) trait Invoke<C>: Send + Sync {
     fn invoke<'a>(
         &'a self,
         ctx: &'a C,
+        call: &'a Call,
         args: &Value,
         validator: &Validator,
     ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>>;
@@ -189,15 +191,16 @@ impl<C, A, F> Invoke<C> for Invoker<A, F>
 where
     C: Send + Sync + 'static,
     A: DeserializeOwned + Send + 'static,
-    F: for<'a> Fn(&'a C, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+    F: for<'a> Fn(&'a C, &'a Call, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
 {
     fn invoke<'a>(
         &'a self,
         ctx: &'a C,
+        call: &'a Call,
         args: &Value,
         validator: &Validator,
     ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>> {
         let args = validator.decode::<A>(args)?;
-        Ok((self.run)(ctx, args))
+        Ok((self.run)(ctx, call, args))
     }
 }

@@ -69,10 +69,11 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         Type::Reference(reference) => Some((*reference.elem).clone()),
         _ => None,
     });
+    let has_call = tool.params.iter().any(|param| param.call.is_some());
     let arg_params: Vec<_> = tool
         .params
         .iter()
-        .filter(|param| param.ctx.is_none())
+        .filter(|param| param.ctx.is_none() && param.call.is_none())
         .collect();
     let arg_idents: Vec<&Ident> = arg_params.iter().map(|param| &param.ident).collect();
     let call_idents: Vec<Ident> = tool
@@ -81,6 +82,8 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         .map(|param| {
             if param.ctx.is_some() {
                 format_ident!("__fusion_ctx")
+            } else if param.call.is_some() {
+                format_ident!("__fusion_call")
             } else {
                 param.ident.clone()
             }
@@ -161,11 +164,9 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
 
     // The function-pointer type the struct dereferences to. A `&Ctx` parameter lends the
     // future its lifetime; without one the future owns everything.
-    let pointer_inputs = tool
-        .params
-        .iter()
-        .map(|param| match (&param.ctx, &*param.ty) {
-            (Some(_), Type::Reference(reference)) => {
+    let pointer_inputs = tool.params.iter().map(|param| {
+        match (param.ctx.is_some() || param.call.is_some(), &*param.ty) {
+            (true, Type::Reference(reference)) => {
                 let elem = &reference.elem;
                 quote!(&'__fusion_ctx #elem)
             }
@@ -173,8 +174,9 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
                 let ty = &param.ty;
                 quote!(#ty)
             }
-        });
-    let pointer_type = if ctx_type.is_some() {
+        }
+    });
+    let pointer_type = if ctx_type.is_some() || has_call {
         quote!(for<'__fusion_ctx> fn(#(#pointer_inputs),*) -> #private::CallFuture<'__fusion_ctx, #ret>)
     } else {
         quote!(fn(#(#pointer_inputs),*) -> #private::CallFuture<'static, #ret>)
@@ -259,6 +261,11 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
             .with_reconnect(|__fusion_ctx: &#context| #call)
         }
     });
+    let call_binding = if has_call {
+        quote!(__fusion_call)
+    } else {
+        quote!(_)
+    };
     let invoke_generics = if ctx_type.is_some() {
         quote!(<'__fusion_a>)
     } else {
@@ -313,6 +320,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
 
             fn __fusion_invoke #invoke_generics (
                 #ctx_binding: &'__fusion_a #context,
+                #call_binding: &'__fusion_a #private::Call,
                 __fusion_args: #args_ident,
             ) -> #private::BoxFuture<'__fusion_a, #private::Outcome> {
                 let #args_ident { #(#arg_idents),* } = __fusion_args;

@@ -65,6 +65,8 @@ pub(crate) struct Param {
     pub(crate) ty: Box<Type>,
     /// The `#[ctx]` attribute, when the parameter is the per-call context.
     pub(crate) ctx: Option<Attribute>,
+    /// The `#[call]` attribute, when the parameter is the request being served.
+    pub(crate) call: Option<Attribute>,
     /// `///` comments: the property's description.
     pub(crate) docs: Vec<Attribute>,
     /// `#[serde(..)]` and `#[schemars(..)]`: passed to the argument struct's field.
@@ -104,6 +106,7 @@ pub(crate) fn parse(attr: TokenStream, item: TokenStream, cx: &mut Ctxt) -> Opti
             typed.attrs.drain(..).partition(|attr| {
                 [
                     symbol::CTX,
+                    symbol::CALL,
                     symbol::DOC,
                     symbol::SERDE,
                     symbol::SCHEMARS,
@@ -119,6 +122,7 @@ pub(crate) fn parse(attr: TokenStream, item: TokenStream, cx: &mut Ctxt) -> Opti
             .find(|attr| attr.path().is_ident(symbol::ARG))
             .cloned();
         let mut ctx = None;
+        let mut call = None;
         let mut docs = Vec::new();
         let mut field_attrs = Vec::new();
         for attr in owned {
@@ -133,6 +137,14 @@ pub(crate) fn parse(attr: TokenStream, item: TokenStream, cx: &mut Ctxt) -> Opti
                     );
                 }
                 ctx = Some(attr);
+            } else if attr.path().is_ident(symbol::CALL) {
+                if let Err(error) = attr.meta.require_path_only() {
+                    cx.push(syn::Error::new(
+                        error.span(),
+                        "`#[call]` takes no arguments",
+                    ));
+                }
+                call = Some(attr);
             } else if attr.path().is_ident(symbol::DOC) {
                 docs.push(attr);
             } else if attr.path().is_ident(symbol::ARG) {
@@ -155,6 +167,7 @@ pub(crate) fn parse(attr: TokenStream, item: TokenStream, cx: &mut Ctxt) -> Opti
             ident,
             ty: typed.ty.clone(),
             ctx,
+            call,
             docs,
             field_attrs,
             constraints,

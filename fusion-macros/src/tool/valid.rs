@@ -67,7 +67,31 @@ fn check_params(tool: &ToolFn, cx: &mut Ctxt) {
         }
     }
     let mut seen_ctx = false;
+    let mut seen_call = false;
     for param in &tool.params {
+        if let Some(attr) = &param.call {
+            if seen_call {
+                cx.error_spanned_by(
+                    attr,
+                    "only one parameter can be `#[call]`: a tool serves one request at a time",
+                );
+            }
+            seen_call = true;
+            if param.ctx.is_some() {
+                cx.error_spanned_by(attr, "a parameter is either the context (`#[ctx]`) or the request (`#[call]`), not both");
+            }
+            if let Some(arg) = &param.arg_attr {
+                cx.error_spanned_by(arg, "`#[arg(..)]` constrains an argument, and a `#[call]` parameter is not one; remove it");
+            }
+            if !matches!(&*param.ty, Type::Reference(reference) if reference.mutability.is_none() && reference.lifetime.is_none())
+            {
+                cx.error_spanned_by(
+                    &param.ty,
+                    "a `#[call]` parameter is a shared reference: write `#[call] call: &Call`",
+                );
+            }
+            continue;
+        }
         crate::constraint::check(&param.constraints, cx);
         if let (Some(_), Some(arg)) = (&param.ctx, &param.arg_attr) {
             cx.error_spanned_by(

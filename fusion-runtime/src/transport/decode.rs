@@ -417,6 +417,19 @@ pub(crate) fn awaited_request(message: &ClientMessage) -> Option<&RequestId> {
     }
 }
 
+/// Whether rmcp leaves its handshake on this message: an `initialize` request, or (MCP
+/// 2026-07-28, stateless) a request carrying its protocol version in `_meta`.
+pub(crate) fn ends_handshake(message: &ClientMessage) -> bool {
+    use rmcp::model::GetMeta as _;
+    match message {
+        JsonRpcMessage::Request(request) => {
+            matches!(request.request, ClientRequest::InitializeRequest(_))
+                || request.request.get_meta().protocol_version().is_some()
+        }
+        _ => false,
+    }
+}
+
 /// The request a `notifications/cancelled` message gives up on: rmcp drops the answer of a
 /// cancelled request, so the transport stops waiting for it.
 pub(crate) fn cancelled_request(message: &ClientMessage) -> Option<&RequestId> {

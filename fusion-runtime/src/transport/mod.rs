@@ -18,7 +18,6 @@ use rmcp::{
     },
     service::{RequestContext, ServerInitializeError},
 };
-use serde_json::Value;
 
 pub use self::stdio::StdioOptions;
 use self::stdio::{StdioHandle, StdioTransport};
@@ -29,7 +28,14 @@ pub const EXIT_CONFIG: u8 = 78;
 
 impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // Logging is advertised so that tools can send `notifications/message` through
+        // `Call::log` once the client sets a level (rmcp deprecates it, SEP-2577).
+        #[allow(deprecated)]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(self.name(), self.version()));
         if let Some(instructions) = self.instructions() {
             config = config.with_instructions(instructions);
@@ -48,11 +54,22 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.map_or(Value::Null, Value::Object);
-        let report = self.call(&request.name, None, args, None).await;
-        Ok(CallToolResponse::from(report.result))
+        Ok(CallToolResponse::from(
+            self.serve_call(request, context).await,
+        ))
+    }
+
+    // rmcp deprecates logging (SEP-2577); clients of earlier protocol versions still send it.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.set_log_level(crate::call::LogLevel::from_rmcp(request.level));
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<WireTool> {

@@ -232,7 +232,8 @@ struct Shared {
     unanswered: Mutex<HashMap<RequestId, u32>>,
     /// Notified when `unanswered` becomes empty.
     all_answered: Notify,
-    /// Set when `receive` has returned `None`.
+    /// Set when `receive` has returned `None` (the input ended and the grace is over or
+    /// every call was answered, or the output failed).
     input_ended: Latch,
     /// Set when the writer stopped (the output failed or was closed).
     output_closed: Latch,
@@ -375,6 +376,8 @@ pub(crate) struct StdioTransport {
     lines: Lines,
     /// The input reached its end (or failed).
     input_done: bool,
+    /// rmcp has left its handshake (see [`decode::ends_handshake`]).
+    handshake_done: bool,
     /// When the wait for unanswered calls after the end of the input gives up.
     grace_deadline: Option<Instant>,
     grace: Duration,
@@ -440,6 +443,7 @@ impl StdioTransport {
             input,
             lines: Lines::new(options.max_line_bytes),
             input_done: false,
+            handshake_done: false,
             grace_deadline: None,
             grace: options.shutdown_grace,
             out,
@@ -458,6 +462,7 @@ impl StdioTransport {
         loop {
             if self.shared.output_closed.is_set() {
                 // Nobody can receive an answer any more: stop serving.
+                self.shared.input_ended.set();
                 return None;
             }
             // Everything complete in the buffer first; no `.await` between taking a line
@@ -470,7 +475,17 @@ impl StdioTransport {
                     Next::TooLong(start) => Decoded::Reply(too_long(start, max)),
                 };
                 match decoded {
+                    Decoded::Message(message)
+                        if !self.handshake_done
+                            && !matches!(*message, JsonRpcMessage::Request(_)) =>
+                    {
+                        // During its handshake rmcp ends the whole service (exit code 1)
+                        // on anything but a request; a stray notification is not worth
+                        // that, and JSON-RPC does not answer it.
+                        tracing::debug!(target: "fusion::transport", "ignored a notification or response before initialize");
+                    }
                     Decoded::Message(message) => {
+                        self.handshake_done |= decode::ends_handshake(&message);
                         if let Some(id) = decode::awaited_request(&message) {
                             self.shared.opened(id);
                         } else if let Some(id) = decode::cancelled_request(&message) {
@@ -500,7 +515,7 @@ impl StdioTransport {
             self.lines.compact();
             let read = tokio::select! {
                 read = self.input.fill(&mut self.lines.buffer) => read,
-                () = self.shared.output_closed.wait() => return None,
+                () = self.shared.output_closed.wait() => continue,
             };
             match read {
                 Ok(0) => self.input_done = true,
@@ -520,19 +535,23 @@ impl StdioTransport {
     }
 
     /// After the end of the input: until every call is answered, or the grace is over.
+    /// Cancel-safe: the deadline is kept on the transport.
     async fn wait_for_answers(&mut self) {
-        let deadline = *self
-            .grace_deadline
-            .get_or_insert_with(|| Instant::now() + self.grace);
-        let pending = self.shared.pending();
-        if pending > 0 {
-            tracing::info!(
-                target: "fusion::transport",
-                pending,
-                grace_ms = self.grace.as_millis() as u64,
-                "stdin closed; waiting for calls still running"
-            );
-        }
+        let deadline = match self.grace_deadline {
+            Some(deadline) => deadline,
+            None => {
+                let pending = self.shared.pending();
+                if pending > 0 {
+                    tracing::info!(
+                        target: "fusion::transport",
+                        pending,
+                        grace_ms = self.grace.as_millis() as u64,
+                        "stdin closed; waiting for the calls still running"
+                    );
+                }
+                *self.grace_deadline.insert(Instant::now() + self.grace)
+            }
+        };
         tokio::select! {
             () = self.shared.wait_all_answered() => {}
             () = tokio::time::sleep_until(deadline) => {}
@@ -924,6 +943,31 @@ mod tests {
         let started = Instant::now();
         assert!(transport.receive().await.is_none());
         assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn notifications_before_initialize_are_dropped() {
+        let (mut transport, _handle, mut client, _out) = pair(&StdioOptions::default());
+        let cancel = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n";
+        let initialize = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n";
+        let input = format!("{cancel}{}{cancel}{initialize}{cancel}", ping(1));
+        client.write_all(input.as_bytes()).await.expect("write");
+        let mut next = async || {
+            tokio::time::timeout(Duration::from_secs(5), transport.receive())
+                .await
+                .expect("in time")
+                .expect("a message")
+        };
+        // The ping (rmcp answers it during its handshake), not the notification before it.
+        assert!(matches!(next().await, JsonRpcMessage::Request(_)));
+        assert!(
+            matches!(next().await, JsonRpcMessage::Request(_)),
+            "initialize"
+        );
+        assert!(
+            matches!(next().await, JsonRpcMessage::Notification(_)),
+            "after initialize"
+        );
     }
 
     #[tokio::test]
