@@ -18,7 +18,7 @@ pub enum Sort {
 }
 
 /// A filter on one attribute.
-#[mcp_args]
+#[mcp_type]
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Filter {
@@ -34,7 +34,7 @@ pub struct Filter {
 }
 
 /// A postal address.
-#[mcp_args]
+#[mcp_type]
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Address {

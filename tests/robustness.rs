@@ -13,7 +13,8 @@
 //! Needs the built example (`cargo build --examples`; `cargo test` builds it). Every wait
 //! is bounded and the child is killed on every exit path.
 //!
-//! The throughput check is `#[ignore]`d: `cargo test --release --test robustness --
+//! The throughput check is `#[ignore]`d (examples are not rebuilt by `cargo test --test`):
+//! `cargo build --release --examples && cargo test --release --test robustness --
 //! --ignored --nocapture throughput`.
 
 mod support;
@@ -24,6 +25,7 @@ use std::{
     process::{Child, ChildStdin, Command, ExitStatus, Stdio},
     sync::{
         Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
         mpsc::{self, Receiver, RecvTimeoutError},
     },
     thread,
@@ -41,7 +43,7 @@ const MARGIN: Duration = Duration::from_secs(4);
 
 /// The `faults` example, spawned with piped stdio, killed when dropped.
 struct Faults {
-    child: Child,
+    child: KillOnDrop,
     stdin: Option<ChildStdin>,
     /// Every stdout line, parsed, in order (an unparsable line fails the test at once).
     answers: Receiver<Result<Value, String>>,
@@ -50,13 +52,6 @@ struct Faults {
     /// Every answer seen, counted by id, to prove "exactly one".
     seen: HashMap<String, usize>,
     stderr: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Drop for Faults {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Faults {
@@ -74,9 +69,9 @@ impl Faults {
         for (key, value) in env {
             command.env(key, value);
         }
-        let mut child = command.spawn().expect("spawn examples/faults");
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("piped stdout");
+        let mut child = KillOnDrop::new(command.spawn().expect("spawn examples/faults"));
+        let stdin = child.0.stdin.take();
+        let stdout = child.0.stdout.take().expect("piped stdout");
         let (sender, answers) = mpsc::channel();
         thread::spawn(move || {
             let mut stdout = BufReader::new(stdout);
@@ -110,7 +105,7 @@ impl Faults {
             }
         });
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        let mut pipe = child.stderr.take().expect("piped stderr");
+        let mut pipe = child.0.stderr.take().expect("piped stderr");
         let sink = Arc::clone(&stderr);
         thread::spawn(move || {
             let mut chunk = [0u8; 8192];
@@ -157,7 +152,7 @@ impl Faults {
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => panic!(
                 "the server closed stdout (exit: {:?})\n--- stderr ---\n{}",
-                self.child.try_wait(),
+                self.child.0.try_wait(),
                 self.stderr()
             ),
         }
@@ -222,7 +217,7 @@ impl Faults {
         drop(self.stdin.take());
         let started = Instant::now();
         while started.elapsed() < limit {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = self.child.0.try_wait() {
                 return (Some(status), started.elapsed());
             }
             thread::sleep(Duration::from_millis(20));
@@ -502,7 +497,7 @@ fn serves_over_regular_files() {
         .stdin(std::fs::File::open(&input).expect("open"))
         .stdout(std::fs::File::create(&output).expect("create"));
     command.stderr(std::fs::File::create(dir.join("err.log")).expect("create"));
-    let mut child = KillOnDrop(command.spawn().expect("spawn examples/faults"));
+    let mut child = KillOnDrop::new(command.spawn().expect("spawn examples/faults"));
     let started = Instant::now();
     let status = loop {
         if let Ok(Some(status)) = child.0.try_wait() {
@@ -538,7 +533,7 @@ fn serves_over_sockets() {
     // The parent's copies of the child's ends must go, or EOF never comes.
     drop(command);
     let mut stderr_pipe = child.stderr.take().expect("stderr");
-    let mut child = KillOnDrop(child);
+    let mut child = KillOnDrop::new(child);
     ours.set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
     ours.write_all(&script()).expect("write");
@@ -567,7 +562,7 @@ fn serves_over_sockets() {
 /// Throughput of `echo` calls with 32 in flight, over our transport and over rmcp's
 /// `stdio_pipes()` (selected with `FUSION_STDIO_TRANSPORT=rmcp`), same binary.
 #[test]
-#[ignore = "a measurement: cargo test --release --test robustness -- --ignored --nocapture throughput"]
+#[ignore = "a measurement: cargo build --release --examples && cargo test --release --test robustness -- --ignored --nocapture throughput"]
 fn throughput() {
     const CALLS: usize = 100_000;
     const IN_FLIGHT: usize = 32;
@@ -580,7 +575,7 @@ fn throughput() {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn examples/faults");
-        let mut child = KillOnDrop(child);
+        let mut child = KillOnDrop::new(child);
         let pid = child.0.id();
         // Bounds the blocking reads below: the kill closes stdout, and reading fails.
         let watchdog = Arc::new(Mutex::new(false));
@@ -643,7 +638,6 @@ fn throughput() {
         }
         let wall = started.elapsed();
         let cpu = cpu_ticks(pid).saturating_sub(cpu_before);
-        *watchdog.lock().unwrap_or_else(|e| e.into_inner()) = true;
         let cpu_us_per_call = cpu as f64 * 1e6 / clock_ticks_per_second() / CALLS as f64;
         println!(
             "{transport:>6}: {CALLS} echo calls, {IN_FLIGHT} in flight: {:.3} s, {:.0} calls/s, server CPU {:.1} µs/call",
@@ -654,10 +648,40 @@ fn throughput() {
     }
 }
 
-struct KillOnDrop(Child);
+/// A child process killed when dropped, and by a watchdog after [`PROCESS_LIMIT`]: blocking
+/// reads and writes on its pipes then fail instead of hanging the test.
+struct KillOnDrop(Child, Arc<AtomicBool>);
+
+/// No test process may live longer than this.
+const PROCESS_LIMIT: Duration = Duration::from_secs(180);
+
+impl KillOnDrop {
+    fn new(child: Child) -> Self {
+        let finished = Arc::new(AtomicBool::new(false));
+        let pid = child.id();
+        let watched = Arc::clone(&finished);
+        thread::spawn(move || {
+            let deadline = Instant::now() + PROCESS_LIMIT;
+            while Instant::now() < deadline {
+                if watched.load(Ordering::SeqCst) {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+            if !watched.load(Ordering::SeqCst) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+        });
+        Self(child, finished)
+    }
+}
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
+        // Before the child is reaped, so the watchdog never kills a recycled pid.
+        self.1.store(true, Ordering::SeqCst);
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

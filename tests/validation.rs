@@ -208,7 +208,7 @@ fn bad_cases() -> Vec<Case> {
             "in_stock_only",
             "type",
         ),
-        // filters: nested `#[mcp_args]` constraints
+        // filters: nested `#[mcp_type]` constraints
         bad(
             "search_products",
             filter(json!({"field": "Color", "value": "red"})),

@@ -4,10 +4,10 @@
 //! Each macro is parse → validate → expand, one file a phase, with every user error
 //! collected and reported at once (see [`ctxt`]).
 
-mod args;
 mod classify;
 mod constraint;
 mod ctxt;
+mod mcp_type;
 mod symbol;
 mod tool;
 
@@ -20,10 +20,10 @@ pub fn mcp_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Lets the fields of a struct or enum used in tool arguments carry `#[arg(..)]`
-/// constraints. Documented in `fusion_runtime::mcp_args`.
+/// constraints. Documented in `fusion_runtime::mcp_type`.
 #[proc_macro_attribute]
-pub fn mcp_args(attr: TokenStream, item: TokenStream) -> TokenStream {
-    args::expand(attr.into(), item.into()).into()
+pub fn mcp_type(attr: TokenStream, item: TokenStream) -> TokenStream {
+    mcp_type::expand(attr.into(), item.into()).into()
 }
 
 /// Classifies an error type's values: transient, invalid input, internal, fatal or warning.

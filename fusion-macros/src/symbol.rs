@@ -36,6 +36,12 @@ pub(crate) const WINDOW: &str = "window";
 pub(crate) const COOLDOWN: &str = "cooldown";
 /// `#[mcp_tool(reconnect = field)]`
 pub(crate) const RECONNECT: &str = "reconnect";
+/// `#[mcp_tool(group = "db_user")]`
+pub(crate) const GROUP: &str = "group";
+/// `#[mcp_tool(action = "find_many")]`
+pub(crate) const ACTION: &str = "action";
+/// `#[mcp_tool(presenter = path)]`
+pub(crate) const PRESENTER: &str = "presenter";
 
 /// Every key of `#[mcp_tool(...)]`, in the order the error message lists them.
 pub(crate) const TOOL_KEYS: &[&str] = &[
@@ -50,6 +56,9 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     RETRY,
     CIRCUIT,
     RECONNECT,
+    GROUP,
+    ACTION,
+    PRESENTER,
     CRATE,
 ];
 

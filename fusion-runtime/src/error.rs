@@ -9,6 +9,7 @@ use std::{fmt, time::Duration};
 
 use crate::{
     classify::{Classification, ErrorClass, Human, classify_dyn},
+    server::Target,
     validate::ArgIssue,
 };
 
@@ -23,6 +24,13 @@ pub enum FailureKind {
         /// The name the client asked for.
         requested: String,
         /// The names that exist.
+        available: Vec<String>,
+    },
+    /// A grouped tool was called without an action.
+    MissingAction {
+        /// The tool.
+        tool: String,
+        /// The actions that exist.
         available: Vec<String>,
     },
     /// The tool has no such action.
@@ -160,7 +168,9 @@ impl Failure {
         match &self.kind {
             FailureKind::InvalidArguments(_) => "invalid_arguments",
             FailureKind::UnknownTool { .. } => "unknown_tool",
-            FailureKind::UnknownAction { .. } => "unknown_action",
+            FailureKind::UnknownAction { .. } | FailureKind::MissingAction { .. } => {
+                "unknown_action"
+            }
             FailureKind::Timeout { .. } => "timeout",
             FailureKind::CircuitOpen { .. } => "circuit_open",
             FailureKind::Panic => "panic",
@@ -186,9 +196,10 @@ impl Failure {
     }
 
     /// The text shown to the model. `correlation_id` names the log event of a masked failure.
-    pub(crate) fn message(&self, tool: &str, correlation_id: &str) -> String {
+    pub(crate) fn message(&self, target: &Target<'_>, correlation_id: &str) -> String {
+        let tool = target;
         match &self.kind {
-            FailureKind::InvalidArguments(issues) => crate::validate::render_issues(tool, issues),
+            FailureKind::InvalidArguments(issues) => crate::validate::render_issues(target, issues),
             FailureKind::UnknownTool {
                 requested,
                 available,
@@ -197,6 +208,14 @@ impl Failure {
                 "Available tools",
                 requested,
                 available,
+            ),
+            FailureKind::MissingAction { tool, available } => format!(
+                "Tool `{tool}` needs an `action`: one of {}. Call it again with `\"action\": \"<name>\"` among the arguments.",
+                available
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             FailureKind::UnknownAction {
                 tool,
@@ -216,45 +235,45 @@ impl Failure {
                 available,
             ),
             FailureKind::Timeout { limit } => format!(
-                "Tool `{tool}` did not finish within {} and was stopped{}. The upstream may be slow; retry later or narrow the request.",
+                "Tool {tool} did not finish within {} and was stopped{}. The upstream may be slow; retry later or narrow the request.",
                 Human(*limit),
                 self.attempts_text()
             ),
             FailureKind::CircuitOpen { retry_after } => format!(
-                "Tool `{tool}` is temporarily unavailable: its upstream failed repeatedly, so calls are paused. Retry after {}.",
+                "Tool {tool} is temporarily unavailable: its upstream failed repeatedly, so calls are paused. Retry after {}.",
                 Human(*retry_after)
             ),
             FailureKind::Panic => format!(
-                "Tool `{tool}` failed with an internal error (reference {correlation_id}): the handler crashed. \
+                "Tool {tool} failed with an internal error (reference {correlation_id}): the handler crashed. \
                  The server is still running; the same call is likely to fail again."
             ),
             FailureKind::Handler(classification) => {
                 self.handler_message(tool, classification, correlation_id)
             }
-            FailureKind::Cancelled => format!("The call to `{tool}` was cancelled by the client."),
+            FailureKind::Cancelled => format!("The call to {tool} was cancelled by the client."),
         }
     }
 
     fn handler_message(
         &self,
-        tool: &str,
+        tool: &Target<'_>,
         classification: &Classification,
         correlation_id: &str,
     ) -> String {
         let mut text = match classification.class {
             ErrorClass::Internal => {
                 return format!(
-                    "Tool `{tool}` failed with an internal error (reference {correlation_id}). \
+                    "Tool {tool} failed with an internal error (reference {correlation_id}). \
                      The details are in the server log; the same call is likely to fail again."
                 );
             }
             ErrorClass::Fatal => {
                 return format!(
-                    "Tool `{tool}` hit a fatal error (reference {correlation_id}): the server hit a fatal error and is shutting down."
+                    "Tool {tool} hit a fatal error (reference {correlation_id}): the server hit a fatal error and is shutting down."
                 );
             }
             ErrorClass::Transient if classification.code.is_none() => format!(
-                "Tool `{tool}` failed: the upstream service is temporarily unavailable ({}){}.",
+                "Tool {tool} failed: the upstream service is temporarily unavailable ({}){}.",
                 self.own_message(),
                 self.attempts_text()
             ),

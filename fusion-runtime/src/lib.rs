@@ -34,9 +34,11 @@ mod classify;
 mod constraint;
 mod error;
 pub mod log;
+pub mod middleware;
 mod output;
 mod present;
 mod recover;
+mod registry;
 pub mod schema;
 mod server;
 pub mod testing;
@@ -50,8 +52,9 @@ pub use classify::{
 };
 pub use error::{Failure, FailureKind};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
-pub use present::UiBlock;
+pub use present::{Presentation, PresenterFn, UiBlock};
 pub use recover::{CircuitPolicy, Policy, Reconnect, RetryPolicy};
+pub use registry::{ACTION_KEY, Exposure};
 pub use server::{BuildError, EXIT_FATAL, ISSUES_META_KEY, Server, ServerBuilder, StartupError};
 pub use tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec};
 pub use transport::{EXIT_CONFIG, StdioOptions};
@@ -102,16 +105,18 @@ pub use validate::{ArgIssue, IssueCode, Limits, Validator};
 /// `crate = "path"` names this crate when it is not reachable as `::fusion_runtime`.
 pub use fusion_macros::mcp_tool;
 
-/// Lets the fields of a struct or enum used inside tool arguments carry `#[arg(..)]`
-/// constraints, with the same vocabulary and meaning as on tool parameters.
+/// Prepares a struct or enum used in tool arguments or results:
+/// - its fields may carry `#[arg(..)]` constraints, with the same vocabulary and meaning as
+///   on tool parameters (each becomes a JSON Schema keyword that the runtime enforces);
+/// - its `Serialize`, `Deserialize` and `JsonSchema` derives use the serde and schemars that
+///   fusion re-exports, so a crate needs neither as a dependency.
 ///
-/// Put it before `#[derive(Deserialize, JsonSchema)]`: it rewrites each constraint into
-/// the field's schema (which the runtime enforces) before the derives run.
+/// Put it before the `#[derive(..)]`.
 ///
 /// ```
 /// use fusion_runtime::prelude::*;
 ///
-/// #[mcp_args]
+/// #[mcp_type]
 /// #[derive(Deserialize, JsonSchema)]
 /// struct Filter {
 ///     /// At most 50 rows.
@@ -128,7 +133,7 @@ pub use fusion_macros::mcp_tool;
 /// }
 /// # let _ = Server::builder("db", "1").tool(query).build();
 /// ```
-pub use fusion_macros::mcp_args;
+pub use fusion_macros::mcp_type;
 
 /// Derives [`Classify`](trait@Classify) for an error enum or struct; see the trait for the attributes.
 pub use fusion_macros::Classify;
@@ -136,7 +141,7 @@ pub use fusion_macros::Classify;
 /// What most servers need: `use fusion_runtime::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Classify, IntoToolOutput, Server, ToolOutput, mcp_args, mcp_tool,
+        Classify, IntoToolOutput, Server, ToolOutput, mcp_tool, mcp_type,
         testing::{TestResult, Tester},
     };
     pub use schemars::JsonSchema;
@@ -151,7 +156,7 @@ pub use {schemars, serde, serde_json};
 pub mod __private {
     pub use crate::{
         __classify_source as classify_source, __output_schema as output_schema,
-        __render_outcome as render_outcome,
+        __render_outcome as render_outcome, __render_presented as render_presented,
         call::Call,
         classify::{
             Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
@@ -160,7 +165,9 @@ pub mod __private {
         constraint::{
             Constraint, Literal, apply as constrain, custom_check, kinds, run_custom_checks,
         },
+        output::attach_presentation,
         output::{Outcome, ladder},
+        present::present,
         recover::{CircuitPolicy, Policy, RetryPolicy, reconnect},
         tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec},
     };

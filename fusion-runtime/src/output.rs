@@ -20,6 +20,8 @@ pub struct ToolOutput {
     pub(crate) content: Vec<ContentBlock>,
     pub(crate) structured: Option<Value>,
     pub(crate) data: Value,
+    /// System rules, UI blocks and the agent limit, from the tool's presenter.
+    pub(crate) presentation: Option<crate::present::Presentation>,
 }
 
 impl ToolOutput {
@@ -30,6 +32,7 @@ impl ToolOutput {
             data: Value::String(text.clone()),
             content: vec![ContentBlock::text(text)],
             structured: None,
+            presentation: None,
         }
     }
 
@@ -45,6 +48,7 @@ impl ToolOutput {
             content: vec![ContentBlock::text(text)],
             structured: Some(value.clone()),
             data: value,
+            presentation: None,
         })
     }
 
@@ -56,7 +60,14 @@ impl ToolOutput {
             content,
             structured: None,
             data: Value::Null,
+            presentation: None,
         }
+    }
+
+    /// Attaches a presentation (system rules, UI blocks, an agent limit).
+    pub fn presented(mut self, presentation: crate::present::Presentation) -> Self {
+        self.presentation = Some(presentation);
+        self
     }
 
     /// The content blocks.
@@ -331,6 +342,40 @@ macro_rules! __render_outcome {
             ::core::result::Result::Err(error) => (&err_probe).fail(error),
         }
     }};
+}
+
+/// Like `__render_outcome`, with a presenter applied to the success value first.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __render_presented {
+    ($ret:ty, $value:expr, $present:expr) => {{
+        #[allow(unused_imports)]
+        use $crate::__private::ladder::{
+            FailClassified as _, FailDynamic as _, RenderOwn as _, RenderStructured as _,
+            SplitPlain as _, SplitResult as _,
+        };
+        let probe = $crate::__private::ladder::Probe::<$ret>::new();
+        let (ok_probe, err_probe) = (&probe).halves();
+        match (&probe).split($value) {
+            ::core::result::Result::Ok(value) => {
+                let presentation = ($present)(&value);
+                $crate::__private::attach_presentation((&ok_probe).render(value), presentation)
+            }
+            ::core::result::Result::Err(error) => (&err_probe).fail(error),
+        }
+    }};
+}
+
+/// Attaches a presentation to a success (used by `#[mcp_tool(presenter = ..)]`).
+#[doc(hidden)]
+pub fn attach_presentation(
+    outcome: Outcome,
+    presentation: crate::present::Presentation,
+) -> Outcome {
+    match outcome {
+        Outcome::Success(output) => Outcome::Success(output.presented(presentation)),
+        failure => failure,
+    }
 }
 
 /// The output schema of a handler's return type, if it renders as structured content.

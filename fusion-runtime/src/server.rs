@@ -22,10 +22,12 @@ use serde_json::{Map, Value};
 use crate::{
     call::Call,
     error::{Failure, FailureKind},
+    middleware::{CallInfo, Guard, Middleware},
     output::Outcome,
     present::UiBlock,
     recover,
     recover::{Admission, Circuit, CircuitPolicy, Policy, RetryPolicy, Transition},
+    registry::{Exposure, Registry},
     tool::{Tool, ToolDefinition},
     validate::Limits,
 };
@@ -55,7 +57,8 @@ impl<C> std::fmt::Debug for Server<C> {
                 "tools",
                 &self
                     .inner
-                    .wire_tools
+                    .registry
+                    .wire
                     .iter()
                     .map(|t| &t.name)
                     .collect::<Vec<_>>(),
@@ -70,12 +73,11 @@ struct Inner<C> {
     name: String,
     version: String,
     instructions: Option<String>,
-    tools: Vec<ToolDefinition<C>>,
+    registry: Registry<C>,
     limits: Limits,
-    by_name: HashMap<&'static str, usize>,
-    /// The `tools/list` answer, built once.
-    wire_tools: Vec<rmcp::model::Tool>,
     context: ContextFactory<C>,
+    /// Middleware per handler, by index: global, then group, then tool.
+    chains: Vec<Vec<Arc<dyn Middleware<C>>>>,
     /// Per tool, by index: the effective policy and the circuit breaker.
     runtime: Vec<ToolRuntime>,
     /// Set once a handler returns a fatal error.
@@ -106,6 +108,19 @@ pub enum BuildError {
         /// The problems, one per line.
         details: String,
     },
+    /// Two actions of one group share a name.
+    #[error(
+        "group `{group}` has two actions named `{action}`; rename one with `#[mcp_tool(action = \"...\")]`"
+    )]
+    DuplicateAction {
+        /// The group.
+        group: String,
+        /// The action.
+        action: String,
+    },
+    /// Middleware or a description names a tool or group that does not exist.
+    #[error("`{0}` names no tool or group of this server; check the spelling or register it")]
+    UnknownTarget(String),
     /// `.context(..)` was called after tools were registered for the unit context.
     #[error(
         "`.context(..)` was called after {0} tool(s) were registered; call `.context(..)` first, right after `Server::builder(..)`"
@@ -124,7 +139,18 @@ pub struct ServerBuilder<C = ()> {
     limits: Limits,
     policy: Policy,
     startup: Startup,
+    exposure: Exposure,
+    group_descriptions: HashMap<String, String>,
+    middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
     errors: Vec<BuildError>,
+}
+
+/// Where a middleware applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum MiddlewareScope {
+    All,
+    Group(String),
+    Tool(String),
 }
 
 type SetupStep = Box<dyn FnOnce() -> crate::BoxFuture<'static, Result<(), String>> + Send>;
@@ -179,6 +205,9 @@ impl Server<()> {
             limits: Limits::default(),
             policy: Policy::default(),
             startup: Startup::default(),
+            exposure: Exposure::default(),
+            group_descriptions: HashMap::new(),
+            middleware: Vec::new(),
             errors: Vec::new(),
         }
     }
@@ -196,8 +225,10 @@ impl ServerBuilder<()> {
         F: Fn() -> C + Send + Sync + 'static,
     {
         let mut errors = self.errors;
-        if !self.tools.is_empty() {
-            errors.push(BuildError::ContextAfterTools(self.tools.len()));
+        if !self.tools.is_empty() || !self.middleware.is_empty() {
+            errors.push(BuildError::ContextAfterTools(
+                self.tools.len() + self.middleware.len(),
+            ));
         }
         ServerBuilder {
             name: self.name,
@@ -208,6 +239,9 @@ impl ServerBuilder<()> {
             limits: self.limits,
             policy: self.policy,
             startup: self.startup,
+            exposure: self.exposure,
+            group_descriptions: self.group_descriptions,
+            middleware: Vec::new(),
             errors,
         }
     }
@@ -227,16 +261,52 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 tool: definition.spec.name.to_owned(),
                 details: details.join("; "),
             });
-        } else if self
-            .tools
-            .iter()
-            .any(|known| known.spec.name == definition.spec.name)
-        {
-            self.errors
-                .push(BuildError::DuplicateTool(definition.spec.name.to_owned()));
         } else {
+            // Duplicate names are found when the server is built, once groups are known.
             self.tools.push(definition);
         }
+        self
+    }
+
+    /// How grouped tools are listed: one tool per group (the default) or one per action.
+    pub fn exposure(mut self, exposure: Exposure) -> Self {
+        self.exposure = exposure;
+        self
+    }
+
+    /// The description of a group's tool (otherwise one is composed from its actions').
+    pub fn group(mut self, group: impl Into<String>, description: impl Into<String>) -> Self {
+        self.group_descriptions
+            .insert(group.into(), description.into());
+        self
+    }
+
+    /// Middleware for every call, run first.
+    pub fn middleware(mut self, middleware: impl Middleware<C>) -> Self {
+        self.middleware
+            .push((MiddlewareScope::All, Arc::new(middleware)));
+        self
+    }
+
+    /// Middleware for every action of `group`, run after the server-wide ones.
+    pub fn group_middleware(
+        mut self,
+        group: impl Into<String>,
+        middleware: impl Middleware<C>,
+    ) -> Self {
+        self.middleware
+            .push((MiddlewareScope::Group(group.into()), Arc::new(middleware)));
+        self
+    }
+
+    /// Middleware for one tool (its name in `#[mcp_tool]`, or its listed name), run last.
+    pub fn tool_middleware(
+        mut self,
+        tool: impl Into<String>,
+        middleware: impl Middleware<C>,
+    ) -> Self {
+        self.middleware
+            .push((MiddlewareScope::Tool(tool.into()), Arc::new(middleware)));
         self
     }
 
@@ -323,18 +393,59 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// # Errors
     /// Duplicate tool names; `.context(..)` after tools.
     pub fn try_build(self) -> Result<Server<C>, Vec<BuildError>> {
-        if !self.errors.is_empty() {
-            return Err(self.errors);
+        let mut errors = self.errors;
+        let registry = match Registry::build(self.tools, self.exposure, &self.group_descriptions) {
+            Ok(registry) => Some(registry),
+            Err(found) => {
+                errors.extend(found);
+                None
+            }
+        };
+        if let Some(registry) = &registry {
+            for (scope, _) in &self.middleware {
+                if let MiddlewareScope::Group(name) | MiddlewareScope::Tool(name) = scope
+                    && !registry.knows(name)
+                {
+                    errors.push(BuildError::UnknownTarget(name.clone()));
+                }
+            }
         }
-        let by_name = self
-            .tools
+        let Some(registry) = registry.filter(|_| errors.is_empty()) else {
+            return Err(errors);
+        };
+        let chains = registry
+            .handlers
             .iter()
             .enumerate()
-            .map(|(index, tool)| (tool.spec.name, index))
+            .map(|(index, handler)| {
+                let listed = registry.listed_name(index);
+                let applies = |scope: &MiddlewareScope| match scope {
+                    MiddlewareScope::All => true,
+                    MiddlewareScope::Group(group) => handler.spec.group == Some(group.as_str()),
+                    MiddlewareScope::Tool(tool) => {
+                        handler.spec.name == tool || listed.as_deref() == Some(tool.as_str())
+                    }
+                };
+                // Global, then group, then tool: the order the scopes were declared in
+                // within each level.
+                let mut chain = Vec::new();
+                for level in 0..3 {
+                    for (scope, middleware) in &self.middleware {
+                        let scope_level = match scope {
+                            MiddlewareScope::All => 0,
+                            MiddlewareScope::Group(_) => 1,
+                            MiddlewareScope::Tool(_) => 2,
+                        };
+                        if scope_level == level && applies(scope) {
+                            chain.push(Arc::clone(middleware));
+                        }
+                    }
+                }
+                chain
+            })
             .collect();
-        let wire_tools = self.tools.iter().map(wire_tool).collect();
-        let runtime = self
-            .tools
+        let runtime = registry
+            .handlers
             .iter()
             .map(|tool| {
                 let policy = tool.spec.policy.or(self.policy);
@@ -349,11 +460,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 name: self.name,
                 version: self.version,
                 instructions: self.instructions,
-                tools: self.tools,
+                registry,
                 limits: self.limits,
-                by_name,
-                wire_tools,
                 context: self.context,
+                chains,
                 runtime,
                 fatal: tokio::sync::watch::channel(false).0,
                 log_level: std::sync::Mutex::new(None),
@@ -413,32 +523,6 @@ fn describe_build_errors(errors: &[BuildError]) -> String {
     format!("the server cannot be built:\n  - {}", lines.join("\n  - "))
 }
 
-fn wire_tool<C>(definition: &ToolDefinition<C>) -> rmcp::model::Tool {
-    let spec = &definition.spec;
-    let mut tool = rmcp::model::Tool::new(
-        spec.name,
-        spec.description,
-        Arc::clone(&definition.input_schema),
-    );
-    if let Some(title) = spec.title {
-        tool = tool.with_title(title);
-    }
-    if let Some(schema) = &definition.output_schema {
-        tool = tool.with_raw_output_schema(Arc::clone(schema));
-    }
-    if !spec.annotations.is_empty() {
-        let hints = spec.annotations;
-        let mut annotations = rmcp::model::ToolAnnotations::new();
-        annotations.read_only_hint = hints.read_only;
-        annotations.destructive_hint = hints.destructive;
-        annotations.idempotent_hint = hints.idempotent;
-        annotations.open_world_hint = hints.open_world;
-        annotations.title = spec.title.map(str::to_owned);
-        tool = tool.with_annotations(annotations);
-    }
-    tool
-}
-
 /// The full answer to one call: the wire result and, for the tester, the layers around it.
 #[derive(Clone, Debug)]
 pub(crate) struct CallReport {
@@ -477,21 +561,22 @@ impl<C: Send + Sync + 'static> Server<C> {
     }
 
     /// The registered tools' names, in registration order.
-    pub fn tool_names(&self) -> Vec<&'static str> {
-        self.inner.tools.iter().map(|tool| tool.spec.name).collect()
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.registry.names()
     }
 
     /// The tools as `tools/list` describes them.
     pub fn tools(&self) -> &[rmcp::model::Tool] {
-        &self.inner.wire_tools
+        &self.inner.registry.wire
     }
 
     /// One tool's definition.
     pub fn tool(&self, name: &str) -> Option<&ToolDefinition<C>> {
         self.inner
-            .by_name
-            .get(name)
-            .map(|&index| &self.inner.tools[index])
+            .registry
+            .handlers
+            .iter()
+            .find(|handler| handler.spec.name == name)
     }
 
     /// A fresh context from the server's factory.
@@ -516,24 +601,37 @@ impl<C: Send + Sync + 'static> Server<C> {
         let started = Instant::now();
         let call_number = CALL_COUNTER.fetch_add(1, Ordering::Relaxed);
         let correlation_id = recover::correlation_id(call_number);
-        let args = match args {
+        let mut args = match args {
             Value::Null => Value::Object(Map::new()),
             other => other,
         };
+        let resolved = self.inner.registry.resolve(tool, action, &mut args);
+        let (handler, action) = match &resolved {
+            Ok((index, resolved)) => (Some(*index), resolved.map(str::to_owned)),
+            Err(_) => (None, action.map(str::to_owned)),
+        };
+        let target = Target {
+            tool,
+            action: action.as_deref(),
+        };
         // A cancelled request drops the handler's future (its destructors run); the
         // transport sends no answer for a cancelled id, as the protocol says.
-        let (outcome, attempts) = tokio::select! {
-            biased;
-            finished = self.run(tool, action, &args, context, call) => finished,
-            () = call.cancelled() => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+        let (outcome, attempts) = match resolved {
+            Err(kind) => (Outcome::Failure(Failure::new(kind)), 0),
+            Ok((index, _)) => tokio::select! {
+                biased;
+                finished = self.run(index, &target, &args, context, call) => finished,
+                () = call.cancelled() => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+            },
         };
-        let (mut rendered, mut outcome_name) = self.render(tool, outcome, &correlation_id);
+        let (mut rendered, mut outcome_name) =
+            self.render(&target, handler, outcome, &correlation_id);
         if outcome_name == "ok" && attempts > 1 {
             outcome_name = "retried_ok";
         }
         crate::log::call_event(&crate::log::CallRecord {
             tool,
-            action,
+            action: target.action,
             args: &args,
             correlation_id: &correlation_id,
             latency: started.elapsed(),
@@ -603,35 +701,13 @@ impl<C: Send + Sync + 'static> Server<C> {
 
     async fn run(
         &self,
-        tool: &str,
-        action: Option<&str>,
+        index: usize,
+        target: &Target<'_>,
         args: &Value,
         context: Option<C>,
         call: &Call,
     ) -> (Outcome, u32) {
-        let Some(&index) = self.inner.by_name.get(tool) else {
-            let available = self
-                .inner
-                .tools
-                .iter()
-                .map(|t| t.spec.name.to_owned())
-                .collect();
-            let kind = FailureKind::UnknownTool {
-                requested: tool.to_owned(),
-                available,
-            };
-            return (Outcome::Failure(Failure::new(kind)), 0);
-        };
-        if let Some(action) = action {
-            // Grouped tools with actions arrive with their own registry; a plain tool has none.
-            let kind = FailureKind::UnknownAction {
-                tool: tool.to_owned(),
-                requested: action.to_owned(),
-                available: Vec::new(),
-            };
-            return (Outcome::Failure(Failure::new(kind)), 0);
-        }
-        let context = match context {
+        let mut context = match context {
             Some(context) => context,
             None => match self.make_context() {
                 Ok(context) => context,
@@ -643,7 +719,32 @@ impl<C: Send + Sync + 'static> Server<C> {
             let kind = FailureKind::InvalidArguments(breaches);
             return (Outcome::Failure(Failure::new(kind)), 0);
         }
-        self.run_under_policy(index, &context, call, args).await
+        // Middleware: global, then group, then tool. Guards (permits) live until the
+        // handler is done.
+        let info = CallInfo {
+            tool: target.tool,
+            action: target.action,
+            args,
+        };
+        let mut guards: Vec<Guard> = Vec::new();
+        for middleware in &self.inner.chains[index] {
+            let verdict = AssertUnwindSafe(middleware.before(&mut context, &info))
+                .catch_unwind()
+                .await;
+            match verdict {
+                Ok(Ok(guard)) => guards.extend(guard),
+                Ok(Err(failure)) => return (Outcome::Failure(failure), 0),
+                Err(payload) => {
+                    return (
+                        Outcome::Failure(Failure::panic(recover::panic_message(payload.as_ref()))),
+                        0,
+                    );
+                }
+            }
+        }
+        let finished = self.run_under_policy(index, &context, call, args).await;
+        drop(guards);
+        finished
     }
 
     /// Runs the handler under the tool's policy: the circuit breaker first, then up to
@@ -657,7 +758,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         call: &Call,
         args: &Value,
     ) -> (Outcome, u32) {
-        let definition = &self.inner.tools[index];
+        let definition = &self.inner.registry.handlers[index];
         let runtime = &self.inner.runtime[index];
         let tool = definition.spec.name;
         let retry = runtime.policy.retry.unwrap_or(RetryPolicy::NONE);
@@ -757,89 +858,118 @@ impl<C: Send + Sync + 'static> Server<C> {
 
     fn render(
         &self,
-        tool: &str,
+        target: &Target<'_>,
+        handler: Option<usize>,
         outcome: Outcome,
         correlation_id: &str,
     ) -> (Rendered, &'static str) {
-        match outcome {
-            Outcome::Success(output) => {
-                let mut content = output.content;
-                if content.is_empty() {
-                    content.push(ContentBlock::text("done (the tool returned no content)"));
-                }
-                let wrap = self
-                    .tool(tool)
-                    .is_some_and(|definition| definition.wrap_structured);
-                let structured = output.structured.map(|value| {
-                    if wrap {
-                        let mut object = Map::new();
-                        object.insert("result".into(), value);
-                        Value::Object(object)
-                    } else {
-                        value
-                    }
-                });
-                let mut result = CallToolResult::success(content);
-                result.structured_content = structured;
-                let report = CallReport {
-                    result,
-                    data: output.data,
-                    system_rules: Vec::new(),
-                    ui_blocks: Vec::new(),
-                    fatal: false,
-                };
-                (
-                    Rendered {
-                        report,
-                        failure: None,
-                    },
-                    "ok",
-                )
+        let failure = match outcome {
+            Outcome::Success(output) => return (self.render_success(handler, output), "ok"),
+            Outcome::Failure(failure) => failure,
+        };
+        let message = failure.message(target, correlation_id);
+        if failure.is_warning() {
+            // Advice, not a failure: the model reads it as the tool's answer.
+            let report = CallReport {
+                result: CallToolResult::success(vec![ContentBlock::text(message.clone())]),
+                data: Value::String(message),
+                system_rules: Vec::new(),
+                ui_blocks: Vec::new(),
+                fatal: false,
+            };
+            return (
+                Rendered {
+                    report,
+                    failure: Some(failure),
+                },
+                "warning",
+            );
+        }
+        let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+        if let FailureKind::InvalidArguments(issues) = &failure.kind {
+            let details: Vec<Value> = issues.iter().map(crate::validate::issue_json).collect();
+            let mut meta = Map::new();
+            meta.insert(ISSUES_META_KEY.to_owned(), Value::Array(details));
+            result = result.with_meta(Some(rmcp::model::MetaObject(meta)));
+        }
+        let name = failure.outcome_name();
+        // No presentation layers on failure: no partial data leaks.
+        let report = CallReport {
+            result,
+            data: Value::String(message),
+            system_rules: Vec::new(),
+            ui_blocks: Vec::new(),
+            fatal: false,
+        };
+        (
+            Rendered {
+                report,
+                failure: Some(failure),
+            },
+            name,
+        )
+    }
+
+    fn render_success(
+        &self,
+        handler: Option<usize>,
+        output: crate::output::ToolOutput,
+    ) -> Rendered {
+        let crate::output::ToolOutput {
+            mut content,
+            mut structured,
+            mut data,
+            presentation,
+        } = output;
+        if content.is_empty() {
+            content.push(ContentBlock::text("done (the tool returned no content)"));
+        }
+        let (system_rules, ui_blocks) = match &presentation {
+            Some(presentation) => {
+                let rules =
+                    crate::present::apply(presentation, &mut data, &mut structured, &mut content);
+                (rules, presentation.ui.clone())
             }
-            Outcome::Failure(failure) if failure.is_warning() => {
-                // Advice, not a failure: the model reads it as the tool's answer.
-                let message = failure.message(tool, correlation_id);
-                let report = CallReport {
-                    result: CallToolResult::success(vec![ContentBlock::text(message.clone())]),
-                    data: Value::String(message),
-                    system_rules: Vec::new(),
-                    ui_blocks: Vec::new(),
-                    fatal: false,
-                };
-                (
-                    Rendered {
-                        report,
-                        failure: Some(failure),
-                    },
-                    "warning",
-                )
+            None => (Vec::new(), Vec::new()),
+        };
+        let wrap = handler.is_some_and(|index| self.inner.registry.handlers[index].wrap_structured);
+        let structured = structured.map(|value| {
+            if wrap {
+                let mut object = Map::new();
+                object.insert("result".into(), value);
+                Value::Object(object)
+            } else {
+                value
             }
-            Outcome::Failure(failure) => {
-                let message = failure.message(tool, correlation_id);
-                let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
-                if let FailureKind::InvalidArguments(issues) = &failure.kind {
-                    let details: Vec<Value> =
-                        issues.iter().map(crate::validate::issue_json).collect();
-                    let mut meta = Map::new();
-                    meta.insert(ISSUES_META_KEY.to_owned(), Value::Array(details));
-                    result = result.with_meta(Some(rmcp::model::MetaObject(meta)));
-                }
-                let name = failure.outcome_name();
-                let report = CallReport {
-                    result,
-                    data: Value::String(message),
-                    system_rules: Vec::new(),
-                    ui_blocks: Vec::new(),
-                    fatal: false,
-                };
-                (
-                    Rendered {
-                        report,
-                        failure: Some(failure),
-                    },
-                    name,
-                )
-            }
+        });
+        let mut result = CallToolResult::success(content);
+        result.structured_content = structured;
+        Rendered {
+            report: CallReport {
+                result,
+                data,
+                system_rules,
+                ui_blocks,
+                fatal: false,
+            },
+            failure: None,
+        }
+    }
+}
+
+/// The tool (and action) a call addressed, as messages name it: "`db_user` (action
+/// `find_many`)".
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) action: Option<&'a str>,
+}
+
+impl std::fmt::Display for Target<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.action {
+            Some(action) => write!(f, "`{}` (action `{action}`)", self.tool),
+            None => write!(f, "`{}`", self.tool),
         }
     }
 }

@@ -65,6 +65,10 @@ pub struct ToolSpec {
     pub annotations: Annotations,
     /// Timeout, retries and circuit breaker; unset parts come from the server.
     pub policy: crate::recover::Policy,
+    /// The grouped tool this handler is an action of.
+    pub group: Option<&'static str>,
+    /// The action's name within its group.
+    pub action: Option<&'static str>,
 }
 
 /// A tool with its types erased: its spec, its schemas, its argument validator and a

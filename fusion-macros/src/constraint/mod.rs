@@ -1,4 +1,4 @@
-//! `#[arg(...)]`: constraints on a tool parameter or on a field of an `#[mcp_args]` type.
+//! `#[arg(...)]`: constraints on a tool parameter or on a field of an `#[mcp_type]` type.
 //! Parse (`parse.rs`) → validate (`valid.rs`) → expand (`expand.rs`), shared by both macros.
 
 mod expand;

@@ -224,6 +224,16 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         };
         quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit })
     };
+    let group = option_lit(tool.attrs.group.as_ref());
+    // A handler in a group is an action; its name in the group defaults to the function's.
+    let action = match (&tool.attrs.group, &tool.attrs.action) {
+        (Some(_), Some(action)) => option_lit(Some(action)),
+        (Some(_), None) => {
+            let default = LitStr::new(&name, ident.span());
+            option_lit(Some(&default))
+        }
+        (None, _) => option_lit(None),
+    };
     let spec = {
         let title = option_lit(tool.attrs.title.as_ref());
         let read_only = option_flag(tool.attrs.read_only);
@@ -242,6 +252,8 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
                     open_world: #open_world,
                 },
                 policy: #policy,
+                group: #group,
+                action: #action,
             }
         }
     };
@@ -251,7 +263,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         None => (
             quote!(<__FusionC: ::core::marker::Send + ::core::marker::Sync + 'static>),
             quote!(__FusionC),
-            quote!(_),
+            quote!(__fusion_ctx),
         ),
     };
     let reconnect = tool.attrs.reconnect.as_ref().map(|field| {
@@ -261,6 +273,14 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
             .with_reconnect(|__fusion_ctx: &#context| #call)
         }
     });
+    let body_call = quote!(#body_ident(#(#call_idents),*).await);
+    let render = match &tool.attrs.presenter {
+        Some(presenter) => {
+            let present = quote_spanned!(presenter.span()=> #private::present(&#presenter, __fusion_value, __fusion_ctx));
+            quote!(#private::render_presented!(#ret, #body_call, |__fusion_value| #present))
+        }
+        None => quote!(#private::render_outcome!(#ret, #body_call)),
+    };
     let call_binding = if has_call {
         quote!(__fusion_call)
     } else {
@@ -326,7 +346,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
                 let #args_ident { #(#arg_idents),* } = __fusion_args;
                 #run_custom_checks
                 #private::boxed(async move {
-                    #private::render_outcome!(#ret, #body_ident(#(#call_idents),*).await)
+                    #render
                 })
             }
 

@@ -32,6 +32,11 @@ pub(crate) struct ToolAttrs {
     pub(crate) circuit: Option<CircuitAttr>,
     /// The context field (`db`, `clients.search`) to reconnect before a retry.
     pub(crate) reconnect: Option<syn::Expr>,
+    pub(crate) group: Option<LitStr>,
+    pub(crate) action: Option<LitStr>,
+    /// A function presenting the success value: `fn(&T) -> Presentation` or
+    /// `fn(&T, &Ctx) -> Presentation`.
+    pub(crate) presenter: Option<Path>,
 }
 
 /// A duration written as `"250ms"`, `"5s"` or `"2m"`, in milliseconds.
@@ -276,6 +281,15 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             symbol::RECONNECT => {
                 let expr: syn::Expr = meta.value()?.parse()?;
                 set_once(cx, &meta, &mut attrs.reconnect, expr);
+            }
+            // group = "db_user"
+            symbol::GROUP => set_once(cx, &meta, &mut attrs.group, string_value(&meta)?),
+            // action = "find_many"
+            symbol::ACTION => set_once(cx, &meta, &mut attrs.action, string_value(&meta)?),
+            // presenter = path::to::present
+            symbol::PRESENTER => {
+                let path: Path = meta.value()?.parse()?;
+                set_once(cx, &meta, &mut attrs.presenter, path);
             }
             // crate = "my::path" | crate = my::path
             symbol::CRATE => {

@@ -16,6 +16,7 @@ pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
     check_description(tool, cx);
     check_hints(tool, cx);
     check_policy(tool, cx);
+    check_group(tool, cx);
 }
 
 fn check_signature(tool: &ToolFn, cx: &mut Ctxt) {
@@ -141,6 +142,37 @@ fn check_params(tool: &ToolFn, cx: &mut Ctxt) {
             }
         }
     }
+}
+
+fn check_group(tool: &ToolFn, cx: &mut Ctxt) {
+    let attrs = &tool.attrs;
+    if let (Some(action), None) = (&attrs.action, &attrs.group) {
+        cx.error_spanned_by(
+            action,
+            "an `action` belongs to a group: add `group = \"...\"` (the tool the action is part of)",
+        );
+    }
+    for (key, value) in [("group", &attrs.group), ("action", &attrs.action)] {
+        if let Some(value) = value
+            && !valid_name(&value.value())
+        {
+            cx.error_spanned_by(
+                value,
+                format!(
+                    "`{}` is not a valid {key} name: use 1 to {MAX_NAME_LEN} characters of `A-Z a-z 0-9 _ - .`",
+                    value.value()
+                ),
+            );
+        }
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 fn check_name(tool: &ToolFn, cx: &mut Ctxt) {

@@ -1240,8 +1240,8 @@ pub(crate) fn issue_json(issue: &ArgIssue) -> Value {
 
 /// The text block the model reads for invalid arguments: a headline naming the tool, one
 /// line per problem, and what to do next.
-pub(crate) fn render_issues(tool: &str, issues: &[ArgIssue]) -> String {
-    let mut text = format!("Invalid arguments for tool `{tool}`:\n");
+pub(crate) fn render_issues(tool: &crate::server::Target<'_>, issues: &[ArgIssue]) -> String {
+    let mut text = format!("Invalid arguments for tool {tool}:\n");
     for issue in issues {
         let place = if issue.path.is_empty() {
             "arguments".to_owned()
@@ -1266,7 +1266,7 @@ pub(crate) fn render_issues(tool: &str, issues: &[ArgIssue]) -> String {
     }
     let _ = write!(
         text,
-        "Fix the field{} above and call `{tool}` again.",
+        "Fix the field{} above and call {tool} again.",
         if issues.len() == 1 { "" } else { "s" }
     );
     text

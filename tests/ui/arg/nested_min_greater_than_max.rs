@@ -1,6 +1,6 @@
 use fusion_runtime::prelude::*;
 
-#[mcp_args]
+#[mcp_type]
 #[derive(Deserialize, JsonSchema)]
 struct Filter {
     #[arg(min = 9, max = 3)]

@@ -4,7 +4,7 @@ use fusion_runtime::prelude::*;
 struct App;
 
 /// A nested argument type with constraints.
-#[mcp_args]
+#[mcp_type]
 #[derive(Deserialize, JsonSchema)]
 struct Filter {
     /// How many.

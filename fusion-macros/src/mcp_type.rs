@@ -1,9 +1,11 @@
-//! `#[mcp_args]` on a struct or enum used inside tool arguments: the fields' `#[arg(..)]`
-//! constraints, with the same vocabulary and meaning as on tool parameters.
+//! `#[mcp_type]` on a struct or enum used in tool arguments or results:
+//! - the fields' `#[arg(..)]` constraints, with the same vocabulary and meaning as on tool
+//!   parameters: each becomes a schemars `transform` (the constraint becomes a JSON Schema
+//!   keyword, which the runtime enforces) and a serde default;
+//! - the type's `Serialize`/`Deserialize`/`JsonSchema` derives are pointed at the copies of
+//!   serde and schemars that fusion re-exports, so users need neither crate themselves.
 //!
-//! The attribute rewrites each `#[arg(..)]` into a schemars `transform` (the constraint
-//! becomes a JSON Schema keyword, which the runtime enforces) and a serde default, so it
-//! must come before `#[derive(Deserialize, JsonSchema)]`.
+//! It must come before the `#[derive(..)]` it adjusts.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
@@ -19,7 +21,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(_) => {
             cx.error_at(
                 Span::call_site(),
-                "`#[mcp_args]` goes on a struct or an enum",
+                "`#[mcp_type]` goes on a struct or an enum",
             );
             let mut out = cx.into_compile_errors();
             out.extend(item);
@@ -41,7 +43,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 .collect(),
         ),
         other => {
-            cx.error_spanned_by(&*other, "`#[mcp_args]` goes on a struct or an enum");
+            cx.error_spanned_by(&*other, "`#[mcp_type]` goes on a struct or an enum");
             let mut out = cx.into_compile_errors();
             out.extend(item);
             return out;
@@ -91,9 +93,10 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if any_constraint && !generics.params.is_empty() {
         cx.error_spanned_by(
             &generics,
-            "`#[mcp_args]` constraints are not supported on generic types",
+            "`#[mcp_type]` constraints are not supported on generic types",
         );
     }
+    point_derives_at_reexports(&mut parsed, &private);
     let mut out = cx.into_compile_errors();
     parsed.to_tokens(&mut out);
     if !methods.is_empty() {
@@ -125,7 +128,7 @@ fn parse_attr(attr: TokenStream, cx: &mut Ctxt) -> Option<Path> {
         } else {
             cx.error_spanned_by(
                 &meta.path,
-                "unknown `#[mcp_args]` key; the only key is `crate = \"path\"`",
+                "unknown `#[mcp_type]` key; the only key is `crate = \"path\"`",
             );
             if meta.input.peek(Token![=]) {
                 meta.value()?.parse::<syn::Expr>()?;
@@ -137,4 +140,44 @@ fn parse_attr(attr: TokenStream, cx: &mut Ctxt) -> Option<Path> {
         cx.push(error);
     }
     krate
+}
+
+/// Adds `#[serde(crate = ..)]` and `#[schemars(crate = ..)]` for the derives the item uses,
+/// unless it names a crate already. Appended after the item's attributes, because a derive
+/// helper must come after the derive that introduces it.
+fn point_derives_at_reexports(item: &mut Item, private: &TokenStream) {
+    let attrs = match item {
+        Item::Struct(item) => &mut item.attrs,
+        Item::Enum(item) => &mut item.attrs,
+        _ => return,
+    };
+    let mut derives = Vec::new();
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident("derive")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if let Some(last) = meta.path.segments.last() {
+                derives.push(last.ident.to_string());
+            }
+            Ok(())
+        });
+    }
+    let names_crate = |helper: &str| {
+        attrs.iter().any(|attr| {
+            attr.path().is_ident(helper)
+                && attr.meta.to_token_stream().to_string().contains("crate")
+        })
+    };
+    let mut added: Vec<syn::Attribute> = Vec::new();
+    if derives
+        .iter()
+        .any(|d| d == "Serialize" || d == "Deserialize")
+        && !names_crate("serde")
+    {
+        let path = format!("{private}::serde").replace(' ', "");
+        added.push(syn::parse_quote!(#[serde(crate = #path)]));
+    }
+    if derives.iter().any(|d| d == "JsonSchema") && !names_crate("schemars") {
+        let path = format!("{private}::schemars").replace(' ', "");
+        added.push(syn::parse_quote!(#[schemars(crate = #path)]));
+    }
+    attrs.extend(added);
 }

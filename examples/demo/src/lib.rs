@@ -1,0 +1,293 @@
+//! The demo server of MCP Fusion's testing guide, in Rust: a tool `db_user` over an
+//! in-memory store (actions `find_many`, `find_by_id`, `create`) that only admins may use,
+//! and a tool `system` (actions `disabled_action`, `health`).
+//!
+//! ```
+//! use fusion_runtime::testing::Tester;
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let tester = Tester::new(fusion_demo::server());
+//! let users = tester.call_action("db_user", "find_many", json!({"take": 2})).await;
+//! assert!(!users.is_error);
+//! assert_eq!(users.data.as_array().map(Vec::len), Some(2));
+//! assert!(!users.system_rules.is_empty());
+//! # });
+//! ```
+
+use std::sync::{Arc, RwLock};
+
+use fusion_runtime::{
+    Classify, Presentation, Server, UiBlock,
+    middleware::{self, HasRoles},
+    prelude::*,
+};
+
+/// Who is calling.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// May do everything.
+    #[default]
+    Admin,
+    /// May use `system` only.
+    Guest,
+}
+
+impl Role {
+    /// Reads `ADMIN` or `GUEST` (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.to_ascii_uppercase().as_str() {
+            "ADMIN" => Some(Self::Admin),
+            "GUEST" => Some(Self::Guest),
+            _ => None,
+        }
+    }
+}
+
+/// A user in the store.
+#[mcp_type]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct User {
+    /// The id.
+    pub id: u32,
+    /// The display name.
+    pub name: String,
+    /// The email address (private: the presenter tells the model not to repeat it).
+    pub email: String,
+    /// Whether the account is active.
+    pub active: bool,
+}
+
+/// The in-memory user store, seeded with 60 users.
+#[derive(Debug)]
+pub struct Store {
+    users: RwLock<Vec<User>>,
+}
+
+impl Store {
+    /// A store with the seed data.
+    pub fn seeded() -> Self {
+        let names = [
+            "Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances", "Alan",
+            "Edsger",
+        ];
+        let users = (1..=60)
+            .map(|id: u32| {
+                let name = format!("{} {}", names[(id as usize - 1) % names.len()], id);
+                User {
+                    id,
+                    email: format!("user{id}@example.com"),
+                    name,
+                    active: id % 7 != 0,
+                }
+            })
+            .collect();
+        Self {
+            users: RwLock::new(users),
+        }
+    }
+}
+
+/// The per-call context: the caller's role and the store.
+#[derive(Clone, Debug)]
+pub struct Ctx {
+    /// The caller's role.
+    pub role: Role,
+    /// The store (shared by every call).
+    pub store: Arc<Store>,
+}
+
+impl Default for Ctx {
+    /// An admin over a freshly seeded store.
+    fn default() -> Self {
+        Self {
+            role: Role::Admin,
+            store: Arc::new(Store::seeded()),
+        }
+    }
+}
+
+impl HasRoles for Ctx {
+    fn has_role(&self, role: &str) -> bool {
+        matches!((self.role, role), (Role::Admin, "admin") | (_, "guest"))
+    }
+}
+
+/// Failures of the store.
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum DbError {
+    /// No user has that id.
+    #[error("no user has id {0}")]
+    #[invalid_input(code = not_found, hint = "call `db_user` action `find_many` to see the ids that exist")]
+    NotFound(u32),
+    /// The email is taken.
+    #[error("a user with email {0} exists already")]
+    #[invalid_input(code = conflict)]
+    EmailTaken(String),
+    /// The store's lock was poisoned by a crash.
+    #[error("the user store is unavailable")]
+    #[internal]
+    Poisoned,
+}
+
+/// Failures of `system`.
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum SystemError {
+    /// The action is switched off.
+    #[error("This operation is temporarily disabled.")]
+    #[invalid_input(hint = "call `system` action `health` to see what is available")]
+    Disabled,
+}
+
+/// Tells the model how to treat user data, and shows it as a table.
+fn users_presenter(users: &Vec<User>) -> Presentation {
+    Presentation::new()
+        .rule("Refer to users by name. Emails are private: never repeat them to the user.")
+        .rule("Inactive users cannot log in; say so when you mention one.")
+        .ui(UiBlock::table(
+            ["id", "name", "active"],
+            users.iter().map(|user| {
+                vec![
+                    user.id.to_string(),
+                    user.name.clone(),
+                    user.active.to_string(),
+                ]
+            }),
+        ))
+        .limit(20)
+}
+
+fn user_presenter(user: &User) -> Presentation {
+    Presentation::new()
+        .rule("Emails are private: never repeat them to the user.")
+        .ui(UiBlock::markdown(format!(
+            "**{}** (id {}){}",
+            user.name,
+            user.id,
+            if user.active { "" } else { ", inactive" }
+        )))
+}
+
+/// List users, optionally filtered.
+#[mcp_tool(group = "db_user", action = "find_many", read_only, presenter = users_presenter)]
+pub async fn find_many(
+    #[ctx] ctx: &Ctx,
+    /// How many users to return, 1 to 50.
+    #[arg(min = 1, max = 50, default = 10)]
+    take: u32,
+    /// Only users whose name contains this text (case-insensitive).
+    #[arg(length(min = 1, max = 40))]
+    name_contains: Option<String>,
+    /// Only active (or only inactive) users.
+    active: Option<bool>,
+) -> Result<Vec<User>, DbError> {
+    let users = ctx.store.users.read().map_err(|_| DbError::Poisoned)?;
+    let needle = name_contains.map(|text| text.to_lowercase());
+    Ok(users
+        .iter()
+        .filter(|user| {
+            needle
+                .as_ref()
+                .is_none_or(|needle| user.name.to_lowercase().contains(needle))
+        })
+        .filter(|user| active.is_none_or(|active| user.active == active))
+        .take(take as usize)
+        .cloned()
+        .collect())
+}
+
+/// One user by id.
+#[mcp_tool(group = "db_user", action = "find_by_id", read_only, presenter = user_presenter)]
+pub async fn find_by_id(
+    #[ctx] ctx: &Ctx,
+    /// The user's id.
+    #[arg(min = 1)]
+    id: u32,
+) -> Result<User, DbError> {
+    let users = ctx.store.users.read().map_err(|_| DbError::Poisoned)?;
+    users
+        .iter()
+        .find(|user| user.id == id)
+        .cloned()
+        .ok_or(DbError::NotFound(id))
+}
+
+/// Create a user.
+#[mcp_tool(group = "db_user", action = "create", destructive)]
+pub async fn create(
+    #[ctx] ctx: &Ctx,
+    /// The display name.
+    #[arg(length(min = 1, max = 80))]
+    name: String,
+    /// The email address.
+    #[arg(format = "email")]
+    email: String,
+) -> Result<User, DbError> {
+    let mut users = ctx.store.users.write().map_err(|_| DbError::Poisoned)?;
+    if users.iter().any(|user| user.email == email) {
+        return Err(DbError::EmailTaken(email));
+    }
+    let id = users.iter().map(|user| user.id).max().unwrap_or(0) + 1;
+    let user = User {
+        id,
+        name,
+        email,
+        active: true,
+    };
+    users.push(user.clone());
+    Ok(user)
+}
+
+/// An operation that is switched off for maintenance.
+#[mcp_tool(group = "system", action = "disabled_action")]
+pub async fn disabled_action() -> Result<String, SystemError> {
+    Err(SystemError::Disabled)
+}
+
+/// The service's health.
+#[mcp_type]
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Health {
+    /// "ok" when the store answers.
+    pub status: String,
+    /// How many users the store holds.
+    pub users: usize,
+}
+
+/// Whether the service is up, and how many users it holds.
+#[mcp_tool(group = "system", action = "health", read_only, idempotent)]
+pub async fn health(#[ctx] ctx: &Ctx) -> Result<Health, DbError> {
+    let users = ctx.store.users.read().map_err(|_| DbError::Poisoned)?;
+    Ok(Health {
+        status: "ok".into(),
+        users: users.len(),
+    })
+}
+
+/// The demo's builder for a caller with `role`, grouped or flat.
+pub fn builder(
+    role: Role,
+    exposure: fusion_runtime::Exposure,
+) -> fusion_runtime::ServerBuilder<Ctx> {
+    let store = Arc::new(Store::seeded());
+    Server::builder("fusion-demo", env!("CARGO_PKG_VERSION"))
+        .instructions("A user directory. `db_user` reads and creates users (admins only); `system` reports health.")
+        .context(move || Ctx {
+            role,
+            store: Arc::clone(&store),
+        })
+        .exposure(exposure)
+        .group("db_user", "Users of the directory: list them, fetch one by id, or create one. Admins only.")
+        .group("system", "The service itself: health, and maintenance operations.")
+        .tool(find_many)
+        .tool(find_by_id)
+        .tool(create)
+        .tool(disabled_action)
+        .tool(health)
+        .group_middleware("db_user", middleware::require_role("admin"))
+}
+
+/// The demo server, grouped, for an admin (what the tests and `serve_stdio` use).
+pub fn server() -> Server<Ctx> {
+    builder(Role::Admin, fusion_runtime::Exposure::Grouped).build()
+}

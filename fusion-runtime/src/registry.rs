@@ -1,0 +1,371 @@
+//! The tools a server exposes, and how a call finds its handler.
+//!
+//! A handler is one `#[mcp_tool]` function. Handlers marked `group = "db_user", action =
+//! "find_many"` form a grouped tool. How groups appear to clients is chosen when the server
+//! is built ([`Exposure`]): *grouped*, one tool `db_user` whose `action` property selects the
+//! handler, or *flat*, one tool per action named `db_user_find_many`. Either way each action
+//! keeps its own strict validation.
+
+use std::{collections::HashMap, sync::Arc};
+
+use serde_json::{Map, Value};
+
+use crate::{
+    error::FailureKind,
+    server::BuildError,
+    tool::{Annotations, ToolDefinition},
+};
+
+/// How grouped tools appear in `tools/list`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Exposure {
+    /// One tool per group, with an `action` property (fewer tools for the model to scan).
+    #[default]
+    Grouped,
+    /// One tool per action, named `<group>_<action>` (simpler schemas).
+    Flat,
+}
+
+/// The property that selects an action in a grouped tool.
+pub const ACTION_KEY: &str = "action";
+
+/// What one listed tool routes to.
+enum Entry {
+    Single(usize),
+    Group(Vec<(&'static str, usize)>),
+}
+
+pub(crate) struct Registry<C> {
+    /// Every handler, in registration order.
+    pub(crate) handlers: Vec<ToolDefinition<C>>,
+    /// Listed name → what it routes to.
+    entries: HashMap<String, Entry>,
+    /// Group name → its actions, for addressing `(group, action)` in flat mode too.
+    groups: HashMap<&'static str, Vec<(&'static str, usize)>>,
+    /// The `tools/list` answer, in registration order.
+    pub(crate) wire: Vec<rmcp::model::Tool>,
+}
+
+impl<C> Registry<C> {
+    pub(crate) fn build(
+        handlers: Vec<ToolDefinition<C>>,
+        exposure: Exposure,
+        group_descriptions: &HashMap<String, String>,
+    ) -> Result<Self, Vec<BuildError>> {
+        let mut errors = Vec::new();
+        let mut groups: HashMap<&'static str, Vec<(&'static str, usize)>> = HashMap::new();
+        let mut order: Vec<Listed> = Vec::new();
+        for (index, handler) in handlers.iter().enumerate() {
+            match (handler.spec.group, handler.spec.action) {
+                (Some(group), Some(action)) => {
+                    let actions = groups.entry(group).or_default();
+                    if actions.iter().any(|(known, _)| *known == action) {
+                        errors.push(BuildError::DuplicateAction {
+                            group: group.to_owned(),
+                            action: action.to_owned(),
+                        });
+                        continue;
+                    }
+                    if actions.is_empty() && exposure == Exposure::Grouped {
+                        order.push(Listed::Group(group));
+                    }
+                    actions.push((action, index));
+                    if exposure == Exposure::Flat {
+                        order.push(Listed::Single(index, format!("{group}_{action}")));
+                    }
+                }
+                _ => order.push(Listed::Single(index, handler.spec.name.to_owned())),
+            }
+        }
+        for description in group_descriptions.keys() {
+            if !groups.contains_key(description.as_str()) {
+                errors.push(BuildError::UnknownTarget(description.clone()));
+            }
+        }
+        let mut entries = HashMap::new();
+        let mut wire = Vec::new();
+        for listed in order {
+            let (name, entry, tool) = match listed {
+                Listed::Single(index, name) => {
+                    let tool = wire_tool(&name, &handlers[index]);
+                    (name, Entry::Single(index), tool)
+                }
+                Listed::Group(group) => {
+                    let actions = groups.get(group).cloned().unwrap_or_default();
+                    let tool =
+                        group_tool(group, group_descriptions.get(group), &actions, &handlers);
+                    (group.to_owned(), Entry::Group(actions), tool)
+                }
+            };
+            if entries.contains_key(&name) {
+                errors.push(BuildError::DuplicateTool(name));
+                continue;
+            }
+            entries.insert(name, entry);
+            wire.push(tool);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Self {
+            handlers,
+            entries,
+            groups,
+            wire,
+        })
+    }
+
+    /// The listed tool names, in order.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.wire.iter().map(|tool| tool.name.to_string()).collect()
+    }
+
+    /// The name a handler is listed under, when it is listed on its own (not inside a
+    /// grouped tool).
+    pub(crate) fn listed_name(&self, index: usize) -> Option<String> {
+        self.entries.iter().find_map(|(name, entry)| match entry {
+            Entry::Single(single) if *single == index => Some(name.clone()),
+            _ => None,
+        })
+    }
+
+    /// Whether `name` is a listed tool, a group or a handler's own name (for middleware
+    /// targets).
+    pub(crate) fn knows(&self, name: &str) -> bool {
+        self.entries.contains_key(name)
+            || self.groups.contains_key(name)
+            || self
+                .handlers
+                .iter()
+                .any(|handler| handler.spec.name == name)
+    }
+
+    /// The handler for a call to `tool` (with `action` from the caller, or else from the
+    /// arguments' `action` property, which is then removed from them).
+    pub(crate) fn resolve(
+        &self,
+        tool: &str,
+        action: Option<&str>,
+        args: &mut Value,
+    ) -> Result<(usize, Option<&'static str>), FailureKind> {
+        match self.entries.get(tool) {
+            Some(Entry::Single(index)) => {
+                let handler = &self.handlers[*index];
+                match action {
+                    None => Ok((*index, handler.spec.action)),
+                    Some(action) if handler.spec.action == Some(action) => {
+                        Ok((*index, handler.spec.action))
+                    }
+                    Some(action) => Err(FailureKind::UnknownAction {
+                        tool: tool.to_owned(),
+                        requested: action.to_owned(),
+                        available: Vec::new(),
+                    }),
+                }
+            }
+            Some(Entry::Group(actions)) => {
+                let requested = match action {
+                    Some(action) => {
+                        // An explicit action wins; a copy in the arguments is dropped.
+                        take_action(args);
+                        Some(action.to_owned())
+                    }
+                    None => take_action(args),
+                };
+                pick(tool, actions, requested)
+            }
+            None => match (self.groups.get(tool), action) {
+                // Flat exposure, addressed as (group, action): the tester's `call_action`.
+                (Some(actions), Some(action)) => pick(tool, actions, Some(action.to_owned())),
+                (Some(actions), None) => pick(tool, actions, take_action(args)),
+                (None, _) => Err(FailureKind::UnknownTool {
+                    requested: tool.to_owned(),
+                    available: self.names(),
+                }),
+            },
+        }
+    }
+}
+
+enum Listed {
+    Single(usize, String),
+    Group(&'static str),
+}
+
+/// Removes and returns the `action` property of an arguments object.
+fn take_action(args: &mut Value) -> Option<String> {
+    let object = args.as_object_mut()?;
+    match object.remove(ACTION_KEY) {
+        Some(Value::String(action)) => Some(action),
+        Some(other) => Some(other.to_string()),
+        None => None,
+    }
+}
+
+fn pick(
+    tool: &str,
+    actions: &[(&'static str, usize)],
+    requested: Option<String>,
+) -> Result<(usize, Option<&'static str>), FailureKind> {
+    let available = || actions.iter().map(|(name, _)| (*name).to_owned()).collect();
+    let Some(requested) = requested else {
+        return Err(FailureKind::MissingAction {
+            tool: tool.to_owned(),
+            available: available(),
+        });
+    };
+    actions
+        .iter()
+        .find(|(name, _)| *name == requested)
+        .map(|(name, index)| (*index, Some(*name)))
+        .ok_or_else(|| FailureKind::UnknownAction {
+            tool: tool.to_owned(),
+            requested,
+            available: available(),
+        })
+}
+
+fn annotations(hints: Annotations, title: Option<&str>) -> Option<rmcp::model::ToolAnnotations> {
+    if hints.is_empty() && title.is_none() {
+        return None;
+    }
+    let mut annotations = rmcp::model::ToolAnnotations::new();
+    annotations.read_only_hint = hints.read_only;
+    annotations.destructive_hint = hints.destructive;
+    annotations.idempotent_hint = hints.idempotent;
+    annotations.open_world_hint = hints.open_world;
+    annotations.title = title.map(str::to_owned);
+    Some(annotations)
+}
+
+fn wire_tool<C>(name: &str, definition: &ToolDefinition<C>) -> rmcp::model::Tool {
+    let spec = &definition.spec;
+    let mut tool = rmcp::model::Tool::new(
+        name.to_owned(),
+        spec.description,
+        Arc::clone(&definition.input_schema),
+    );
+    if let Some(title) = spec.title {
+        tool = tool.with_title(title);
+    }
+    if let Some(schema) = &definition.output_schema {
+        tool = tool.with_raw_output_schema(Arc::clone(schema));
+    }
+    if let Some(annotations) = annotations(spec.annotations, spec.title) {
+        tool = tool.with_annotations(annotations);
+    }
+    tool
+}
+
+/// One tool for a whole group: an `action` property listing the actions, and the union of
+/// the actions' properties, each noting which actions use and require it.
+fn group_tool<C>(
+    group: &str,
+    description: Option<&String>,
+    actions: &[(&'static str, usize)],
+    handlers: &[ToolDefinition<C>],
+) -> rmcp::model::Tool {
+    let mut properties: Map<String, Value> = Map::new();
+    let mut used_by: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
+    let mut defs = Map::new();
+    let mut action_lines = Vec::new();
+    for (action, index) in actions {
+        let schema = &handlers[*index].input_schema;
+        let description = handlers[*index].spec.description;
+        action_lines.push(format!("`{action}`: {}", first_line(description)));
+        if let Some(Value::Object(action_defs)) = schema.get("$defs") {
+            for (name, def) in action_defs {
+                defs.entry(name.clone()).or_insert_with(|| def.clone());
+            }
+        }
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if let Some(Value::Object(action_properties)) = schema.get("properties") {
+            for (name, property) in action_properties {
+                match used_by.iter_mut().find(|(known, _, _)| known == name) {
+                    Some((_, users, requirers)) => {
+                        users.push(action);
+                        if required.contains(&name.as_str()) {
+                            requirers.push(action);
+                        }
+                    }
+                    None => {
+                        properties.insert(name.clone(), property.clone());
+                        let requirers = if required.contains(&name.as_str()) {
+                            vec![*action]
+                        } else {
+                            Vec::new()
+                        };
+                        used_by.push((name.clone(), vec![*action], requirers));
+                    }
+                }
+            }
+        }
+    }
+    for (name, users, requirers) in &used_by {
+        if let Some(Value::Object(property)) = properties.get_mut(name) {
+            let mut note = format!("Used by: {}.", users.join(", "));
+            if !requirers.is_empty() {
+                note.push_str(&format!(" Required for: {}.", requirers.join(", ")));
+            }
+            let text = match property.get("description").and_then(Value::as_str) {
+                Some(existing) => format!("{existing} ({note})"),
+                None => note,
+            };
+            property.insert("description".into(), Value::String(text));
+        }
+    }
+    let names: Vec<Value> = actions
+        .iter()
+        .map(|(name, _)| Value::String((*name).to_owned()))
+        .collect();
+    let mut action_property = Map::new();
+    action_property.insert("type".into(), "string".into());
+    action_property.insert("enum".into(), Value::Array(names));
+    action_property.insert(
+        "description".into(),
+        Value::String(format!("The operation to run: {}", action_lines.join("; "))),
+    );
+    let mut all = Map::new();
+    all.insert(ACTION_KEY.into(), Value::Object(action_property));
+    all.extend(properties);
+    let mut schema = Map::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), Value::Object(all));
+    schema.insert("required".into(), Value::Array(vec![ACTION_KEY.into()]));
+    schema.insert("additionalProperties".into(), Value::Bool(false));
+    if !defs.is_empty() {
+        schema.insert("$defs".into(), Value::Object(defs));
+    }
+    let description = description.cloned().unwrap_or_else(|| {
+        format!(
+            "Operations on {group}. Choose one with `action`: {}",
+            action_lines.join("; ")
+        )
+    });
+    // Read-only only if every action is; destructive if any is; idempotent only if all are.
+    let specs: Vec<Annotations> = actions
+        .iter()
+        .map(|(_, index)| handlers[*index].spec.annotations)
+        .collect();
+    let every = |get: fn(&Annotations) -> Option<bool>| specs.iter().all(|a| get(a) == Some(true));
+    let any = |get: fn(&Annotations) -> Option<bool>| specs.iter().any(|a| get(a) == Some(true));
+    let hints = Annotations {
+        read_only: every(|a| a.read_only).then_some(true),
+        destructive: any(|a| a.destructive).then_some(true),
+        idempotent: every(|a| a.idempotent).then_some(true),
+        open_world: any(|a| a.open_world).then_some(true),
+    };
+    let mut tool = rmcp::model::Tool::new(group.to_owned(), description, Arc::new(schema));
+    if let Some(annotations) = annotations(hints, None) {
+        tool = tool.with_annotations(annotations);
+    }
+    tool
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("").trim()
+}
