@@ -1,0 +1,27 @@
+//! # fusion-bench: measuring fusion against rmcp and the floor
+//!
+//! Issue 9's tooling, in one unpublished package:
+//!
+//! | target | what |
+//! |---|---|
+//! | `loadgen` (bin) | drives any stdio MCP server: handshake, then C `tools/call` requests in flight over one connection; prints calls/s, p50/p99 latency, server CPU µs per call and peak RSS |
+//! | `compare` (bin) | runs fusion's echo, [`rmcp-echo`](../rmcp_echo/index.html) and `floor-echo` alternately (A B C A B C) at C=1 and C=32 and prints the medians, the ratios and the goals |
+//! | `rmcp-echo` (bin) | the same `echo` tool written as rmcp 3.11's docs show, served with `rmcp::transport::stdio()` |
+//! | `floor-echo` (bin) | the floor: a synchronous serde_json line responder, one thread |
+//! | `benches/dispatch.rs` | criterion: in-process dispatch through the tester against a hand-written serde handler, schema generation, the tester's `echo` |
+//!
+//! ```sh
+//! cargo build --release --example quickstart          # fusion's server under test
+//! cargo run --release -p fusion-bench --bin compare   # the side-by-side table
+//! cargo run --release -p fusion-bench --bin loadgen -- \
+//!     --server "target/release/examples/quickstart" --concurrency 32 --calls 200000
+//! cargo bench -p fusion-bench --bench dispatch
+//! ```
+//!
+//! The library holds what the binaries share: the driver ([`load`]), the `/proc`
+//! readings ([`process_stats`]), the statistics ([`stats`]) and a small argument parser ([`cli`]).
+
+pub mod cli;
+pub mod load;
+pub mod process_stats;
+pub mod stats;
