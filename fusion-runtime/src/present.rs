@@ -11,7 +11,7 @@
 //!     name: String,
 //! }
 //!
-//! fn users(list: &Vec<User>) -> Presentation {
+//! fn users(list: &[User]) -> Presentation {
 //!     Presentation::new()
 //!         .rule("Refer to users by name; never show their ids.")
 //!         .ui(UiBlock::table(["name"], list.iter().map(|u| vec![u.name.clone()])))
@@ -203,23 +203,34 @@ pub trait PresenterFn<T, C, Marker> {
     fn present(&self, value: &T, ctx: &C) -> Presentation;
 }
 
-/// Marks a presenter that takes only the value.
+/// Marks a presenter that takes only the value (as `&U`, what the value borrows as).
 #[doc(hidden)]
-pub struct ValueOnly;
+pub struct ValueOnly<U: ?Sized>(std::marker::PhantomData<fn(&U)>);
 
 /// Marks a presenter that takes the value and the context.
 #[doc(hidden)]
-pub struct WithContext;
+pub struct WithContext<U: ?Sized>(std::marker::PhantomData<fn(&U)>);
 
-impl<T, C, F: Fn(&T) -> Presentation> PresenterFn<T, C, ValueOnly> for F {
+// A presenter may take what the value borrows as: `fn(&[User])` for a `Vec<User>`.
+impl<T, U, C, F> PresenterFn<T, C, ValueOnly<U>> for F
+where
+    T: std::borrow::Borrow<U>,
+    U: ?Sized,
+    F: Fn(&U) -> Presentation,
+{
     fn present(&self, value: &T, _ctx: &C) -> Presentation {
-        self(value)
+        self(value.borrow())
     }
 }
 
-impl<T, C, F: Fn(&T, &C) -> Presentation> PresenterFn<T, C, WithContext> for F {
+impl<T, U, C, F> PresenterFn<T, C, WithContext<U>> for F
+where
+    T: std::borrow::Borrow<U>,
+    U: ?Sized,
+    F: Fn(&U, &C) -> Presentation,
+{
     fn present(&self, value: &T, ctx: &C) -> Presentation {
-        self(value, ctx)
+        self(value.borrow(), ctx)
     }
 }
 

@@ -78,7 +78,7 @@ impl Store {
                     id,
                     email: format!("user{id}@example.com"),
                     name,
-                    active: id % 7 != 0,
+                    active: !id.is_multiple_of(7),
                 }
             })
             .collect();
@@ -140,7 +140,7 @@ pub enum SystemError {
 }
 
 /// Tells the model how to treat user data, and shows it as a table.
-fn users_presenter(users: &Vec<User>) -> Presentation {
+fn users_presenter(users: &[User]) -> Presentation {
     Presentation::new()
         .rule("Refer to users by name. Emails are private: never repeat them to the user.")
         .rule("Inactive users cannot log in; say so when you mention one.")

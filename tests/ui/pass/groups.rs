@@ -18,7 +18,7 @@ struct Row {
     id: u32,
 }
 
-fn rows(list: &Vec<Row>, ctx: &Ctx) -> Presentation {
+fn rows(list: &[Row], ctx: &Ctx) -> Presentation {
     Presentation::new()
         .rule(if ctx.admin { "admin view" } else { "guest view" })
         .ui(UiBlock::markdown(format!("{} rows", list.len())))
