@@ -46,3 +46,29 @@ fn python_sdk_drives_quickstart_over_stdio() {
     // Shown with `--nocapture`.
     println!("{}", out.stdout.trim_end());
 }
+
+#[test]
+fn python_sdk_runs_the_seed_checks_against_the_demo() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::package_binary("fusion-demo");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("python")
+        .join("seed_client.py");
+    let mut command = Command::new(&python);
+    command
+        .arg(&script)
+        .arg(&server)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = support::run_with_timeout(command, TIMEOUT);
+    assert!(out.success(), "the seed checks failed\n{}", out.report());
+    assert!(
+        out.stdout.contains("ok: all checks passed"),
+        "the script exited 0 without finishing its checks\n{}",
+        out.report()
+    );
+    println!("{}", out.stdout.trim_end());
+}

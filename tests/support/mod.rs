@@ -53,6 +53,24 @@ pub(crate) fn example_binary(name: &str) -> PathBuf {
     path
 }
 
+/// A workspace package's binary (such as `fusion-demo`), built in the tests' profile by
+/// `cargo build --workspace --bins`. Panics with what to run when it is missing.
+#[allow(dead_code)]
+pub(crate) fn package_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("unexpected test executable location: {}", exe.display()));
+    let path = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "binary `{name}` not found at {}: run `cargo build --workspace --bins` (same profile as the tests) first",
+        path.display()
+    );
+    path
+}
+
 /// The Python interpreter of the test venv, if there is one.
 ///
 /// Looks at `$FUSION_PYTHON` first (it must then exist, or this panics), then at
