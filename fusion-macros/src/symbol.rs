@@ -103,6 +103,8 @@ pub(crate) const DEFAULT: &str = "default";
 pub(crate) const VALIDATE: &str = "validate";
 /// `deprecated`
 pub(crate) const DEPRECATED: &str = "deprecated";
+/// `secret`: hidden in logs and messages
+pub(crate) const SECRET: &str = "secret";
 
 /// Every key of `#[arg(...)]`.
 pub(crate) const ARG_KEYS: &[&str] = &[
@@ -120,6 +122,7 @@ pub(crate) const ARG_KEYS: &[&str] = &[
     DEFAULT,
     VALIDATE,
     DEPRECATED,
+    SECRET,
 ];
 
 /// The formats `format = "..."` accepts (the runtime checks exactly these).

@@ -92,6 +92,8 @@ pub enum Constraint {
     Unique,
     /// `deprecated`
     Deprecated,
+    /// `secret`: hidden in logs and messages; `writeOnly` in the schema.
+    Secret,
 }
 
 /// Adds the keywords of `constraints` to a field's schema (a schemars `transform`).
@@ -132,6 +134,7 @@ pub fn apply(schema: &mut Schema, constraints: &[Constraint]) {
             Constraint::OneOf(values) => ("enum", one_of_values(object, values)),
             Constraint::Unique => ("uniqueItems", Value::Bool(true)),
             Constraint::Deprecated => ("deprecated", Value::Bool(true)),
+            Constraint::Secret => ("writeOnly", Value::Bool(true)),
         };
         object.insert(key.into(), value);
     }

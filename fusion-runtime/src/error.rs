@@ -116,9 +116,13 @@ impl Failure {
     }
 
     pub(crate) fn panic(message: String) -> Self {
+        let mut chain = vec![message];
+        if let Some(location) = crate::recover::take_panic_location() {
+            chain.push(format!("panicked at {location}"));
+        }
         Self {
             kind: FailureKind::Panic,
-            chain: vec![message],
+            chain,
             attempts: 1,
         }
     }

@@ -34,6 +34,7 @@ mod classify;
 mod constraint;
 mod error;
 pub mod log;
+pub mod metrics;
 pub mod middleware;
 mod output;
 mod present;

@@ -12,8 +12,16 @@ use crate::error::Failure;
 /// The `tracing` target of per-call events.
 pub const CALL_TARGET: &str = "fusion::call";
 
+/// The background writer's guard: dropping it flushes what is queued.
+static WRITER: std::sync::Mutex<Option<tracing_appender::non_blocking::WorkerGuard>> =
+    std::sync::Mutex::new(None);
+
 /// Installs a JSON log subscriber writing to stderr, filtered by `RUST_LOG` (default
 /// `info`). Does nothing when a global subscriber is already set.
+///
+/// Events are written by a background thread, so a slow stderr (a full pipe, a terminal)
+/// never holds up a call; [`flush`] drains the queue, and the `serve_*` methods call it
+/// before they return.
 ///
 /// ```
 /// fusion_runtime::log::init();
@@ -22,21 +30,131 @@ pub const CALL_TARGET: &str = "fusion::call";
 pub fn init() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        // Block rather than drop events when the queue is full: a lost fatal event is
+        // worse than a slow call.
+        .lossy(false)
+        .finish(std::io::stderr());
     // `try_init` fails only when a subscriber is already installed: the program's own
     // choice wins.
-    let _ = tracing_subscriber::fmt()
+    let installed = tracing_subscriber::fmt()
         .json()
         .with_current_span(false)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_env_filter(filter)
         .try_init();
+    if installed.is_ok()
+        && let Ok(mut slot) = WRITER.lock()
+    {
+        *slot = Some(guard);
+    }
 }
 
-/// The arguments as the log shows them: compact JSON with long strings cut to 200
-/// characters, arrays and objects to their first 20 entries, and nesting to 8 levels, so
-/// a hostile argument can neither flood the log nor exhaust the stack while rendering.
-pub(crate) fn render_args(args: &Value) -> String {
-    fn shrink(value: &Value, depth: usize) -> Value {
+/// Writes out every queued log event (dropping the background writer; events after this
+/// are dropped, so call it last, before the process exits).
+pub fn flush() {
+    if let Ok(mut slot) = WRITER.lock() {
+        slot.take();
+    }
+}
+
+/// What stands for a secret value wherever it would have appeared.
+pub const REDACTED: &str = "[redacted]";
+
+/// Hides the values of a call's `secret` arguments: in the logged arguments (by key, at
+/// any depth) and in every text logged or sent about the call (by value: an error message
+/// or a panic that quotes the secret).
+#[derive(Debug, Default)]
+pub(crate) struct Redactor {
+    keys: Vec<String>,
+    values: Vec<String>,
+}
+
+impl Redactor {
+    /// Collects the secret values of `args` for the keys a tool marked `secret`.
+    pub(crate) fn new(keys: &[String], args: &Value) -> Self {
+        let mut values = Vec::new();
+        if !keys.is_empty() {
+            collect(args, keys, false, &mut values, 0);
+        }
+        // Longest first, so a secret that contains another is replaced whole.
+        values.sort_by_key(|value| std::cmp::Reverse(value.len()));
+        values.dedup();
+        Self {
+            keys: keys.to_vec(),
+            values,
+        }
+    }
+
+    /// `text` with every secret value replaced.
+    pub(crate) fn text(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for value in &self.values {
+            text = text.replace(value.as_str(), REDACTED);
+        }
+        text
+    }
+
+    /// A JSON value with every secret value replaced (for `_meta` details).
+    pub(crate) fn json(&self, value: Value) -> Value {
+        if self.values.is_empty() {
+            return value;
+        }
+        match value {
+            Value::String(text) => Value::String(self.text(&text)),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|item| self.json(item)).collect())
+            }
+            Value::Object(entries) => Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, self.json(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+
+    fn is_secret_key(&self, key: &str) -> bool {
+        self.keys.iter().any(|secret| secret == key)
+    }
+}
+
+fn collect(value: &Value, keys: &[String], secret: bool, out: &mut Vec<String>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match value {
+        // Short values (a PIN's digits) would redact unrelated text; they are still
+        // hidden by key in the logged arguments.
+        Value::String(text) if secret && text.chars().count() >= 4 => out.push(text.clone()),
+        Value::Number(number) if secret && number.to_string().len() >= 4 => {
+            out.push(number.to_string())
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| collect(item, keys, secret, out, depth + 1)),
+        Value::Object(entries) => {
+            for (key, item) in entries {
+                collect(
+                    item,
+                    keys,
+                    secret || keys.iter().any(|k| k == key),
+                    out,
+                    depth + 1,
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The arguments as the log shows them: compact JSON with `secret` values replaced by
+/// `"[redacted]"`, long strings cut to 200 characters, arrays and objects to their first
+/// 20 entries, and nesting to 8 levels, so a hostile argument can neither flood the log
+/// nor exhaust the stack while rendering.
+pub(crate) fn render_args(args: &Value, redactor: &Redactor) -> String {
+    fn shrink(value: &Value, depth: usize, redactor: &Redactor) -> Value {
         const MAX_CHARS: usize = 200;
         const MAX_ENTRIES: usize = 20;
         const MAX_DEPTH: usize = 8;
@@ -52,7 +170,7 @@ pub(crate) fn render_args(args: &Value) -> String {
                 let mut kept: Vec<Value> = items
                     .iter()
                     .take(MAX_ENTRIES)
-                    .map(|item| shrink(item, depth + 1))
+                    .map(|item| shrink(item, depth + 1, redactor))
                     .collect();
                 if items.len() > MAX_ENTRIES {
                     kept.push(Value::String(format!(
@@ -66,7 +184,14 @@ pub(crate) fn render_args(args: &Value) -> String {
                 let mut kept: serde_json::Map<String, Value> = entries
                     .iter()
                     .take(MAX_ENTRIES)
-                    .map(|(key, item)| (key.clone(), shrink(item, depth + 1)))
+                    .map(|(key, item)| {
+                        let shown = if redactor.is_secret_key(key) {
+                            Value::String(REDACTED.into())
+                        } else {
+                            shrink(item, depth + 1, redactor)
+                        };
+                        (key.clone(), shown)
+                    })
                     .collect();
                 if entries.len() > MAX_ENTRIES {
                     kept.insert(
@@ -79,13 +204,14 @@ pub(crate) fn render_args(args: &Value) -> String {
             other => other.clone(),
         }
     }
-    shrink(args, 0).to_string()
+    shrink(args, 0, redactor).to_string()
 }
 
 /// What the log says of one finished call.
 pub(crate) struct CallRecord<'a> {
     pub(crate) tool: &'a str,
     pub(crate) action: Option<&'a str>,
+    pub(crate) request_id: Option<&'a str>,
     pub(crate) args: &'a Value,
     pub(crate) correlation_id: &'a str,
     pub(crate) latency: Duration,
@@ -95,10 +221,13 @@ pub(crate) struct CallRecord<'a> {
     pub(crate) failure: Option<&'a Failure>,
     /// The text the model was sent.
     pub(crate) message: &'a str,
+    pub(crate) redactor: &'a Redactor,
+    /// The level of successful calls (info by default).
+    pub(crate) ok_level: tracing::Level,
 }
 
-/// Emits the event of one finished call. Ok at info, the client's mistakes at warn,
-/// server faults at error.
+/// Emits the event of one finished call. Successes at the configured level (info by
+/// default), the client's mistakes at warn, server faults at error.
 pub(crate) fn call_event(record: &CallRecord<'_>) {
     let CallRecord {
         tool,
@@ -108,46 +237,60 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
         attempts,
         failure,
         message,
+        redactor,
         ..
     } = *record;
     let latency_us = u64::try_from(record.latency.as_micros()).unwrap_or(u64::MAX);
     let action = record.action.unwrap_or("");
+    let request_id = record.request_id.unwrap_or("");
+    let arguments = render_args(args, redactor);
+    macro_rules! event {
+        ($level:expr, $message:literal $(, $key:ident = $value:expr)*) => {
+            tracing::event!(
+                target: CALL_TARGET,
+                $level,
+                tool,
+                action,
+                request_id,
+                correlation_id,
+                latency_us,
+                outcome,
+                attempts,
+                arguments = %arguments,
+                $($key = $value,)*
+                $message
+            )
+        };
+    }
     match failure {
-        None => tracing::info!(
-            target: CALL_TARGET,
-            tool,
-            action,
-            correlation_id,
-            latency_us,
-            outcome,
-            attempts,
-            arguments = %render_args(args),
-            "tool call succeeded"
+        None if record.ok_level == tracing::Level::DEBUG => {
+            event!(tracing::Level::DEBUG, "tool call succeeded")
+        }
+        None if record.ok_level == tracing::Level::TRACE => {
+            event!(tracing::Level::TRACE, "tool call succeeded")
+        }
+        None => event!(tracing::Level::INFO, "tool call succeeded"),
+        Some(failure) if failure.is_masked() => {
+            let error = redactor.text(&failure.details());
+            let chain: Vec<String> = failure
+                .chain
+                .iter()
+                .map(|link| redactor.text(link))
+                .collect();
+            let source_chain = serde_json::to_string(&chain).unwrap_or_default();
+            event!(
+                tracing::Level::ERROR,
+                "tool call failed",
+                error = tracing::field::display(&error),
+                source_chain = tracing::field::display(&source_chain)
+            )
+        }
+        Some(failure) if failure.is_warning() => event!(
+            tracing::Level::INFO,
+            "tool call returned a warning",
+            error = message
         ),
-        Some(failure) if failure.is_masked() => tracing::error!(
-            target: CALL_TARGET,
-            tool,
-            action,
-            correlation_id,
-            latency_us,
-            outcome,
-            attempts,
-            arguments = %render_args(args),
-            error = %failure.details(),
-            "tool call failed"
-        ),
-        Some(_) => tracing::warn!(
-            target: CALL_TARGET,
-            tool,
-            action,
-            correlation_id,
-            latency_us,
-            outcome,
-            attempts,
-            arguments = %render_args(args),
-            error = message,
-            "tool call rejected"
-        ),
+        Some(_) => event!(tracing::Level::WARN, "tool call rejected", error = message),
     }
 }
 
@@ -155,7 +298,14 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
 pub const RECOVERY_TARGET: &str = "fusion::recovery";
 
 /// One retry about to happen.
-pub(crate) fn retry_event(tool: &str, attempt: u32, of: u32, delay: Duration, failure: &Failure) {
+pub(crate) fn retry_event(
+    tool: &str,
+    attempt: u32,
+    of: u32,
+    delay: Duration,
+    failure: &Failure,
+    redactor: &Redactor,
+) {
     let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
     tracing::warn!(
         target: RECOVERY_TARGET,
@@ -164,7 +314,7 @@ pub(crate) fn retry_event(tool: &str, attempt: u32, of: u32, delay: Duration, fa
         attempts = of,
         delay_ms,
         outcome = failure.outcome_name(),
-        error = %failure.details(),
+        error = %redactor.text(&failure.details()),
         "transient failure, retrying"
     );
 }
@@ -203,13 +353,19 @@ pub(crate) fn circuit_event(tool: &str, transition: crate::recover::Transition) 
 pub const FATAL_TARGET: &str = "fusion::fatal";
 
 /// A handler's fatal error: one event with the whole source chain.
-pub(crate) fn fatal_event(tool: &str, correlation_id: &str, failure: &Failure) {
+pub(crate) fn fatal_event(
+    tool: &str,
+    correlation_id: &str,
+    failure: &Failure,
+    redactor: &Redactor,
+) {
+    let error = redactor.text(failure.chain.first().map_or("", String::as_str));
     tracing::error!(
         target: FATAL_TARGET,
         tool,
         correlation_id,
-        error = failure.chain.first().map_or("", String::as_str),
-        source_chain = %failure.details(),
+        error = %error,
+        source_chain = %redactor.text(&failure.details()),
         exit_code = crate::server::EXIT_FATAL,
         "fatal error: the server is shutting down"
     );

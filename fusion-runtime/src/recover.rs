@@ -22,6 +22,38 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+thread_local! {
+    /// Where the last panic on this thread happened, as the panic hook saw it.
+    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs (once per process) a panic hook that remembers where each panic happened, so
+/// the log event of a crashed call can say `src/tools.rs:42:9`. The previous hook still
+/// runs (by default it prints the panic to stderr).
+pub(crate) fn install_panic_hook() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(location) = info.location() {
+                let text = format!(
+                    "{}:{}:{}",
+                    location.file(),
+                    location.line(),
+                    location.column()
+                );
+                PANIC_LOCATION.with(|slot| *slot.borrow_mut() = Some(text));
+            }
+            previous(info);
+        }));
+    });
+}
+
+/// The location of the panic just caught on this thread, if the hook saw it.
+pub(crate) fn take_panic_location() -> Option<String> {
+    PANIC_LOCATION.with(|slot| slot.borrow_mut().take())
+}
+
 /// A short id unique to this call: a per-process random prefix (so ids from two runs of
 /// the server do not collide in one log store) and the call's sequence number.
 pub(crate) fn correlation_id(call_number: u64) -> String {
@@ -343,6 +375,13 @@ mod policy {
                     Some(Transition::Opened)
                 }
             }
+        }
+
+        /// Whether calls are failing fast now.
+        pub(crate) fn is_open(&self) -> bool {
+            self.state.lock().is_ok_and(
+                |state| matches!(*state, State::Open { until } if until > Instant::now()),
+            )
         }
 
         /// Releases a half-open circuit whose probe ended without a verdict (a failure

@@ -132,6 +132,37 @@ pub fn make_portable(object: &mut Map<String, Value>) {
     }
 }
 
+/// The property names marked secret (`"writeOnly": true`) anywhere in a schema,
+/// `$defs` included.
+pub(crate) fn secret_keys(schema: &Map<String, Value>) -> Vec<String> {
+    fn walk(value: &Value, keys: &mut Vec<String>, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        match value {
+            Value::Object(object) => {
+                if let Some(Value::Object(properties)) = object.get("properties") {
+                    for (name, property) in properties {
+                        if property.get("writeOnly") == Some(&Value::Bool(true))
+                            && !keys.contains(name)
+                        {
+                            keys.push(name.clone());
+                        }
+                    }
+                }
+                for inner in object.values() {
+                    walk(inner, keys, depth + 1);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| walk(item, keys, depth + 1)),
+            _ => {}
+        }
+    }
+    let mut keys = Vec::new();
+    walk(&Value::Object(schema.clone()), &mut keys, 0);
+    keys
+}
+
 fn into_object(schema: Schema) -> Map<String, Value> {
     match schema.to_value() {
         Value::Object(object) => object,

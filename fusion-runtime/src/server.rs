@@ -22,6 +22,8 @@ use serde_json::{Map, Value};
 use crate::{
     call::Call,
     error::{Failure, FailureKind},
+    log::Redactor,
+    metrics::{MetricsSnapshot, ToolMetrics},
     middleware::{CallInfo, Guard, Middleware},
     output::Outcome,
     present::UiBlock,
@@ -82,6 +84,10 @@ struct Inner<C> {
     runtime: Vec<ToolRuntime>,
     /// Set once a handler returns a fatal error.
     fatal: tokio::sync::watch::Sender<bool>,
+    /// Counters per handler, by index.
+    metrics: Vec<ToolMetrics>,
+    /// The level of the event of a successful call.
+    ok_level: tracing::Level,
     /// The client's `logging/setLevel`. One per server: over stdio a server has one
     /// client; over HTTP the last session to set it wins.
     log_level: std::sync::Mutex<Option<crate::call::LogLevel>>,
@@ -142,6 +148,7 @@ pub struct ServerBuilder<C = ()> {
     exposure: Exposure,
     group_descriptions: HashMap<String, String>,
     middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
+    ok_level: tracing::Level,
     errors: Vec<BuildError>,
 }
 
@@ -208,6 +215,7 @@ impl Server<()> {
             exposure: Exposure::default(),
             group_descriptions: HashMap::new(),
             middleware: Vec::new(),
+            ok_level: tracing::Level::INFO,
             errors: Vec::new(),
         }
     }
@@ -242,6 +250,7 @@ impl ServerBuilder<()> {
             exposure: self.exposure,
             group_descriptions: self.group_descriptions,
             middleware: Vec::new(),
+            ok_level: self.ok_level,
             errors,
         }
     }
@@ -265,6 +274,13 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             // Duplicate names are found when the server is built, once groups are known.
             self.tools.push(definition);
         }
+        self
+    }
+
+    /// The level of the log event of a successful call: info by default; debug keeps busy
+    /// servers' logs to failures. Failures log at warn (the client's mistakes) or error.
+    pub fn log_successes_at(mut self, level: tracing::Level) -> Self {
+        self.ok_level = level;
         self
     }
 
@@ -393,6 +409,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// # Errors
     /// Duplicate tool names; `.context(..)` after tools.
     pub fn try_build(self) -> Result<Server<C>, Vec<BuildError>> {
+        recover::install_panic_hook();
         let mut errors = self.errors;
         let registry = match Registry::build(self.tools, self.exposure, &self.group_descriptions) {
             Ok(registry) => Some(registry),
@@ -413,6 +430,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         let Some(registry) = registry.filter(|_| errors.is_empty()) else {
             return Err(errors);
         };
+        let handler_count = registry.handlers.len();
         let chains = registry
             .handlers
             .iter()
@@ -466,6 +484,8 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 chains,
                 runtime,
                 fatal: tokio::sync::watch::channel(false).0,
+                metrics: (0..handler_count).map(|_| ToolMetrics::default()).collect(),
+                ok_level: self.ok_level,
                 log_level: std::sync::Mutex::new(None),
             }),
         })
@@ -490,9 +510,14 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// server could not be built, `1` when the transport failed.
     pub async fn serve_stdio(self) -> std::process::ExitCode {
         match self.start().await {
-            Ok(server) => server.serve_stdio().await,
+            Ok(server) => {
+                let code = server.serve_stdio().await;
+                crate::log::flush();
+                code
+            }
             Err(error) => {
                 crate::log::startup_failed(&error);
+                crate::log::flush();
                 eprintln!("fusion: cannot start: {error}");
                 std::process::ExitCode::from(crate::transport::EXIT_CONFIG)
             }
@@ -614,38 +639,53 @@ impl<C: Send + Sync + 'static> Server<C> {
             tool,
             action: action.as_deref(),
         };
+        let redactor = match handler {
+            Some(index) => Redactor::new(&self.inner.registry.handlers[index].secret_keys, &args),
+            None => Redactor::default(),
+        };
+        let metrics = handler.map(|index| &self.inner.metrics[index]);
+        if let Some(metrics) = metrics {
+            metrics.started();
+        }
         // A cancelled request drops the handler's future (its destructors run); the
         // transport sends no answer for a cancelled id, as the protocol says.
         let (outcome, attempts) = match resolved {
             Err(kind) => (Outcome::Failure(Failure::new(kind)), 0),
             Ok((index, _)) => tokio::select! {
                 biased;
-                finished = self.run(index, &target, &args, context, call) => finished,
+                finished = self.run(index, &target, &args, context, call, &redactor) => finished,
                 () = call.cancelled() => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
             },
         };
         let (mut rendered, mut outcome_name) =
-            self.render(&target, handler, outcome, &correlation_id);
+            self.render(&target, handler, outcome, &correlation_id, &redactor);
         if outcome_name == "ok" && attempts > 1 {
             outcome_name = "retried_ok";
+        }
+        let latency = started.elapsed();
+        if let Some(metrics) = metrics {
+            metrics.finished(outcome_name, latency, attempts);
         }
         crate::log::call_event(&crate::log::CallRecord {
             tool,
             action: target.action,
+            request_id: call.request_id(),
             args: &args,
             correlation_id: &correlation_id,
-            latency: started.elapsed(),
+            latency,
             outcome: outcome_name,
             attempts,
             failure: rendered.failure.as_ref(),
             message: rendered.report.data.as_str().unwrap_or(""),
+            redactor: &redactor,
+            ok_level: self.inner.ok_level,
         });
         if let Some(failure) = rendered
             .failure
             .as_ref()
             .filter(|failure| failure.is_fatal())
         {
-            crate::log::fatal_event(tool, &correlation_id, failure);
+            crate::log::fatal_event(tool, &correlation_id, failure, &redactor);
             rendered.report.fatal = true;
             // The answer goes out first; whoever serves the server ends the process.
             self.inner.fatal.send_replace(true);
@@ -694,6 +734,30 @@ impl<C: Send + Sync + 'static> Server<C> {
         let _ = receiver.wait_for(|fatal| *fatal).await;
     }
 
+    /// The metrics of every tool handler: calls by outcome, latency percentiles, calls in
+    /// flight, retries, circuit state.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let registry = &self.inner.registry;
+        MetricsSnapshot {
+            tools: registry
+                .handlers
+                .iter()
+                .enumerate()
+                .map(|(index, handler)| {
+                    let name = match (handler.spec.group, handler.spec.action) {
+                        (Some(group), Some(action)) => format!("{group}/{action}"),
+                        _ => handler.spec.name.to_owned(),
+                    };
+                    let open = self.inner.runtime[index]
+                        .circuit
+                        .as_ref()
+                        .is_some_and(Circuit::is_open);
+                    self.inner.metrics[index].snapshot(&name, open)
+                })
+                .collect(),
+        }
+    }
+
     /// Whether a handler has returned a fatal error.
     pub fn has_failed_fatally(&self) -> bool {
         *self.inner.fatal.borrow()
@@ -706,6 +770,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         args: &Value,
         context: Option<C>,
         call: &Call,
+        redactor: &Redactor,
     ) -> (Outcome, u32) {
         let mut context = match context {
             Some(context) => context,
@@ -742,7 +807,9 @@ impl<C: Send + Sync + 'static> Server<C> {
                 }
             }
         }
-        let finished = self.run_under_policy(index, &context, call, args).await;
+        let finished = self
+            .run_under_policy(index, &context, call, args, redactor)
+            .await;
         drop(guards);
         finished
     }
@@ -757,6 +824,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         context: &C,
         call: &Call,
         args: &Value,
+        redactor: &Redactor,
     ) -> (Outcome, u32) {
         let definition = &self.inner.registry.handlers[index];
         let runtime = &self.inner.runtime[index];
@@ -802,7 +870,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 {
                     delay = delay.max(after.min(retry.max_backoff));
                 }
-                crate::log::retry_event(tool, attempt, retry.attempts, delay, failure);
+                crate::log::retry_event(tool, attempt, retry.attempts, delay, failure, redactor);
             }
             if let Some(reconnect) = &definition.reconnect {
                 let started = Instant::now();
@@ -862,12 +930,15 @@ impl<C: Send + Sync + 'static> Server<C> {
         handler: Option<usize>,
         outcome: Outcome,
         correlation_id: &str,
+        redactor: &Redactor,
     ) -> (Rendered, &'static str) {
         let failure = match outcome {
             Outcome::Success(output) => return (self.render_success(handler, output), "ok"),
             Outcome::Failure(failure) => failure,
         };
-        let message = failure.message(target, correlation_id);
+        // What the model reads never repeats a secret argument, even when an error
+        // message or an invalid value quotes it.
+        let message = redactor.text(&failure.message(target, correlation_id));
         if failure.is_warning() {
             // Advice, not a failure: the model reads it as the tool's answer.
             let report = CallReport {
@@ -887,7 +958,10 @@ impl<C: Send + Sync + 'static> Server<C> {
         }
         let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
         if let FailureKind::InvalidArguments(issues) = &failure.kind {
-            let details: Vec<Value> = issues.iter().map(crate::validate::issue_json).collect();
+            let details: Vec<Value> = issues
+                .iter()
+                .map(|issue| redactor.json(crate::validate::issue_json(issue)))
+                .collect();
             let mut meta = Map::new();
             meta.insert(ISSUES_META_KEY.to_owned(), Value::Array(details));
             result = result.with_meta(Some(rmcp::model::MetaObject(meta)));

@@ -81,6 +81,8 @@ pub struct ToolDefinition<C> {
     /// type is not a JSON object (MCP requires `structuredContent` to be an object).
     pub(crate) wrap_structured: bool,
     pub(crate) validator: Validator,
+    /// Argument names marked `secret` (at any depth): hidden in logs and messages.
+    pub(crate) secret_keys: Vec<String>,
     /// Defaults that break their own field's schema, found at registration.
     pub(crate) default_issues: Vec<ArgIssue>,
     pub(crate) invoker: Box<dyn Invoke<C>>,
@@ -125,6 +127,7 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
         // tell it the ranges serde enforces); clients get the portable form.
         let validator = Validator::compile(&input_schema);
         let default_issues = validator.check_defaults(&input_schema);
+        let secret_keys = schema::secret_keys(&input_schema);
         schema::make_portable(&mut input_schema);
         let (output_schema, wrap_structured) = match output_schema {
             Some(schema) => {
@@ -140,6 +143,7 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
             output_schema,
             wrap_structured,
             validator,
+            secret_keys,
             default_issues,
             invoker: Box::new(Invoker {
                 run,

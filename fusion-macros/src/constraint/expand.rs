@@ -82,6 +82,7 @@ pub(crate) fn field_code(
             }
             Kind::Unique => (kind_check("list"), Some(quote!(Unique))),
             Kind::Deprecated => (quote!(), Some(quote!(Deprecated))),
+            Kind::Secret => (quote!(), Some(quote!(Secret))),
             Kind::Default(_) | Kind::Validate(_) => (quote!(), None),
         };
         code.checks.extend(check);

@@ -46,6 +46,7 @@ pub(crate) enum Kind {
     Default(Expr),
     Validate(Path),
     Deprecated,
+    Secret,
 }
 
 /// Everything `#[arg(...)]` said about one parameter or field.
@@ -148,6 +149,8 @@ pub(crate) fn parse_arg_attrs(attrs: &[Attribute], cx: &mut Ctxt) -> Constraints
                 symbol::VALIDATE => Kind::Validate(meta.value()?.parse()?),
                 // deprecated
                 symbol::DEPRECATED => Kind::Deprecated,
+                // secret
+                symbol::SECRET => Kind::Secret,
                 _ => {
                     cx.error_spanned_by(&key, unknown_key_message(&meta));
                     return skip_value(&meta);
