@@ -21,7 +21,7 @@ mod support;
 
 use std::{
     collections::HashMap,
-    io::{BufRead as _, BufReader, BufWriter, Read as _, Write as _},
+    io::{BufRead as _, BufReader, BufWriter, Read, Write},
     process::{Child, ChildStdin, Command, ExitStatus, Stdio},
     sync::{
         Arc, Mutex,
@@ -560,39 +560,39 @@ fn serves_over_sockets() {
 }
 
 /// Throughput of `echo` calls with 32 in flight, over our transport and over rmcp's
-/// `stdio_pipes()` (selected with `FUSION_STDIO_TRANSPORT=rmcp`), same binary.
+/// `stdio_pipes()` (selected with `FUSION_STDIO_TRANSPORT=rmcp`), same binary; over pipes
+/// (as Python clients spawn servers) and over a socket pair (as Node clients do, where
+/// `stdio_pipes()` falls back to tokio's blocking stdin/stdout).
 #[test]
 #[ignore = "a measurement: cargo build --release --examples && cargo test --release --test robustness -- --ignored --nocapture throughput"]
 fn throughput() {
     const CALLS: usize = 100_000;
     const IN_FLIGHT: usize = 32;
-    for transport in ["fusion", "rmcp"] {
-        let child = Command::new(support::example_binary("faults"))
+    for (transport, medium) in [
+        ("fusion", "pipes"),
+        ("rmcp", "pipes"),
+        ("fusion", "socket"),
+        ("rmcp", "socket"),
+    ] {
+        let mut command = Command::new(support::example_binary("faults"));
+        command
             .env("FUSION_STDIO_TRANSPORT", transport)
             .env("RUST_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn examples/faults");
-        let mut child = KillOnDrop::new(child);
+            .stderr(Stdio::null());
+        // The watchdog in `KillOnDrop` bounds the blocking reads and writes below.
+        let (mut child, to_server, from_server): (KillOnDrop, Box<dyn Write>, Box<dyn Read>) =
+            if medium == "pipes" {
+                command.stdin(Stdio::piped()).stdout(Stdio::piped());
+                let mut child = KillOnDrop::new(command.spawn().expect("spawn examples/faults"));
+                let stdin = child.0.stdin.take().expect("stdin");
+                let stdout = child.0.stdout.take().expect("stdout");
+                (child, Box::new(stdin), Box::new(stdout))
+            } else {
+                socket_child(command)
+            };
         let pid = child.0.id();
-        // Bounds the blocking reads below: the kill closes stdout, and reading fails.
-        let watchdog = Arc::new(Mutex::new(false));
-        {
-            let done = Arc::clone(&watchdog);
-            thread::spawn(move || {
-                thread::sleep(Duration::from_secs(120));
-                if !*done.lock().unwrap_or_else(|e| e.into_inner()) {
-                    let _ = Command::new("kill")
-                        .arg("-KILL")
-                        .arg(pid.to_string())
-                        .status();
-                }
-            });
-        }
-        let mut writer = BufWriter::new(child.0.stdin.take().expect("stdin"));
-        let mut reader = BufReader::new(child.0.stdout.take().expect("stdout"));
+        let mut writer = BufWriter::new(to_server);
+        let mut reader = BufReader::new(from_server);
         let mut line = String::new();
         writeln!(
             writer,
@@ -640,12 +640,32 @@ fn throughput() {
         let cpu = cpu_ticks(pid).saturating_sub(cpu_before);
         let cpu_us_per_call = cpu as f64 * 1e6 / clock_ticks_per_second() / CALLS as f64;
         println!(
-            "{transport:>6}: {CALLS} echo calls, {IN_FLIGHT} in flight: {:.3} s, {:.0} calls/s, server CPU {:.1} µs/call",
+            "{transport:>6} over {medium:<6}: {CALLS} echo calls, {IN_FLIGHT} in flight: {:.3} s, {:.0} calls/s, server CPU {:.1} µs/call",
             wall.as_secs_f64(),
             CALLS as f64 / wall.as_secs_f64(),
             cpu_us_per_call
         );
+        drop(child.0.stdin.take());
     }
+}
+
+/// Spawns `command` with a socket pair as its stdin and stdout.
+#[cfg(unix)]
+fn socket_child(mut command: Command) -> (KillOnDrop, Box<dyn Write>, Box<dyn Read>) {
+    use std::os::{fd::OwnedFd, unix::net::UnixStream};
+    let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+    let theirs_out = theirs.try_clone().expect("clone");
+    command
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::from(OwnedFd::from(theirs_out)));
+    let child = KillOnDrop::new(command.spawn().expect("spawn examples/faults"));
+    let writer = ours.try_clone().expect("clone");
+    (child, Box::new(writer), Box::new(ours))
+}
+
+#[cfg(not(unix))]
+fn socket_child(_command: Command) -> (KillOnDrop, Box<dyn Write>, Box<dyn Read>) {
+    unimplemented!("socket pairs are a Unix thing")
 }
 
 /// A child process killed when dropped, and by a watchdog after [`PROCESS_LIMIT`]: blocking

@@ -42,6 +42,8 @@ pub(crate) const GROUP: &str = "group";
 pub(crate) const ACTION: &str = "action";
 /// `#[mcp_tool(presenter = path)]`
 pub(crate) const PRESENTER: &str = "presenter";
+/// `#[mcp_tool(idempotency_key = "request_id")]`
+pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency_key";
 
 /// Every key of `#[mcp_tool(...)]`, in the order the error message lists them.
 pub(crate) const TOOL_KEYS: &[&str] = &[
@@ -59,6 +61,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     GROUP,
     ACTION,
     PRESENTER,
+    IDEMPOTENCY_KEY,
     CRATE,
 ];
 

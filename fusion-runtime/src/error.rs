@@ -58,6 +58,14 @@ pub enum FailureKind {
     Panic,
     /// The client cancelled the request; the handler was dropped.
     Cancelled,
+    /// A destructive, non-idempotent tool timed out or lost its connection mid-call: it
+    /// may or may not have done its work.
+    UnknownOutcome {
+        /// What happened (`timeout`, `transient_exhausted`, ...).
+        cause: &'static str,
+        /// A read-only tool (or `group` action) to check with, if there is one.
+        check_with: Option<String>,
+    },
 }
 
 /// A failed call: what kind, the error's own words and source chain, and how many times
@@ -179,6 +187,7 @@ impl Failure {
             FailureKind::CircuitOpen { .. } => "circuit_open",
             FailureKind::Panic => "panic",
             FailureKind::Cancelled => "cancelled",
+            FailureKind::UnknownOutcome { .. } => "unknown",
             FailureKind::Handler(classification) => {
                 match (classification.code, classification.class) {
                     (Some(code), _) => code.as_str(),
@@ -253,6 +262,21 @@ impl Failure {
             ),
             FailureKind::Handler(classification) => {
                 self.handler_message(tool, classification, correlation_id)
+            }
+            FailureKind::UnknownOutcome { cause, check_with } => {
+                let what = if *cause == "timeout" {
+                    "did not finish in time"
+                } else {
+                    "lost its connection"
+                };
+                let mut text = format!(
+                    "Tool {tool} {what}, and the operation may or may not have completed. Do not call it again blindly: check before calling again"
+                );
+                match check_with {
+                    Some(check) => text.push_str(&format!(", for example with {check}.")),
+                    None => text.push('.'),
+                }
+                text
             }
             FailureKind::Cancelled => format!("The call to {tool} was cancelled by the client."),
         }

@@ -33,6 +33,7 @@ mod call;
 mod classify;
 mod constraint;
 mod error;
+pub mod idempotency;
 pub mod log;
 pub mod metrics;
 pub mod middleware;

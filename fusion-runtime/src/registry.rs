@@ -129,6 +129,20 @@ impl<C> Registry<C> {
         })
     }
 
+    /// How a caller would check what the action at `index` did: a read-only action of the
+    /// same group, as the model should call it ("`db_user` action `find_many`").
+    pub(crate) fn read_only_sibling(&self, index: usize) -> Option<String> {
+        let group = self.handlers[index].spec.group?;
+        let actions = self.groups.get(group)?;
+        let (action, _) = actions.iter().find(|(_, sibling)| {
+            *sibling != index && self.handlers[*sibling].spec.annotations.read_only == Some(true)
+        })?;
+        Some(match self.entries.get(group) {
+            Some(_) => format!("`{group}` action `{action}`"),
+            None => format!("`{group}_{action}`"),
+        })
+    }
+
     /// Whether `name` is a listed tool, a group or a handler's own name (for middleware
     /// targets).
     pub(crate) fn knows(&self, name: &str) -> bool {

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use crate::{
     call::Call,
     error::{Failure, FailureKind},
+    idempotency::{Claim, IdempotencyStore, MemoryStore},
     log::Redactor,
     metrics::{MetricsSnapshot, ToolMetrics},
     middleware::{CallInfo, Guard, Middleware},
@@ -86,6 +87,8 @@ struct Inner<C> {
     fatal: tokio::sync::watch::Sender<bool>,
     /// Counters per handler, by index.
     metrics: Vec<ToolMetrics>,
+    idempotency: Arc<dyn IdempotencyStore>,
+    idempotency_window: Duration,
     /// The level of the event of a successful call.
     ok_level: tracing::Level,
     /// The client's `logging/setLevel`. One per server: over stdio a server has one
@@ -149,6 +152,8 @@ pub struct ServerBuilder<C = ()> {
     group_descriptions: HashMap<String, String>,
     middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
     ok_level: tracing::Level,
+    idempotency: Arc<dyn IdempotencyStore>,
+    idempotency_window: Duration,
     errors: Vec<BuildError>,
 }
 
@@ -216,6 +221,8 @@ impl Server<()> {
             group_descriptions: HashMap::new(),
             middleware: Vec::new(),
             ok_level: tracing::Level::INFO,
+            idempotency: Arc::new(MemoryStore::new()),
+            idempotency_window: Duration::from_secs(600),
             errors: Vec::new(),
         }
     }
@@ -251,6 +258,8 @@ impl ServerBuilder<()> {
             group_descriptions: self.group_descriptions,
             middleware: Vec::new(),
             ok_level: self.ok_level,
+            idempotency: self.idempotency,
+            idempotency_window: self.idempotency_window,
             errors,
         }
     }
@@ -281,6 +290,20 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// servers' logs to failures. Failures log at warn (the client's mistakes) or error.
     pub fn log_successes_at(mut self, level: tracing::Level) -> Self {
         self.ok_level = level;
+        self
+    }
+
+    /// Where results of calls with an idempotency key are kept (in memory by default);
+    /// replicas behind a load balancer share one store.
+    pub fn idempotency_store(mut self, store: impl IdempotencyStore) -> Self {
+        self.idempotency = Arc::new(store);
+        self
+    }
+
+    /// How long a result is returned again for a repeated idempotency key (10 minutes by
+    /// default).
+    pub fn idempotency_window(mut self, window: Duration) -> Self {
+        self.idempotency_window = window;
         self
     }
 
@@ -485,6 +508,8 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 runtime,
                 fatal: tokio::sync::watch::channel(false).0,
                 metrics: (0..handler_count).map(|_| ToolMetrics::default()).collect(),
+                idempotency: self.idempotency,
+                idempotency_window: self.idempotency_window,
                 ok_level: self.ok_level,
                 log_level: std::sync::Mutex::new(None),
             }),
@@ -562,6 +587,32 @@ pub(crate) struct CallReport {
 /// Exit code after a handler's fatal error (`EX_SOFTWARE`): the call was answered, the
 /// event logged, and the process ends instead of limping on.
 pub const EXIT_FATAL: u8 = 70;
+
+impl CallReport {
+    /// The report as stored for an idempotency key.
+    fn to_json(&self) -> Value {
+        serde_json::json!({
+            "result": serde_json::to_value(&self.result).unwrap_or(Value::Null),
+            "data": self.data,
+            "system_rules": self.system_rules,
+            "ui_blocks": serde_json::to_value(&self.ui_blocks).unwrap_or(Value::Null),
+        })
+    }
+
+    /// A stored report; `None` if the store returned something else.
+    fn from_json(stored: Value) -> Option<Self> {
+        let Value::Object(mut stored) = stored else {
+            return None;
+        };
+        Some(Self {
+            result: serde_json::from_value(stored.remove("result")?).ok()?,
+            data: stored.remove("data").unwrap_or(Value::Null),
+            system_rules: serde_json::from_value(stored.remove("system_rules")?).ok()?,
+            ui_blocks: serde_json::from_value(stored.remove("ui_blocks")?).ok()?,
+            fatal: false,
+        })
+    }
+}
 
 /// The `_meta` key under which invalid-argument results list their problems, for
 /// programmatic clients: `[{path, code, expected, received, hint}]`.
@@ -647,6 +698,38 @@ impl<C: Send + Sync + 'static> Server<C> {
         if let Some(metrics) = metrics {
             metrics.started();
         }
+        // An idempotency key seen before returns the first call's result.
+        let idempotency_key = handler.and_then(|index| self.idempotency_key(index, &target, &args));
+        if let Some(key) = &idempotency_key {
+            let claim = tokio::select! {
+                biased;
+                claim = self.inner.idempotency.claim(key, self.inner.idempotency_window) => Some(claim),
+                () = call.cancelled() => None,
+            };
+            if let Some(Claim::Replay(stored)) = claim
+                && let Some(report) = CallReport::from_json(stored)
+            {
+                let latency = started.elapsed();
+                if let Some(metrics) = metrics {
+                    metrics.finished("replayed", latency, 0);
+                }
+                crate::log::call_event(&crate::log::CallRecord {
+                    tool,
+                    action: target.action,
+                    request_id: call.request_id(),
+                    args: &args,
+                    correlation_id: &correlation_id,
+                    latency,
+                    outcome: "replayed",
+                    attempts: 0,
+                    failure: None,
+                    message: "",
+                    redactor: &redactor,
+                    ok_level: self.inner.ok_level,
+                });
+                return report;
+            }
+        }
         // A cancelled request drops the handler's future (its destructors run); the
         // transport sends no answer for a cancelled id, as the protocol says.
         let (outcome, attempts) = match resolved {
@@ -661,6 +744,16 @@ impl<C: Send + Sync + 'static> Server<C> {
             self.render(&target, handler, outcome, &correlation_id, &redactor);
         if outcome_name == "ok" && attempts > 1 {
             outcome_name = "retried_ok";
+        }
+        if let Some(key) = &idempotency_key {
+            // Successes are kept for the window; a failure frees the key for a new try.
+            if rendered.failure.is_none() {
+                self.inner
+                    .idempotency
+                    .complete(key, rendered.report.to_json());
+            } else {
+                self.inner.idempotency.release(key);
+            }
         }
         let latency = started.elapsed();
         if let Some(metrics) = metrics {
@@ -732,6 +825,22 @@ impl<C: Send + Sync + 'static> Server<C> {
         let mut receiver = self.inner.fatal.subscribe();
         // `wait_for` fails only when the sender is gone, and the server owns it.
         let _ = receiver.wait_for(|fatal| *fatal).await;
+    }
+
+    /// The store key of a call to a tool with an idempotency key argument that the call
+    /// sets: the tool, the action and the key's value.
+    fn idempotency_key(&self, index: usize, target: &Target<'_>, args: &Value) -> Option<String> {
+        let name = self.inner.registry.handlers[index].spec.idempotency_key?;
+        let value = match args.get(name)? {
+            Value::String(text) if !text.is_empty() => text.clone(),
+            Value::Number(number) => number.to_string(),
+            _ => return None,
+        };
+        Some(format!(
+            "{}/{}:{value}",
+            target.tool,
+            target.action.unwrap_or("")
+        ))
     }
 
     /// The metrics of every tool handler: calls by outcome, latency percentiles, calls in
@@ -829,7 +938,14 @@ impl<C: Send + Sync + 'static> Server<C> {
         let definition = &self.inner.registry.handlers[index];
         let runtime = &self.inner.runtime[index];
         let tool = definition.spec.name;
-        let retry = runtime.policy.retry.unwrap_or(RetryPolicy::NONE);
+        // Repeating a destructive call that is not idempotent may repeat its effect (a
+        // second order, a second payment): never retried, whatever the server default.
+        let unsafe_to_repeat = definition.spec.is_unsafe_to_repeat();
+        let retry = if unsafe_to_repeat {
+            RetryPolicy::NONE
+        } else {
+            runtime.policy.retry.unwrap_or(RetryPolicy::NONE)
+        };
         if let Some(circuit) = &runtime.circuit
             && let Admission::Reject(retry_after) = circuit.admit()
         {
@@ -858,6 +974,23 @@ impl<C: Send + Sync + 'static> Server<C> {
                         return (with_attempts(outcome, attempt), attempt);
                     }
                 }
+            }
+            if unsafe_to_repeat && transient {
+                // A timeout or a dropped connection says nothing about whether the effect
+                // happened: say so, instead of inviting a retry.
+                let check_with = self.inner.registry.read_only_sibling(index);
+                let kind = FailureKind::UnknownOutcome {
+                    cause: match &outcome {
+                        Outcome::Failure(failure) => failure.outcome_name(),
+                        Outcome::Success(_) => "ok",
+                    },
+                    check_with,
+                };
+                let mut failure = Failure::new(kind);
+                if let Outcome::Failure(original) = outcome {
+                    failure.chain = original.chain;
+                }
+                return (with_attempts(Outcome::Failure(failure), attempt), attempt);
             }
             if !transient || attempt >= retry.attempts {
                 return (with_attempts(outcome, attempt), attempt);

@@ -69,6 +69,16 @@ pub struct ToolSpec {
     pub group: Option<&'static str>,
     /// The action's name within its group.
     pub action: Option<&'static str>,
+    /// The argument whose value identifies a call for deduplication.
+    pub idempotency_key: Option<&'static str>,
+}
+
+impl ToolSpec {
+    /// Destructive and not idempotent: running it twice may do the harm twice, so the
+    /// runtime never retries it.
+    pub fn is_unsafe_to_repeat(&self) -> bool {
+        self.annotations.destructive == Some(true) && self.annotations.idempotent != Some(true)
+    }
 }
 
 /// A tool with its types erased: its spec, its schemas, its argument validator and a

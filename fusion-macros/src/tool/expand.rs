@@ -234,6 +234,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         }
         (None, _) => option_lit(None),
     };
+    let idempotency_key = option_lit(tool.attrs.idempotency_key.as_ref());
     let spec = {
         let title = option_lit(tool.attrs.title.as_ref());
         let read_only = option_flag(tool.attrs.read_only);
@@ -254,6 +255,7 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
                 policy: #policy,
                 group: #group,
                 action: #action,
+                idempotency_key: #idempotency_key,
             }
         }
     };

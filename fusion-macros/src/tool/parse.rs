@@ -37,6 +37,8 @@ pub(crate) struct ToolAttrs {
     /// A function presenting the success value: `fn(&T) -> Presentation` or
     /// `fn(&T, &Ctx) -> Presentation`.
     pub(crate) presenter: Option<Path>,
+    /// The argument whose value deduplicates calls.
+    pub(crate) idempotency_key: Option<LitStr>,
 }
 
 /// A duration written as `"250ms"`, `"5s"` or `"2m"`, in milliseconds.
@@ -290,6 +292,10 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             symbol::PRESENTER => {
                 let path: Path = meta.value()?.parse()?;
                 set_once(cx, &meta, &mut attrs.presenter, path);
+            }
+            // idempotency_key = "request_id"
+            symbol::IDEMPOTENCY_KEY => {
+                set_once(cx, &meta, &mut attrs.idempotency_key, string_value(&meta)?)
             }
             // crate = "my::path" | crate = my::path
             symbol::CRATE => {

@@ -17,6 +17,7 @@ pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
     check_hints(tool, cx);
     check_policy(tool, cx);
     check_group(tool, cx);
+    check_repeat_safety(tool, cx);
 }
 
 fn check_signature(tool: &ToolFn, cx: &mut Ctxt) {
@@ -263,6 +264,35 @@ fn check_policy(tool: &ToolFn, cx: &mut Ctxt) {
             cx.error_spanned_by(
                 reconnect,
                 "`reconnect` takes a field of the context, such as `db` or `clients.search`",
+            );
+        }
+    }
+}
+
+fn check_repeat_safety(tool: &ToolFn, cx: &mut Ctxt) {
+    let attrs = &tool.attrs;
+    let destructive = attrs.destructive.is_some_and(|flag| flag.value);
+    let idempotent = attrs.idempotent.is_some_and(|flag| flag.value);
+    if let Some(retry) = &attrs.retry
+        && destructive
+        && !idempotent
+    {
+        cx.error_spanned_by(
+            &retry.key,
+            "a `destructive` tool that is not `idempotent` is never retried: running it again may repeat its effect; mark it `idempotent` if repeating is harmless, or drop `retry(..)`",
+        );
+    }
+    if let Some(key) = &attrs.idempotency_key {
+        let name = key.value();
+        let found = tool.params.iter().any(|param| {
+            param.ctx.is_none()
+                && param.call.is_none()
+                && param.ident.to_string().trim_start_matches("r#") == name
+        });
+        if !found {
+            cx.error_spanned_by(
+                key,
+                format!("`idempotency_key` names an argument of the tool, and there is no argument `{name}`; add one (e.g. `{name}: Option<String>`) or name an existing one"),
             );
         }
     }

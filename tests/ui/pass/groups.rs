@@ -18,10 +18,10 @@ struct Row {
     id: u32,
 }
 
-fn rows(list: &[Row], ctx: &Ctx) -> Presentation {
+fn rows(found: &[Row], ctx: &Ctx) -> Presentation {
     Presentation::new()
         .rule(if ctx.admin { "admin view" } else { "guest view" })
-        .ui(UiBlock::markdown(format!("{} rows", list.len())))
+        .ui(UiBlock::markdown(format!("{} rows", found.len())))
 }
 
 /// List rows.

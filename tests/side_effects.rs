@@ -1,0 +1,171 @@
+//! Retries never repeat a side effect: a destructive, non-idempotent tool is run once and
+//! reports an unknown outcome on a timeout; idempotency keys run a call once per key, also
+//! under concurrency; read-only tools are still retried.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::Duration,
+};
+
+use fusion_runtime::{Classify, RetryPolicy, Server, prelude::*, testing::Tester};
+use serde_json::json;
+
+#[derive(Clone, Default)]
+struct Shop {
+    runs: Arc<AtomicU32>,
+}
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum ShopError {
+    #[error("the payment gateway connection was reset")]
+    #[transient]
+    Reset,
+}
+
+/// Create an order (not idempotent: a second call makes a second order).
+#[mcp_tool(group = "orders", action = "create", destructive, timeout = "30ms")]
+async fn create_order(#[ctx] shop: &Shop, hang: bool) -> Result<String, ShopError> {
+    shop.runs.fetch_add(1, Ordering::SeqCst);
+    if hang {
+        std::future::pending::<()>().await;
+    }
+    Err(ShopError::Reset)
+}
+
+/// List orders.
+#[mcp_tool(group = "orders", action = "list", read_only)]
+async fn list_orders() -> Vec<String> {
+    Vec::new()
+}
+
+/// Place an order once per request id.
+#[mcp_tool(destructive, idempotency_key = "request_id")]
+async fn place_order(#[ctx] shop: &Shop, item: String, request_id: Option<String>) -> String {
+    let number = shop.runs.fetch_add(1, Ordering::SeqCst) + 1;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let _ = request_id;
+    format!("order #{number} for {item}")
+}
+
+/// Look something up; fails transiently on the first two runs.
+#[mcp_tool(read_only)]
+async fn lookup(#[ctx] shop: &Shop) -> Result<String, ShopError> {
+    if shop.runs.fetch_add(1, Ordering::SeqCst) < 2 {
+        Err(ShopError::Reset)
+    } else {
+        Ok("found".into())
+    }
+}
+
+fn tester() -> (Tester<Shop>, Shop) {
+    let shop = Shop::default();
+    let context = shop.clone();
+    let server = Server::builder("shop", "0")
+        .context(move || context.clone())
+        // A server-wide default that would retry everything transient three times.
+        .retry(RetryPolicy::new(3, Duration::from_millis(1)))
+        .tool(create_order)
+        .tool(list_orders)
+        .tool(place_order)
+        .tool(lookup)
+        .build();
+    (Tester::new(server), shop)
+}
+
+#[tokio::test]
+async fn a_destructive_tool_that_times_out_runs_once_and_says_unknown() {
+    let (tester, shop) = tester();
+    let result = tester
+        .call_action("orders", "create", json!({"hang": true}))
+        .await;
+    assert!(result.is_error);
+    assert_eq!(shop.runs.load(Ordering::SeqCst), 1, "run once, not retried");
+    let text = result.text();
+    assert!(text.contains("may or may not have completed"), "{text}");
+    assert!(
+        text.contains("`orders` action `list`"),
+        "names a read-only tool to check with: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_destructive_tool_whose_connection_drops_is_not_retried_either() {
+    let (tester, shop) = tester();
+    let result = tester
+        .call_action("orders", "create", json!({"hang": false}))
+        .await;
+    assert!(result.is_error);
+    assert_eq!(shop.runs.load(Ordering::SeqCst), 1);
+    assert!(
+        result.text().contains("lost its connection"),
+        "{}",
+        result.text()
+    );
+}
+
+#[tokio::test]
+async fn the_same_key_twice_creates_once() {
+    let (tester, shop) = tester();
+    let first = tester
+        .call("place_order", json!({"item": "lamp", "request_id": "r-1"}))
+        .await;
+    let second = tester
+        .call("place_order", json!({"item": "lamp", "request_id": "r-1"}))
+        .await;
+    assert_eq!(shop.runs.load(Ordering::SeqCst), 1);
+    assert_eq!(first.text(), "order #1 for lamp");
+    assert_eq!(
+        second.text(),
+        first.text(),
+        "the second call returns the first result"
+    );
+    let other = tester
+        .call("place_order", json!({"item": "lamp", "request_id": "r-2"}))
+        .await;
+    assert_eq!(other.text(), "order #2 for lamp");
+    let without = tester.call("place_order", json!({"item": "lamp"})).await;
+    assert_eq!(
+        without.text(),
+        "order #3 for lamp",
+        "no key, no deduplication"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_calls_with_one_key_run_the_handler_once() {
+    let (tester, shop) = tester();
+    let calls = (0..10).map(|_| {
+        let tester = tester.clone();
+        async move {
+            tester
+                .call("place_order", json!({"item": "desk", "request_id": "same"}))
+                .await
+        }
+    });
+    let results = futures_util::future::join_all(calls).await;
+    assert_eq!(
+        shop.runs.load(Ordering::SeqCst),
+        1,
+        "one run for ten concurrent calls"
+    );
+    assert!(
+        results.iter().all(|r| r.text() == "order #1 for desk"),
+        "{:?}",
+        results.iter().map(|r| r.text()).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn a_read_only_tool_is_still_retried() {
+    let (tester, shop) = tester();
+    let result = tester.call("lookup", json!({})).await;
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(
+        shop.runs.load(Ordering::SeqCst),
+        3,
+        "two transient failures, then success"
+    );
+}
