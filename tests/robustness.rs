@@ -1,14 +1,15 @@
 //! The stdio server against hostile input, over a real process boundary.
 //!
-//! Spawns `examples/faults` (`src/faults.rs`: tools that hang, sleep, print to stdout, echo
-//! and panic) and
-//! writes raw lines to its stdin: malformed JSON, JSON that is not JSON-RPC, an unknown
-//! method, a panic, a cancelled call, 200 concurrent calls, a 10 MB argument, a line over
-//! the size limit, 10,000-deep nesting, stray bytes, a tool that prints. Each request gets
-//! exactly one answer (none for the cancelled one), the server answers a ping after each,
-//! and every line on its stdout is a JSON-RPC message. Then stdin closes while `hang` runs:
-//! the process must exit with 0 within the shutdown grace (5 s) plus a margin, dropping
-//! the call. Other tests serve over a regular file and over a socket instead of pipes.
+//! Spawns `examples/faults` (`src/faults.rs`: tools that hang, sleep, print to stdout,
+//! echo, panic and fail fatally) and writes raw lines to its stdin: malformed JSON, JSON
+//! that is not JSON-RPC, an unknown method, a panic, a cancelled call, 200 concurrent
+//! calls, a 10 MB argument, a line over the size limit, 10,000-deep nesting, stray bytes,
+//! a tool that prints. Each request gets exactly one answer (none for the cancelled one),
+//! the server answers a ping after each, and every line on its stdout is a JSON-RPC
+//! message. Then stdin closes while `hang` runs: the process must exit with 0 within the
+//! shutdown grace (5 s) plus a margin, dropping the call. Other tests: a call running when
+//! stdin closes is answered first; a fatal error is answered, then the process exits 70;
+//! the server works over a regular file and over a socket pair instead of pipes.
 //!
 //! Needs the built example (`cargo build --examples`; `cargo test` builds it). Every wait
 //! is bounded and the child is killed on every exit path.
@@ -435,6 +436,37 @@ fn a_call_running_when_stdin_closes_is_answered_before_exit() {
     );
     let answer = server.answer(&json!("slow"));
     assert_eq!(text(&answer), "slept 800 ms", "{answer}");
+}
+
+#[test]
+fn a_fatal_error_is_answered_then_the_process_exits_70() {
+    let mut server = Faults::spawn();
+    server.initialize();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"ms": 300}}}),
+    );
+    let fatal = server.call(json!("fatal"), "fail_with", json!({"kind": "fatal"}));
+    assert_eq!(fatal["result"]["isError"], true, "{fatal}");
+    // The call in flight is still answered before the process goes.
+    let slow = server.answer(&json!("slow"));
+    assert_eq!(text(&slow), "slept 300 ms", "{slow}");
+    let started = Instant::now();
+    let status = loop {
+        if let Ok(Some(status)) = server.child.0.try_wait() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(70),
+        "{}",
+        server.stderr()
+    );
 }
 
 /// Requests for the file and socket tests: the handshake, a call, garbage, a printing tool.

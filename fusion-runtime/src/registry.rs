@@ -51,6 +51,7 @@ impl<C> Registry<C> {
         handlers: Vec<ToolDefinition<C>>,
         exposure: Exposure,
         group_descriptions: &HashMap<String, String>,
+        keep_refs: bool,
     ) -> Result<Self, Vec<BuildError>> {
         let mut errors = Vec::new();
         let mut groups: HashMap<&'static str, Vec<(&'static str, usize)>> = HashMap::new();
@@ -87,13 +88,14 @@ impl<C> Registry<C> {
         for listed in order {
             let (name, entry, tool) = match listed {
                 Listed::Single(index, name) => {
-                    let tool = wire_tool(&name, &handlers[index]);
+                    let tool = wire_tool(&name, &handlers[index], keep_refs);
                     (name, Entry::Single(index), tool)
                 }
                 Listed::Group(group) => {
                     let actions = groups.get(group).cloned().unwrap_or_default();
-                    let tool =
+                    let mut tool =
                         group_tool(group, group_descriptions.get(group), &actions, &handlers);
+                    tool.input_schema = listed_schema(&tool.input_schema, keep_refs);
                     (group.to_owned(), Entry::Group(actions), tool)
                 }
             };
@@ -252,18 +254,28 @@ fn annotations(hints: Annotations, title: Option<&str>) -> Option<rmcp::model::T
     Some(annotations)
 }
 
-fn wire_tool<C>(name: &str, definition: &ToolDefinition<C>) -> rmcp::model::Tool {
+/// A schema as clients get it: references inlined unless the server keeps them.
+fn listed_schema(schema: &Arc<Map<String, Value>>, keep_refs: bool) -> Arc<Map<String, Value>> {
+    if keep_refs || !schema.contains_key("$defs") {
+        return Arc::clone(schema);
+    }
+    let mut inlined = (**schema).clone();
+    crate::schema::inline_refs(&mut inlined);
+    Arc::new(inlined)
+}
+
+fn wire_tool<C>(name: &str, definition: &ToolDefinition<C>, keep_refs: bool) -> rmcp::model::Tool {
     let spec = &definition.spec;
     let mut tool = rmcp::model::Tool::new(
         name.to_owned(),
         spec.description,
-        Arc::clone(&definition.input_schema),
+        listed_schema(&definition.input_schema, keep_refs),
     );
     if let Some(title) = spec.title {
         tool = tool.with_title(title);
     }
     if let Some(schema) = &definition.output_schema {
-        tool = tool.with_raw_output_schema(Arc::clone(schema));
+        tool = tool.with_raw_output_schema(listed_schema(schema, keep_refs));
     }
     if let Some(annotations) = annotations(spec.annotations, spec.title) {
         tool = tool.with_annotations(annotations);
@@ -286,7 +298,10 @@ fn group_tool<C>(
     for (action, index) in actions {
         let schema = &handlers[*index].input_schema;
         let description = handlers[*index].spec.description;
-        action_lines.push(format!("`{action}`: {}", first_line(description)));
+        action_lines.push(format!(
+            "`{action}`: {}",
+            first_line(description).trim_end_matches('.')
+        ));
         if let Some(Value::Object(action_defs)) = schema.get("$defs") {
             for (name, def) in action_defs {
                 defs.entry(name.clone()).or_insert_with(|| def.clone());

@@ -83,6 +83,23 @@ const STANDARD_FORMATS: &[&str] = &[
 /// (what it meant), `ip` becomes `anyOf` IPv4 or IPv6, and other unknown formats (`double`,
 /// `float`) are dropped.
 pub fn make_portable(object: &mut Map<String, Value>) {
+    // `"type": ["string", "null"]` (how schemars writes `Option<String>`) becomes `anyOf` of
+    // single types: clients that map schemas onto a one-`type` dialect (Gemini's function
+    // declarations) reject type arrays. The meaning is the same.
+    if let Some(Value::Array(types)) = object.get("type")
+        && !object.contains_key("anyOf")
+    {
+        let branches: Vec<Value> = types
+            .iter()
+            .map(|single| {
+                let mut branch = Map::new();
+                branch.insert("type".into(), single.clone());
+                Value::Object(branch)
+            })
+            .collect();
+        object.remove("type");
+        object.insert("anyOf".into(), Value::Array(branches));
+    }
     if let Some(Value::String(format)) = object.get("format") {
         let format = format.clone();
         if let Some((min, max)) = crate::validate::integer_format_range(&format) {
@@ -161,6 +178,75 @@ pub(crate) fn secret_keys(schema: &Map<String, Value>) -> Vec<String> {
     let mut keys = Vec::new();
     walk(&Value::Object(schema.clone()), &mut keys, 0);
     keys
+}
+
+/// Replaces every `$ref` into `$defs` by the definition itself, so clients that do not
+/// resolve references see whole schemas; definitions that refer to themselves (recursive
+/// types) stay in `$defs`, referenced.
+pub fn inline_refs(object: &mut Map<String, Value>) {
+    let Some(Value::Object(defs)) = object.remove("$defs") else {
+        return;
+    };
+    let mut kept = Map::new();
+    let mut root = Value::Object(std::mem::take(object));
+    inline(&mut root, &defs, &mut Vec::new(), &mut kept, 0);
+    if let Value::Object(inlined) = root {
+        *object = inlined;
+    }
+    if !kept.is_empty() {
+        object.insert("$defs".into(), Value::Object(kept));
+    }
+}
+
+fn inline(
+    value: &mut Value,
+    defs: &Map<String, Value>,
+    path: &mut Vec<String>,
+    kept: &mut Map<String, Value>,
+    depth: usize,
+) {
+    if depth > 128 {
+        return;
+    }
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::String(reference)) = object.get("$ref")
+                && let Some(name) = reference.strip_prefix("#/$defs/")
+                && let Some(def) = defs.get(name)
+            {
+                let name = name.to_owned();
+                if path.contains(&name) {
+                    // Recursive: keep the reference and the definition.
+                    if !kept.contains_key(&name) {
+                        let mut def = def.clone();
+                        kept.insert(name.clone(), Value::Null);
+                        inline(&mut def, defs, &mut vec![name.clone()], kept, depth + 1);
+                        kept.insert(name, def);
+                    }
+                    return;
+                }
+                let mut resolved = def.clone();
+                path.push(name);
+                inline(&mut resolved, defs, path, kept, depth + 1);
+                path.pop();
+                object.remove("$ref");
+                // Keywords beside the reference (a parameter's own description) win.
+                if let Value::Object(resolved) = resolved {
+                    for (key, inner) in resolved {
+                        object.entry(key).or_insert(inner);
+                    }
+                }
+                return;
+            }
+            for inner in object.values_mut() {
+                inline(inner, defs, path, kept, depth + 1);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| inline(item, defs, path, kept, depth + 1)),
+        _ => {}
+    }
 }
 
 fn into_object(schema: Schema) -> Map<String, Value> {

@@ -154,6 +154,7 @@ pub struct ServerBuilder<C = ()> {
     ok_level: tracing::Level,
     idempotency: Arc<dyn IdempotencyStore>,
     idempotency_window: Duration,
+    keep_schema_refs: bool,
     errors: Vec<BuildError>,
 }
 
@@ -223,6 +224,7 @@ impl Server<()> {
             ok_level: tracing::Level::INFO,
             idempotency: Arc::new(MemoryStore::new()),
             idempotency_window: Duration::from_secs(600),
+            keep_schema_refs: false,
             errors: Vec::new(),
         }
     }
@@ -260,6 +262,7 @@ impl ServerBuilder<()> {
             ok_level: self.ok_level,
             idempotency: self.idempotency,
             idempotency_window: self.idempotency_window,
+            keep_schema_refs: self.keep_schema_refs,
             errors,
         }
     }
@@ -304,6 +307,13 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// default).
     pub fn idempotency_window(mut self, window: Duration) -> Self {
         self.idempotency_window = window;
+        self
+    }
+
+    /// Lists schemas with `$defs` and `$ref`s, as schemars writes them, instead of inlining
+    /// every reference (the default: some clients do not resolve references).
+    pub fn keep_schema_refs(mut self, keep: bool) -> Self {
+        self.keep_schema_refs = keep;
         self
     }
 
@@ -434,7 +444,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     pub fn try_build(self) -> Result<Server<C>, Vec<BuildError>> {
         recover::install_panic_hook();
         let mut errors = self.errors;
-        let registry = match Registry::build(self.tools, self.exposure, &self.group_descriptions) {
+        let registry = match Registry::build(
+            self.tools,
+            self.exposure,
+            &self.group_descriptions,
+            self.keep_schema_refs,
+        ) {
             Ok(registry) => Some(registry),
             Err(found) => {
                 errors.extend(found);

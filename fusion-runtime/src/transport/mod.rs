@@ -79,7 +79,9 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// Serves the server over stdin/stdout until the client disconnects, and returns the
-    /// process exit code (`0` after a normal end, `1` when the transport failed).
+    /// process exit code: `0` after a normal end, `1` when the transport failed,
+    /// [`EXIT_FATAL`](crate::EXIT_FATAL) (`70`) after a handler's fatal error (once the
+    /// calls in flight had a moment to be answered and the answers were written).
     ///
     /// Started from a terminal, it first prints to stderr what it is and how to connect a
     /// client, instead of waiting silently for JSON-RPC.
@@ -136,10 +138,18 @@ impl<C: Send + Sync + 'static> Server<C> {
                 return ExitCode::FAILURE;
             }
         };
+        // rmcp takes the server; this handle (one `Arc`) watches for a fatal error.
+        let watched = self.clone();
         let served = rmcp::serve_server(self, transport).await;
         let code = match served {
-            Ok(service) => wait_or_abandon(service, &handle, &options).await,
+            Ok(service) => wait_or_abandon(service, &watched, &handle, &options).await,
             Err(error) => served_error_code(&error),
+        };
+        // A fatal error that raced the end of the input still decides the exit code.
+        let code = if watched.has_failed_fatally() {
+            ExitCode::from(crate::EXIT_FATAL)
+        } else {
+            code
         };
         // Answers queued last (a handshake error, the last responses) reach the client
         // before the process goes.
@@ -184,6 +194,9 @@ const LEGACY_TRANSPORT_ENV: &str = "FUSION_STDIO_TRANSPORT";
 /// waiting for those.
 const WIND_DOWN: Duration = Duration::from_millis(500);
 
+/// How long, after a fatal error, the calls in flight may take to be answered.
+const FATAL_ANSWER_WAIT: Duration = Duration::from_secs(1);
+
 /// How long the last answers may take to reach the client.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -195,16 +208,20 @@ const ABANDON_EXIT_DELAY: Duration = Duration::from_secs(3);
 type RunningServer<C> = rmcp::service::RunningService<RoleServer, Server<C>>;
 
 /// Waits for the service to end, but not for calls still running once stdin has closed
-/// and the transport's grace period is over.
+/// and the transport's grace period is over, nor past a handler's fatal error.
 async fn wait_or_abandon<C: Send + Sync + 'static>(
     service: RunningServer<C>,
+    server: &Server<C>,
     handle: &StdioHandle,
     options: &StdioOptions,
 ) -> ExitCode {
+    // The service stays alive (inside `waiting`) until this returns, so answers keep
+    // flowing while the branches below wait.
     let waiting = service.waiting();
     tokio::pin!(waiting);
     tokio::select! {
         ended = &mut waiting => ended_code(ended),
+        () = server.fatal_error() => fatal_exit(handle).await,
         () = handle.input_ended() => {
             let abandoned = handle.pending();
             if abandoned == 0 {
@@ -219,22 +236,36 @@ async fn wait_or_abandon<C: Send + Sync + 'static>(
                 grace_ms = options.shutdown_grace.as_millis() as u64,
                 "stdin closed and calls were still running after the grace period; stopping without their answers"
             );
-            exit_soon(ABANDON_EXIT_DELAY);
+            exit_soon(ABANDON_EXIT_DELAY, 0);
             ExitCode::SUCCESS
         }
     }
 }
 
-/// Exits the process with code 0 after `delay` unless it ended before: the handlers of
+/// After a handler's fatal error: the calls in flight (the fatal one among them, its
+/// answer already rendered) get a moment to have their answers queued, then the process
+/// ends with [`EXIT_FATAL`](crate::EXIT_FATAL) once the output is flushed (by the caller).
+async fn fatal_exit(handle: &StdioHandle) -> ExitCode {
+    let in_flight = handle.pending_ids();
+    let deadline = tokio::time::Instant::now() + FATAL_ANSWER_WAIT;
+    // Polled rather than signalled: this runs once, and the hot path stays free of it.
+    while handle.any_pending(&in_flight) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    exit_soon(ABANDON_EXIT_DELAY, i32::from(crate::EXIT_FATAL));
+    ExitCode::from(crate::EXIT_FATAL)
+}
+
+/// Exits the process with `code` after `delay` unless it ended before: the handlers of
 /// abandoned calls are dropped with the runtime, which waits for each worker thread's
 /// current poll, and a handler that blocks its thread never yields.
-fn exit_soon(delay: Duration) {
+fn exit_soon(delay: Duration, code: i32) {
     let spawned = std::thread::Builder::new()
         .name("fusion-exit".into())
         .spawn(move || {
             std::thread::sleep(delay);
             eprintln!("fusion: a tool call blocked the runtime's shutdown; exiting");
-            std::process::exit(0);
+            std::process::exit(code);
         });
     if let Err(error) = spawned {
         tracing::warn!(target: "fusion::server", %error, "could not start the exit watchdog");

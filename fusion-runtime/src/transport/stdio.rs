@@ -405,6 +405,17 @@ impl StdioHandle {
         self.shared.pending()
     }
 
+    /// The requests received and not answered yet.
+    pub(crate) fn pending_ids(&self) -> Vec<RequestId> {
+        self.shared.unanswered().keys().cloned().collect()
+    }
+
+    /// Whether any of `ids` is still unanswered.
+    pub(crate) fn any_pending(&self, ids: &[RequestId]) -> bool {
+        let unanswered = self.shared.unanswered();
+        ids.iter().any(|id| unanswered.contains_key(id))
+    }
+
     /// Waits, at most `timeout`, until everything queued so far has been written.
     pub(crate) async fn flush(&self, timeout: Duration) {
         let (done, written) = oneshot::channel();
@@ -549,7 +560,12 @@ impl StdioTransport {
                         "stdin closed; waiting for the calls still running"
                     );
                 }
-                *self.grace_deadline.insert(Instant::now() + self.grace)
+                // `Duration::MAX` means "wait for every call": a deadline past any run.
+                let now = Instant::now();
+                let deadline = now
+                    .checked_add(self.grace)
+                    .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600));
+                *self.grace_deadline.insert(deadline)
             }
         };
         tokio::select! {
@@ -943,6 +959,12 @@ mod tests {
         let started = Instant::now();
         assert!(transport.receive().await.is_none());
         assert_eq!(started.elapsed(), Duration::ZERO);
+
+        // An unbounded grace is a deadline far away, not an overflow.
+        let forever = StdioOptions::default().shutdown_grace(Duration::MAX);
+        let (mut transport, _handle, client, _out) = pair(&forever);
+        drop(client);
+        assert!(transport.receive().await.is_none());
     }
 
     #[tokio::test]
