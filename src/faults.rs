@@ -75,6 +75,8 @@ pub struct FaultState {
     pub dropped: AtomicU32,
     /// The upstream connection.
     pub upstream: Upstream,
+    /// `blip` nonces that failed once and await their retry.
+    pub pending: Mutex<std::collections::HashSet<u64>>,
 }
 
 /// The per-call context: a handle on the shared state.
@@ -122,6 +124,22 @@ pub async fn flaky(
         return Err(UpstreamError::ConnectionReset);
     }
     Ok(format!("ok after retries for {key}"))
+}
+
+/// Fails transiently on the first run for a `nonce`, then succeeds on the retry. The set
+/// of pending nonces holds only calls in progress, so a soak test's memory stays flat.
+#[mcp_tool(retry(attempts = 3, backoff = "1ms"))]
+pub async fn blip(#[ctx] ctx: &FaultCtx, nonce: u64) -> Result<String, UpstreamError> {
+    let mut pending = ctx
+        .state
+        .pending
+        .lock()
+        .map_err(|_| UpstreamError::Garbage("poisoned".into()))?;
+    if pending.insert(nonce) {
+        return Err(UpstreamError::ConnectionReset);
+    }
+    pending.remove(&nonce);
+    Ok(format!("blip {nonce} recovered"))
 }
 
 /// Always fails transiently, without retries of its own; its circuit opens after 3.
@@ -221,6 +239,7 @@ pub fn builder(ctx: FaultCtx) -> fusion_runtime::ServerBuilder<FaultCtx> {
         .context(move || ctx.clone())
         .classify::<UpstreamError>()
         .tool(flaky)
+        .tool(blip)
         .tool(unstable)
         .tool(hang)
         .tool(deadline)
