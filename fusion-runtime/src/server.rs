@@ -549,9 +549,14 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Returns the process exit code: `0` after a normal end, `78` (`EX_CONFIG`) when the
     /// server could not be built, `1` when the transport failed.
     pub async fn serve_stdio(self) -> std::process::ExitCode {
+        self.serve_stdio_with(crate::StdioOptions::default()).await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio) with other limits (line size, shutdown grace).
+    pub async fn serve_stdio_with(self, options: crate::StdioOptions) -> std::process::ExitCode {
         match self.start().await {
             Ok(server) => {
-                let code = server.serve_stdio().await;
+                let code = server.serve_stdio_with(options).await;
                 crate::log::flush();
                 code
             }
