@@ -25,7 +25,7 @@ struct Plain {
 }
 
 /// The same ten fields, with constraints the validator must check on every call.
-#[mcp_args]
+#[mcp_type]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]

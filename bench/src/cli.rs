@@ -22,7 +22,9 @@ impl Args {
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let Some(option) = arg.strip_prefix("--") else {
-                return Err(format!("unexpected argument `{arg}`; options start with `--`"));
+                return Err(format!(
+                    "unexpected argument `{arg}`; options start with `--`"
+                ));
             };
             let (key, inline) = match option.split_once('=') {
                 Some((key, value)) => (key, Some(value.to_owned())),
@@ -110,7 +112,11 @@ mod tests {
         let unknown = Args::parse(strings(&["--cals", "1"]), &["calls"], &[]);
         assert!(unknown.is_err_and(|e| e.contains("--calls V")));
         assert!(Args::parse(strings(&["--calls"]), &["calls"], &[]).is_err());
-        assert!(Args::parse(strings(&["--calls", "x"]), &["calls"], &[])?.parse_or("calls", 1u64).is_err());
+        assert!(
+            Args::parse(strings(&["--calls", "x"]), &["calls"], &[])?
+                .parse_or("calls", 1u64)
+                .is_err()
+        );
         Ok(())
     }
 

@@ -5,9 +5,10 @@
 //! | target | what |
 //! |---|---|
 //! | `loadgen` (bin) | drives any stdio MCP server: handshake, then C `tools/call` requests in flight over one connection; prints calls/s, p50/p99 latency, server CPU µs per call and peak RSS |
-//! | `compare` (bin) | runs fusion's echo, [`rmcp-echo`](../rmcp_echo/index.html) and `floor-echo` alternately (A B C A B C) at C=1 and C=32 and prints the medians, the ratios and the goals |
+//! | `compare` (bin) | runs fusion's echo, `rmcp-echo` and `floor-echo` alternately (A B C A B C) at C=1 and C=32 and prints the medians, the ratios and the goals |
 //! | `rmcp-echo` (bin) | the same `echo` tool written as rmcp 3.11's docs show, served with `rmcp::transport::stdio()` |
 //! | `floor-echo` (bin) | the floor: a synchronous serde_json line responder, one thread |
+//! | `faulty-echo` (bin) | a deliberately broken server, for the driver's own tests |
 //! | `benches/dispatch.rs` | criterion: in-process dispatch through the tester against a hand-written serde handler, schema generation, the tester's `echo` |
 //!
 //! ```sh
@@ -18,8 +19,9 @@
 //! cargo bench -p fusion-bench --bench dispatch
 //! ```
 //!
-//! The library holds what the binaries share: the driver ([`load`]), the `/proc`
-//! readings ([`process_stats`]), the statistics ([`stats`]) and a small argument parser ([`cli`]).
+//! See `bench/README.md` for the options and what each number means. The library holds
+//! what the binaries share: the driver ([`load`]), the `/proc` readings
+//! ([`process_stats`]), the statistics ([`stats`]) and a small argument parser ([`cli`]).
 
 pub mod cli;
 pub mod load;

@@ -46,6 +46,9 @@ const FIRST_CALL_ID: u64 = 2;
 /// How long a server may take to exit after its stdin is closed before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
+/// The longest line the reader buffers; longer ones are reported and skipped.
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
 /// Examples of violations kept for the report.
 const MAX_EXAMPLES: usize = 5;
 
@@ -66,12 +69,17 @@ pub struct LoadConfig {
     pub arguments: Value,
     /// Hard limit for the whole run, handshake included; the server is killed then.
     pub timeout: Duration,
-    /// Where the server's stderr goes; `None`: a file in the temporary directory.
+    /// How long calls may stay in flight with no answer at all before the run stops
+    /// (a server that lost a request would otherwise hold the run until `timeout`).
+    pub idle_timeout: Duration,
+    /// Where the server's stderr goes (truncated first); `None`: a file in the temporary
+    /// directory, removed after a clean run.
     pub stderr: Option<PathBuf>,
 }
 
 impl LoadConfig {
-    /// `echo {"text":"hi"}` at C=1, 20,000 calls after 2,000 warm-up ones, 120 s limit.
+    /// `echo {"text":"hi"}` at C=1, 20,000 calls after 2,000 warm-up ones, 120 s limit,
+    /// 10 s without any answer.
     pub fn new(command: Vec<String>) -> Self {
         Self {
             command,
@@ -81,6 +89,7 @@ impl LoadConfig {
             tool: "echo".to_owned(),
             arguments: json!({"text": "hi"}),
             timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(10),
             stderr: None,
         }
     }
@@ -141,7 +150,8 @@ impl Violations {
 
     fn example(&mut self, what: &str, line: &[u8]) {
         if self.examples.len() < MAX_EXAMPLES {
-            self.examples.push(format!("{what}: {}", shorten(line, 240)));
+            self.examples
+                .push(format!("{what}: {}", shorten(line, 240)));
         }
     }
 }
@@ -205,7 +215,8 @@ pub struct RunReport {
     pub server_messages: u64,
     /// How the server ended after stdin closed.
     pub shutdown: Shutdown,
-    /// Where the server's stderr went.
+    /// Where the server's stderr went (removed after a clean run unless
+    /// [`LoadConfig::stderr`] named it).
     pub stderr_path: PathBuf,
 }
 
@@ -260,7 +271,11 @@ impl fmt::Display for RunReport {
             self.server_cpu_us_per_call(),
             self.server_cpu.as_secs_f64()
         )?;
-        writeln!(f, "driver CPU  {:.2} µs/call", self.driver_cpu_us_per_call())?;
+        writeln!(
+            f,
+            "driver CPU  {:.2} µs/call",
+            self.driver_cpu_us_per_call()
+        )?;
         writeln!(
             f,
             "peak RSS    {:.1} MiB (VmHWM)",
@@ -306,24 +321,30 @@ pub enum RunError {
     },
     /// The run stopped: the handshake failed, the server died, went silent past the
     /// timeout, or a write failed.
-    Stopped {
-        /// Where in the run (handshake, warm-up, measured calls).
-        phase: &'static str,
-        /// What happened.
-        reason: String,
-        /// Call ids answered so far, and how many were expected by the end of the phase.
-        answered: u64,
-        /// See `answered`.
-        expected: u64,
-        /// How the server ended (it is killed when it had not).
-        status: Option<ExitStatus>,
-        /// Violations seen before the stop.
-        violations: Violations,
-        /// The end of the server's stderr.
-        stderr_tail: String,
-        /// Where the whole stderr is.
-        stderr_path: PathBuf,
-    },
+    Stopped(Box<StoppedRun>),
+}
+
+/// Where and why a run stopped, and what was seen until then.
+#[derive(Debug)]
+pub struct StoppedRun {
+    /// Where in the run (handshake, warm-up, measured calls).
+    pub phase: &'static str,
+    /// What happened.
+    pub reason: String,
+    /// Calls answered (at least once) so far.
+    pub answered: u64,
+    /// Calls sent so far; `violations.missing` is those sent and not answered.
+    pub sent: u64,
+    /// Calls planned (warm-up and measured).
+    pub planned: u64,
+    /// How the server ended (it is killed when it had not).
+    pub status: Option<ExitStatus>,
+    /// Violations seen before the stop.
+    pub violations: Violations,
+    /// The end of the server's stderr.
+    pub stderr_tail: String,
+    /// Where the whole stderr is.
+    pub stderr_path: PathBuf,
 }
 
 impl fmt::Display for RunError {
@@ -334,20 +355,22 @@ impl fmt::Display for RunError {
             Self::Stderr { path, source } => {
                 write!(f, "cannot create {}: {source}", path.display())
             }
-            Self::Stopped {
-                phase,
-                reason,
-                answered,
-                expected,
-                status,
-                violations,
-                stderr_tail,
-                stderr_path,
-            } => {
+            Self::Stopped(stopped) => {
+                let StoppedRun {
+                    phase,
+                    reason,
+                    answered,
+                    sent,
+                    planned,
+                    status,
+                    violations,
+                    stderr_tail,
+                    stderr_path,
+                } = stopped.as_ref();
                 write!(
                     f,
                     "the run stopped during the {phase}: {reason}\n  answered {answered} of \
-                     {expected} calls"
+                     {sent} calls sent ({planned} planned)"
                 )?;
                 if let Some(status) = status {
                     write!(f, "; server {status}")?;
@@ -376,9 +399,15 @@ pub fn run(config: &LoadConfig) -> Result<RunReport, RunError> {
         return Err(RunError::Config("the server command is empty".to_owned()));
     };
     let template = RequestTemplate::new(&config.tool, &config.arguments)?;
-    let stderr_path = config.stderr.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("fusion-loadgen-{}.stderr", std::process::id()))
-    });
+    // A stderr file of our own choosing is removed after a clean run; one the caller
+    // named is kept.
+    let (stderr_path, remove_stderr) = match &config.stderr {
+        Some(path) => (path.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("fusion-loadgen-{}.stderr", std::process::id())),
+            true,
+        ),
+    };
     let stderr = File::create(&stderr_path).map_err(|source| RunError::Stderr {
         path: stderr_path.clone(),
         source,
@@ -442,18 +471,21 @@ pub fn run(config: &LoadConfig) -> Result<RunReport, RunError> {
     match measured {
         Ok((server_identity, elapsed, server_cpu, driver_cpu, peak_rss)) => {
             let shutdown = server.wait_or_kill(SHUTDOWN_GRACE);
-            let outcome = finish_reader(reader, &outcome_rx);
+            let outcome = finish_reader(reader, &outcome_rx, &shared);
             let mut violations = outcome.violations;
             violations.missing = total_calls.saturating_sub(outcome.answered);
-            let proc_error = |what: &str, error: io::Error| RunError::Stopped {
-                phase: "measured calls",
-                reason: format!("cannot read the server's {what} in /proc: {error}"),
-                answered: outcome.answered,
-                expected: total_calls,
-                status: None,
-                violations: violations.clone(),
-                stderr_tail: String::new(),
-                stderr_path: stderr_path.clone(),
+            let proc_error = |what: &str, error: io::Error| {
+                RunError::Stopped(Box::new(StoppedRun {
+                    phase: "measured calls",
+                    reason: format!("cannot read the server's {what} in /proc: {error}"),
+                    answered: outcome.answered,
+                    sent: total_calls,
+                    planned: total_calls,
+                    status: None,
+                    violations: violations.clone(),
+                    stderr_tail: String::new(),
+                    stderr_path: stderr_path.clone(),
+                }))
             };
             let server_cpu = server_cpu.map_err(|e| proc_error("CPU time", e))?;
             let driver_cpu = driver_cpu.map_err(|e| proc_error("CPU time (driver)", e))?;
@@ -463,6 +495,9 @@ pub fn run(config: &LoadConfig) -> Result<RunReport, RunError> {
                 .map(|latency| latency.load(Ordering::Acquire))
                 .collect();
             latencies.sort_unstable();
+            if remove_stderr && violations.total() == 0 {
+                let _ = std::fs::remove_file(&stderr_path);
+            }
             let at = |p: f64| Duration::from_nanos(percentile(&latencies, p).unwrap_or(0));
             Ok(RunReport {
                 server: server_identity,
@@ -484,9 +519,10 @@ pub fn run(config: &LoadConfig) -> Result<RunReport, RunError> {
         }
         Err(stop) => {
             let status = server.kill();
-            let outcome = finish_reader(reader, &outcome_rx);
+            let outcome = finish_reader(reader, &outcome_rx, &shared);
             let mut violations = outcome.violations;
-            violations.missing = stop.expected.saturating_sub(outcome.answered);
+            let sent = driver.next_id - FIRST_CALL_ID;
+            violations.missing = sent.saturating_sub(outcome.answered);
             let reason = if shared.timed_out.load(Ordering::Acquire) {
                 format!(
                     "the hard timeout of {} s passed ({}); the server was killed",
@@ -496,16 +532,17 @@ pub fn run(config: &LoadConfig) -> Result<RunReport, RunError> {
             } else {
                 stop.reason
             };
-            Err(RunError::Stopped {
+            Err(RunError::Stopped(Box::new(StoppedRun {
                 phase: stop.phase,
                 reason,
                 answered: outcome.answered,
-                expected: stop.expected,
+                sent,
+                planned: total_calls,
                 status,
                 violations,
                 stderr_tail: tail(&stderr_path, 1500),
                 stderr_path,
-            })
+            })))
         }
     }
 }
@@ -579,7 +616,6 @@ impl Shared {
 struct Stop {
     phase: &'static str,
     reason: String,
-    expected: u64,
 }
 
 struct Driver<'a> {
@@ -592,18 +628,16 @@ struct Driver<'a> {
 }
 
 impl Driver<'_> {
-    fn send(&mut self, bytes: &[u8], phase: &'static str, expected: u64) -> Result<(), Stop> {
+    fn send(&mut self, bytes: &[u8], phase: &'static str) -> Result<(), Stop> {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(Stop {
                 phase,
                 reason: "stdin is closed".into(),
-                expected,
             });
         };
         stdin.write_all(bytes).map_err(|error| Stop {
             phase,
             reason: format!("writing to the server's stdin failed: {error}"),
-            expected,
         })
     }
 
@@ -618,12 +652,14 @@ impl Driver<'_> {
                 "clientInfo": {"name": "fusion-loadgen", "version": env!("CARGO_PKG_VERSION")}
             }
         });
-        self.send(format!("{initialize}\n").as_bytes(), PHASE, 0)?;
+        self.send(format!("{initialize}\n").as_bytes(), PHASE)?;
         let answer = self.await_control(control, 0)?;
         let result = answer.get("result").ok_or_else(|| Stop {
             phase: PHASE,
-            reason: format!("`initialize` failed: {}", shorten(answer.to_string().as_bytes(), 400)),
-            expected: 0,
+            reason: format!(
+                "`initialize` failed: {}",
+                shorten(answer.to_string().as_bytes(), 400)
+            ),
         })?;
         let text = |pointer: &str| {
             result
@@ -639,7 +675,7 @@ impl Driver<'_> {
         };
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-        self.send(format!("{initialized}\n{list}\n").as_bytes(), PHASE, 0)?;
+        self.send(format!("{initialized}\n{list}\n").as_bytes(), PHASE)?;
         let answer = self.await_control(control, 1)?;
         let names: Vec<&str> = answer
             .pointer("/result/tools")
@@ -659,7 +695,6 @@ impl Driver<'_> {
                     self.config.tool,
                     shorten(answer.to_string().as_bytes(), 400)
                 ),
-                expected: 0,
             });
         }
         Ok(identity)
@@ -669,7 +704,6 @@ impl Driver<'_> {
         let stop = |reason: String| Stop {
             phase: "handshake",
             reason,
-            expected: 0,
         };
         loop {
             // The watchdog ends the wait at the deadline by killing the server, which
@@ -697,10 +731,16 @@ impl Driver<'_> {
         let end_id = self.next_id + count;
         // Answers expected (cumulative over phases) when this phase is done.
         let expected = end_id - FIRST_CALL_ID;
+        let mut last_answered = u64::MAX;
+        let mut last_progress = Instant::now();
         loop {
             let answered = self.shared.answered.load(Ordering::Acquire);
             if answered >= expected {
                 return Ok(());
+            }
+            if answered != last_answered {
+                last_answered = answered;
+                last_progress = Instant::now();
             }
             let sent = self.next_id - FIRST_CALL_ID;
             let in_flight = sent.saturating_sub(answered);
@@ -715,7 +755,7 @@ impl Driver<'_> {
                     self.template.write(id, &mut batch);
                 }
                 self.next_id += room;
-                let sent = self.send(&batch, phase, expected);
+                let sent = self.send(&batch, phase);
                 self.batch = batch;
                 sent?;
                 continue;
@@ -728,11 +768,20 @@ impl Driver<'_> {
                 return Err(Stop {
                     phase,
                     reason: "the server closed its stdout (it exited or was killed)".into(),
-                    expected,
+                });
+            }
+            if last_progress.elapsed() >= self.config.idle_timeout {
+                let in_flight = (self.next_id - FIRST_CALL_ID).saturating_sub(answered);
+                return Err(Stop {
+                    phase,
+                    reason: format!(
+                        "no answer for {:.1} s with {in_flight} calls in flight",
+                        self.config.idle_timeout.as_secs_f64()
+                    ),
                 });
             }
             // The reader unparks this thread after each chunk that answered something.
-            thread::park_timeout(Duration::from_millis(100));
+            thread::park_timeout(Duration::from_millis(100).min(self.config.idle_timeout));
         }
     }
 }
@@ -777,6 +826,7 @@ fn read_answers(
     };
     let mut buffer = vec![0u8; 256 * 1024];
     let (mut start, mut end) = (0usize, 0usize);
+    let mut skipping = false;
     loop {
         if start > 0 {
             buffer.copy_within(start..end, 0);
@@ -784,21 +834,45 @@ fn read_answers(
             start = 0;
         }
         if end == buffer.len() {
-            // A line longer than the buffer: grow it (answers are small; this is rare).
-            buffer.resize(buffer.len() * 2, 0);
+            if buffer.len() >= MAX_LINE {
+                // A server that never ends its line must not eat the driver's memory:
+                // report it, drop what is buffered and skip to the next newline.
+                outcome.violations.unparseable_lines += 1;
+                outcome
+                    .violations
+                    .example("a line longer than 64 MiB", &buffer[..256]);
+                end = 0;
+                skipping = true;
+            } else {
+                // A line longer than the buffer: grow it (answers are small; this is rare).
+                buffer.resize(buffer.len() * 2, 0);
+            }
         }
         let read = match stdout.read(&mut buffer[end..]) {
             Ok(0) => break,
             Ok(read) => read,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) => {
-                outcome
-                    .violations
-                    .example("reading the server's stdout failed", error.to_string().as_bytes());
+                outcome.violations.example(
+                    "reading the server's stdout failed",
+                    error.to_string().as_bytes(),
+                );
                 break;
             }
         };
         end += read;
+        if skipping {
+            match memchr::memchr(b'\n', &buffer[..end]) {
+                Some(newline) => {
+                    start = newline + 1;
+                    skipping = false;
+                }
+                None => {
+                    end = 0;
+                    continue;
+                }
+            }
+        }
         let now = shared.now_ns();
         let before = outcome.answered;
         while let Some(newline) = memchr::memchr(b'\n', &buffer[start..end]) {
@@ -813,7 +887,7 @@ fn read_answers(
             shared.writer.unpark();
         }
     }
-    if start < end && !buffer[start..end].iter().all(u8::is_ascii_whitespace) {
+    if !skipping && start < end && !buffer[start..end].iter().all(u8::is_ascii_whitespace) {
         outcome.violations.unparseable_lines += 1;
         outcome
             .violations
@@ -900,6 +974,7 @@ fn handle_line(
 fn finish_reader(
     reader: JoinHandle<()>,
     outcome: &mpsc::Receiver<ReaderOutcome>,
+    shared: &Shared,
 ) -> ReaderOutcome {
     match outcome.recv_timeout(SHUTDOWN_GRACE) {
         Ok(outcome) => {
@@ -913,7 +988,7 @@ fn finish_reader(
                 b"(answers after this point were not read)",
             );
             ReaderOutcome {
-                answered: 0,
+                answered: shared.answered.load(Ordering::Acquire),
                 violations,
                 server_messages: 0,
             }
@@ -967,7 +1042,9 @@ impl ServerProcess {
                     watched.timed_out.store(true, Ordering::Release);
                     // The child is not reaped while this thread runs (the owner joins
                     // it first), so the pid is still the server's.
-                    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw)
+                    if let Some(pid) = i32::try_from(pid)
+                        .ok()
+                        .and_then(rustix::process::Pid::from_raw)
                     {
                         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                     }

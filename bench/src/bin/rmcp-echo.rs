@@ -5,10 +5,8 @@
 //! baseline for "rmcp as shipped" in `compare`.
 
 use rmcp::{
-    ServerHandler, ServiceExt,
-    handler::server::wrapper::Parameters,
-    schemars, tool, tool_handler, tool_router,
-    transport::stdio,
+    ServerHandler, ServiceExt, handler::server::wrapper::Parameters, schemars, tool, tool_handler,
+    tool_router, transport::stdio,
 };
 
 /// The arguments of `echo`.

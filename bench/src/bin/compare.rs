@@ -1,0 +1,516 @@
+//! `compare`: fusion's echo server, `rmcp-echo` (rmcp 3.11 as its docs show it) and
+//! `floor-echo` (a bare serde_json responder) side by side, at C=1 and C=32, alternating
+//! A B C A B C so that drift on a shared machine hits all three alike. Prints the medians
+//! of `--runs` runs, each ratio (the median of the per-round ratios, with their range),
+//! and issue 9's goals against what was measured.
+//!
+//! ```sh
+//! cargo build --release --example quickstart
+//! cargo run --release -p fusion-bench --bin compare
+//! cargo run --release -p fusion-bench --bin compare -- --fusion "target/release/examples/demo --stdio" --runs 5
+//! ```
+//!
+//! Each server is first probed with a short run to size its measured runs to about
+//! `--seconds` of wall time (so the slow baseline does not take minutes and the fast ones
+//! are long enough for the 100 Hz CPU clock). Run through cargo, it first builds the two
+//! baselines and, unless `--fusion` is given, the quickstart example (`--no-build` skips
+//! this). Server stderr (fusion's JSON call log) goes to files in `target/bench-logs/`.
+//!
+//! Exits 1 when any run failed or broke "every id answered exactly once, not an error";
+//! missed goals are reported, not fatal (`--strict` makes them exit 3).
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, ExitCode},
+    time::Duration,
+};
+
+use fusion_bench::{
+    cli::{Args, split_command},
+    load::{self, LoadConfig, RunReport},
+    stats::median,
+};
+
+const USAGE: &str = "usage: compare [--fusion \"<cmd>\"] [--rmcp \"<cmd>\"] [--floor \"<cmd>\"] \
+[--runs 3] [--seconds 2] [--concurrency 1,32] [--tool echo] [--args '{\"text\":\"hi\"}'] \
+[--timeout SECS] [--logs DIR] [--no-build] [--strict]";
+
+/// Issue 9's goals.
+const GOAL_C1_CALLS: f64 = 22_000.0;
+const GOAL_C32_CALLS: f64 = 250_000.0;
+const GOAL_VS_RMCP_C32: f64 = 15.0;
+const GOAL_VS_FLOOR: f64 = 0.55;
+const GOAL_RSS_VS_RMCP: f64 = 2.0;
+
+/// One server under comparison.
+struct Contender {
+    label: &'static str,
+    command: Vec<String>,
+}
+
+struct Options {
+    /// Build before measuring: `Some(true)` also builds fusion's quickstart.
+    build: Option<bool>,
+    contenders: Vec<Contender>,
+    runs: usize,
+    seconds: f64,
+    concurrency: Vec<usize>,
+    tool: String,
+    arguments: serde_json::Value,
+    timeout: Duration,
+    logs: PathBuf,
+    strict: bool,
+}
+
+fn main() -> ExitCode {
+    let options = match configure() {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("compare: {message}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(quickstart) = options.build
+        && let Err(message) = build(quickstart)
+    {
+        eprintln!("compare: {message}");
+        return ExitCode::FAILURE;
+    }
+    if let Err(message) = check_programs(&options.contenders) {
+        eprintln!("compare: {message}");
+        return ExitCode::FAILURE;
+    }
+    if let Err(message) = std::fs::create_dir_all(&options.logs) {
+        eprintln!(
+            "compare: cannot create {}: {message}",
+            options.logs.display()
+        );
+        return ExitCode::from(2);
+    }
+    compare(&options)
+}
+
+fn configure() -> Result<Options, String> {
+    let args = Args::parse(
+        std::env::args().skip(1),
+        &[
+            "fusion",
+            "rmcp",
+            "floor",
+            "runs",
+            "seconds",
+            "concurrency",
+            "tool",
+            "args",
+            "timeout",
+            "logs",
+        ],
+        &["no-build", "strict"],
+    )?;
+    // `target/release/compare` → `target/release`, where cargo put the baselines.
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let bin_dir = exe
+        .parent()
+        .ok_or("this program has no directory")?
+        .to_path_buf();
+    let sibling = |name: &str| bin_dir.join(name).to_string_lossy().into_owned();
+    let command = |key: &str, default: String| -> Result<Vec<String>, String> {
+        match args.get(key) {
+            Some(command) => split_command(command),
+            None => Ok(vec![default]),
+        }
+    };
+    let contenders = vec![
+        Contender {
+            label: "fusion",
+            command: command("fusion", sibling("examples/quickstart"))?,
+        },
+        Contender {
+            label: "rmcp",
+            command: command("rmcp", sibling("rmcp-echo"))?,
+        },
+        Contender {
+            label: "floor",
+            command: command("floor", sibling("floor-echo"))?,
+        },
+    ];
+    let concurrency = args
+        .get("concurrency")
+        .unwrap_or("1,32")
+        .split(',')
+        .map(|c| {
+            c.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&c| c > 0)
+                .ok_or(format!("`--concurrency`: `{c}` is not a positive number"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let arguments = match args.get("args") {
+        Some(json) => {
+            serde_json::from_str(json).map_err(|error| format!("`--args {json}`: {error}"))?
+        }
+        None => serde_json::json!({"text": "hi"}),
+    };
+    let logs = match args.get("logs") {
+        Some(dir) => PathBuf::from(dir),
+        None => bin_dir.parent().map_or_else(
+            || bin_dir.join("bench-logs"),
+            |target| target.join("bench-logs"),
+        ),
+    };
+    Ok(Options {
+        build: (!args.flag("no-build")).then_some(args.get("fusion").is_none()),
+        contenders,
+        runs: args.parse_or("runs", 3usize)?.max(1),
+        seconds: args.parse_or("seconds", 2.0f64)?.max(0.1),
+        concurrency,
+        tool: args.get("tool").unwrap_or("echo").to_owned(),
+        arguments,
+        timeout: Duration::from_secs_f64(args.parse_or("timeout", 180.0)?),
+        logs,
+        strict: args.flag("strict"),
+    })
+}
+
+/// Every server program given as a path must exist.
+fn check_programs(contenders: &[Contender]) -> Result<(), String> {
+    for contender in contenders {
+        let program = Path::new(&contender.command[0]);
+        if program.components().count() > 1 && !program.exists() {
+            return Err(format!(
+                "{} server `{}` does not exist; build it first (for fusion's quickstart: \
+                 `cargo build --release --example quickstart`)",
+                contender.label,
+                program.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Builds the baselines (and fusion's quickstart) in release when run through cargo,
+/// so a stale binary is never measured.
+fn build(quickstart: bool) -> Result<(), String> {
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        // Not run through cargo: measure the binaries as they are.
+        return Ok(());
+    };
+    let mut builds = vec![vec![
+        "build",
+        "--release",
+        "-p",
+        "fusion-bench",
+        "--bin",
+        "rmcp-echo",
+        "--bin",
+        "floor-echo",
+    ]];
+    if quickstart {
+        builds.push(vec!["build", "--release", "--example", "quickstart"]);
+    }
+    for args in builds {
+        eprintln!("compare: cargo {}", args.join(" "));
+        let status = Command::new(&cargo)
+            .args(&args)
+            .status()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "`cargo {}` failed ({status}); fix the build, or pass --no-build to measure \
+                 the binaries already built",
+                args.join(" ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The measured runs of one contender at one concurrency.
+#[derive(Default)]
+struct Cell {
+    calls: u64,
+    /// Each run's report, by round (`None`: that run failed).
+    rounds: Vec<Option<RunReport>>,
+    failures: Vec<String>,
+}
+
+impl Cell {
+    fn reports(&self) -> impl Iterator<Item = &RunReport> {
+        self.rounds.iter().flatten()
+    }
+
+    fn median(&self, metric: impl Fn(&RunReport) -> f64) -> Option<f64> {
+        median(&self.reports().map(metric).collect::<Vec<_>>())
+    }
+}
+
+/// `metric(a) / metric(b)` for each round where both ran (runs of one round are seconds
+/// apart, so drift on a shared machine cancels out): the median, the lowest, the highest.
+fn paired_ratio(a: &Cell, b: &Cell, metric: fn(&RunReport) -> f64) -> Option<(f64, f64, f64)> {
+    let ratios: Vec<f64> = a
+        .rounds
+        .iter()
+        .zip(&b.rounds)
+        .filter_map(|pair| match pair {
+            (Some(a), Some(b)) if metric(b) > 0.0 => Some(metric(a) / metric(b)),
+            _ => None,
+        })
+        .collect();
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    median(&ratios).map(|mid| (mid, low, high))
+}
+
+/// The 1-minute load average, to show how busy the shared machine was.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+fn compare(options: &Options) -> ExitCode {
+    let load_before = load_average();
+    let mut failed = false;
+    // cells[c][contender]
+    let mut cells: Vec<Vec<Cell>> = Vec::new();
+    for &concurrency in &options.concurrency {
+        let mut row: Vec<Cell> = options.contenders.iter().map(|_| Cell::default()).collect();
+        for (contender, cell) in options.contenders.iter().zip(&mut row) {
+            match probe(options, contender, concurrency) {
+                Ok(calls) => cell.calls = calls,
+                Err(error) => {
+                    eprintln!(
+                        "compare: C={concurrency} {} probe: {error}",
+                        contender.label
+                    );
+                    cell.failures.push(error);
+                    failed = true;
+                }
+            }
+        }
+        for run in 1..=options.runs {
+            for (contender, cell) in options.contenders.iter().zip(&mut row) {
+                if cell.calls == 0 {
+                    continue;
+                }
+                let config = config(options, contender, concurrency, cell.calls);
+                match load::run(&config) {
+                    Ok(report) => {
+                        eprintln!(
+                            "compare: C={concurrency} run {run}/{} {:<6} {:>9.0} calls/s  p50 \
+                             {:>5} µs  p99 {:>6} µs  CPU {:>6.2} µs/call  RSS {:>5.1} MiB{}",
+                            options.runs,
+                            contender.label,
+                            report.calls_per_sec(),
+                            report.p50.as_micros(),
+                            report.p99.as_micros(),
+                            report.server_cpu_us_per_call(),
+                            report.peak_rss_kib as f64 / 1024.0,
+                            if report.is_clean() {
+                                String::new()
+                            } else {
+                                format!("  VIOLATIONS: {}", report.violations)
+                            }
+                        );
+                        failed |= !report.is_clean();
+                        cell.rounds.push(Some(report));
+                    }
+                    Err(error) => {
+                        eprintln!(
+                            "compare: C={concurrency} run {run} {}: {error}",
+                            contender.label
+                        );
+                        cell.failures.push(error.to_string());
+                        cell.rounds.push(None);
+                        failed = true;
+                    }
+                }
+            }
+        }
+        cells.push(row);
+    }
+    let missed = print_tables(options, &cells);
+    println!(
+        "Load average (1 min) before: {load_before}, after: {}.{}",
+        load_average(),
+        match std::env::var("RUST_LOG") {
+            Ok(filter) => format!(" RUST_LOG={filter} was passed on to the servers."),
+            Err(_) => String::new(),
+        }
+    );
+    if failed {
+        println!("\nSome runs failed or broke the exactly-once rule (see above).");
+        ExitCode::FAILURE
+    } else if missed > 0 && options.strict {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn config(options: &Options, contender: &Contender, concurrency: usize, calls: u64) -> LoadConfig {
+    let mut config = LoadConfig::new(contender.command.clone());
+    config.concurrency = concurrency;
+    config.calls = calls;
+    config.warmup = (calls / 10).clamp(500, 20_000);
+    config.tool = options.tool.clone();
+    config.arguments = options.arguments.clone();
+    config.timeout = options.timeout;
+    config.stderr = Some(
+        options
+            .logs
+            .join(format!("{}-c{concurrency}.stderr", contender.label)),
+    );
+    config
+}
+
+/// A short run to size the measured ones to about `--seconds` each.
+fn probe(options: &Options, contender: &Contender, concurrency: usize) -> Result<u64, String> {
+    let mut config = config(
+        options,
+        contender,
+        concurrency,
+        2_000 * concurrency.min(8) as u64,
+    );
+    config.warmup = 500;
+    let report = load::run(&config).map_err(|error| error.to_string())?;
+    if !report.is_clean() {
+        return Err(format!("violations: {}", report.violations));
+    }
+    let calls = (report.calls_per_sec() * options.seconds) as u64;
+    Ok(calls.clamp(2_000, 10_000_000))
+}
+
+/// Prints the tables; returns how many goals were missed.
+fn print_tables(options: &Options, cells: &[Vec<Cell>]) -> usize {
+    println!(
+        "\n## fusion vs rmcp 3.11 vs the floor: `{}` {}, medians of {} runs (A B C alternating)\n",
+        options.tool, options.arguments, options.runs
+    );
+    for contender in &options.contenders {
+        println!("- {}: `{}`", contender.label, contender.command.join(" "));
+    }
+    for (&concurrency, row) in options.concurrency.iter().zip(cells) {
+        println!("\n### C={concurrency}\n");
+        println!(
+            "| server | calls/run | calls/s | p50 µs | p99 µs | server CPU µs/call | driver CPU µs/call | peak RSS MiB | runs ok |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for (contender, cell) in options.contenders.iter().zip(row) {
+            let value = |metric: fn(&RunReport) -> f64, digits: usize| {
+                cell.median(metric)
+                    .map_or_else(|| "—".to_owned(), |v| format!("{v:.digits$}"))
+            };
+            println!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+                contender.label,
+                cell.calls,
+                value(RunReport::calls_per_sec, 0),
+                value(|r| r.p50.as_secs_f64() * 1e6, 0),
+                value(|r| r.p99.as_secs_f64() * 1e6, 0),
+                value(RunReport::server_cpu_us_per_call, 2),
+                value(RunReport::driver_cpu_us_per_call, 2),
+                value(|r| r.peak_rss_kib as f64 / 1024.0, 1),
+                cell.reports().filter(|r| r.is_clean()).count(),
+                options.runs,
+            );
+        }
+    }
+
+    println!("\n### Goals (issue 9)\n");
+    println!("| C | measure | measured | goal | verdict |");
+    println!("|---:|---|---:|---:|---|");
+    let mut missed = 0;
+    let position = |label: &str| options.contenders.iter().position(|c| c.label == label);
+    let (Some(fusion), Some(rmcp), Some(floor)) =
+        (position("fusion"), position("rmcp"), position("floor"))
+    else {
+        return 0;
+    };
+    for (&concurrency, row) in options.concurrency.iter().zip(cells) {
+        let calls_goal = match concurrency {
+            1 => Some(GOAL_C1_CALLS),
+            32 => Some(GOAL_C32_CALLS),
+            _ => None,
+        };
+        let mut line = |measure: &str,
+                        value: Option<f64>,
+                        shown: String,
+                        goal: Option<(bool, f64, String)>| {
+            let verdict = match (value, &goal) {
+                (None, _) => {
+                    missed += usize::from(goal.is_some());
+                    "not measured"
+                }
+                (Some(_), None) => "",
+                (Some(v), Some((at_least, target, _))) => {
+                    let met = if *at_least {
+                        v >= *target
+                    } else {
+                        v <= *target
+                    };
+                    if met {
+                        "met"
+                    } else {
+                        missed += 1;
+                        "**MISSED**"
+                    }
+                }
+            };
+            let goal_text = goal.map_or_else(|| "—".to_owned(), |(_, _, text)| text);
+            println!("| {concurrency} | {measure} | {shown} | {goal_text} | {verdict} |");
+        };
+        let shown = |ratio: Option<(f64, f64, f64)>| {
+            ratio.map_or("—".into(), |(mid, low, high)| {
+                format!("{mid:.2}× ({low:.2}–{high:.2})")
+            })
+        };
+        let fusion_rate = row[fusion].median(RunReport::calls_per_sec);
+        line(
+            "fusion calls/s",
+            fusion_rate,
+            fusion_rate.map_or("—".into(), |v| format!("{v:.0}")),
+            calls_goal.map(|g| (true, g, format!("≥ {g:.0}"))),
+        );
+        let vs_rmcp = paired_ratio(&row[fusion], &row[rmcp], RunReport::calls_per_sec);
+        line(
+            "fusion / rmcp calls/s",
+            vs_rmcp.map(|r| r.0),
+            shown(vs_rmcp),
+            (concurrency == 32).then(|| (true, GOAL_VS_RMCP_C32, format!("≥ {GOAL_VS_RMCP_C32}×"))),
+        );
+        let vs_floor = paired_ratio(&row[fusion], &row[floor], RunReport::calls_per_sec);
+        line(
+            "fusion / floor calls/s",
+            vs_floor.map(|r| r.0),
+            shown(vs_floor),
+            Some((true, GOAL_VS_FLOOR, format!("≥ {GOAL_VS_FLOOR}×"))),
+        );
+        let cpu_vs_floor =
+            paired_ratio(&row[fusion], &row[floor], RunReport::server_cpu_us_per_call);
+        line(
+            "fusion / floor server CPU per call",
+            cpu_vs_floor.map(|r| r.0),
+            shown(cpu_vs_floor),
+            None,
+        );
+        let rss_vs_rmcp = paired_ratio(&row[fusion], &row[rmcp], |r| r.peak_rss_kib as f64);
+        line(
+            "fusion / rmcp peak RSS",
+            rss_vs_rmcp.map(|r| r.0),
+            shown(rss_vs_rmcp),
+            Some((false, GOAL_RSS_VS_RMCP, format!("≤ {GOAL_RSS_VS_RMCP}×"))),
+        );
+    }
+    println!(
+        "\n{} goal(s) missed. Ratios are the median (lowest–highest) of per-round ratios, each \
+         round running the three servers seconds apart. Server CPU is utime+stime from \
+         /proc/<pid>/stat over the measured window; peak RSS is VmHWM; driver and servers \
+         share this machine's {} CPUs.",
+        missed,
+        std::thread::available_parallelism().map_or(0, usize::from)
+    );
+    missed
+}
