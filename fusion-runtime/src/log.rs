@@ -221,7 +221,7 @@ pub(crate) struct CallRecord<'a> {
     pub(crate) action: Option<&'a str>,
     pub(crate) request_id: Option<&'a str>,
     pub(crate) args: &'a Value,
-    pub(crate) correlation_id: &'a str,
+    pub(crate) correlation_id: &'a crate::recover::CorrelationId,
     pub(crate) latency: Duration,
     pub(crate) outcome: &'static str,
     /// How many times the handler ran.
@@ -265,6 +265,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
     if !enabled {
         return;
     }
+    let correlation_id = correlation_id.as_str();
     let latency_us = u64::try_from(record.latency.as_micros()).unwrap_or(u64::MAX);
     let action = record.action.unwrap_or("");
     let request_id = record.request_id.unwrap_or("");

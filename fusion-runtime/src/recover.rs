@@ -54,6 +54,26 @@ pub(crate) fn take_panic_location() -> Option<String> {
     PANIC_LOCATION.with(|slot| slot.borrow_mut().take())
 }
 
+/// A call's correlation id, formatted only when something shows it (a masked failure's
+/// message, a log event that is enabled): most calls never need the text.
+pub(crate) struct CorrelationId {
+    number: u64,
+    text: OnceLock<String>,
+}
+
+impl CorrelationId {
+    pub(crate) fn new(number: u64) -> Self {
+        Self {
+            number,
+            text: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        self.text.get_or_init(|| correlation_id(self.number))
+    }
+}
+
 /// A short id unique to this call: a per-process random prefix (so ids from two runs of
 /// the server do not collide in one log store) and the call's sequence number.
 pub(crate) fn correlation_id(call_number: u64) -> String {

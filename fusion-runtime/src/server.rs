@@ -94,6 +94,8 @@ struct Inner<C> {
     /// The client's `logging/setLevel`. One per server: over stdio a server has one
     /// client; over HTTP the last session to set it wins.
     log_level: std::sync::Mutex<Option<crate::call::LogLevel>>,
+    /// Resources, prompts and completions (resource.rs, prompt.rs).
+    catalog: crate::resource::Catalog,
 }
 
 struct ToolRuntime {
@@ -135,6 +137,20 @@ pub enum BuildError {
         "`.context(..)` was called after {0} tool(s) were registered; call `.context(..)` first, right after `Server::builder(..)`"
     )]
     ContextAfterTools(usize),
+    /// Two resources (or two resource templates) share a URI.
+    #[error("two resources have the URI `{0}`; give each its own")]
+    DuplicateResource(String),
+    /// A resource template is not a URI template fusion can match.
+    #[error("the resource template `{template}` is invalid: {problem}")]
+    InvalidUriTemplate {
+        /// The template.
+        template: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Two prompts share a name.
+    #[error("two prompts are named `{0}`; rename one")]
+    DuplicatePrompt(String),
 }
 
 /// Builds a [`Server`]: `Server::builder(name, version).context(..).tool(..).build()`.
@@ -156,6 +172,8 @@ pub struct ServerBuilder<C = ()> {
     idempotency_window: Duration,
     keep_schema_refs: bool,
     errors: Vec<BuildError>,
+    /// Resources, prompts and completions, registered by resource.rs and prompt.rs.
+    pub(crate) catalog: crate::resource::Catalog,
 }
 
 /// Where a middleware applies.
@@ -226,6 +244,7 @@ impl Server<()> {
             idempotency_window: Duration::from_secs(600),
             keep_schema_refs: false,
             errors: Vec::new(),
+            catalog: crate::resource::Catalog::default(),
         }
     }
 }
@@ -264,6 +283,7 @@ impl ServerBuilder<()> {
             idempotency_window: self.idempotency_window,
             keep_schema_refs: self.keep_schema_refs,
             errors,
+            catalog: self.catalog,
         }
     }
 }
@@ -441,9 +461,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     ///
     /// # Errors
     /// Duplicate tool names; `.context(..)` after tools.
-    pub fn try_build(self) -> Result<Server<C>, Vec<BuildError>> {
+    pub fn try_build(mut self) -> Result<Server<C>, Vec<BuildError>> {
         recover::install_panic_hook();
         let mut errors = self.errors;
+        errors.extend(self.catalog.take_errors());
         let registry = match Registry::build(
             self.tools,
             self.exposure,
@@ -527,6 +548,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 idempotency_window: self.idempotency_window,
                 ok_level: self.ok_level,
                 log_level: std::sync::Mutex::new(None),
+                catalog: self.catalog,
             }),
         })
     }
@@ -696,7 +718,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     ) -> CallReport {
         let started = Instant::now();
         let call_number = CALL_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let correlation_id = recover::correlation_id(call_number);
+        let correlation_id = recover::CorrelationId::new(call_number);
         let mut args = match args {
             Value::Null => Value::Object(Map::new()),
             other => other,
@@ -798,7 +820,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             .as_ref()
             .filter(|failure| failure.is_fatal())
         {
-            crate::log::fatal_event(tool, &correlation_id, failure, &redactor);
+            crate::log::fatal_event(tool, correlation_id.as_str(), failure, &redactor);
             rendered.report.fatal = true;
             // The answer goes out first; whoever serves the server ends the process.
             self.inner.fatal.send_replace(true);
@@ -825,6 +847,11 @@ impl<C: Send + Sync + 'static> Server<C> {
         self.call(&request.name, None, args, None, &call)
             .await
             .result
+    }
+
+    /// The resources, prompts and completions.
+    pub(crate) fn catalog(&self) -> &crate::resource::Catalog {
+        &self.inner.catalog
     }
 
     /// The level the client set with `logging/setLevel`, if it did.
@@ -1082,7 +1109,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         target: &Target<'_>,
         handler: Option<usize>,
         outcome: Outcome,
-        correlation_id: &str,
+        correlation_id: &recover::CorrelationId,
         redactor: &Redactor,
     ) -> (Rendered, &'static str) {
         let failure = match outcome {
@@ -1091,7 +1118,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         };
         // What the model reads never repeats a secret argument, even when an error
         // message or an invalid value quotes it.
-        let message = redactor.text(&failure.message(target, correlation_id));
+        let message = redactor.text(&failure.message(target, correlation_id.as_str()));
         if failure.is_warning() {
             // Advice, not a failure: the model reads it as the tool's answer.
             let report = CallReport {
