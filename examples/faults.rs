@@ -4,6 +4,10 @@
 //!
 //! `cargo run --example faults [-- --require-env NAME] [-- --fail-setup]`: the flags add a
 //! start-up check that fails (exit code 78), for the tests of the start-up path.
+//!
+//! `--http PORT` serves Streamable HTTP on 127.0.0.1:PORT instead (`0`: a free port, reported
+//! on stderr), for the HTTP tests (tests/http.rs), with `--bearer-token T`,
+//! `--max-body-bytes N`, `--shutdown-grace-ms N` and `--stateless`.
 
 use fusion_tests::faults::{self, FaultCtx};
 
@@ -23,5 +27,54 @@ async fn main() -> std::process::ExitCode {
         builder =
             builder.setup(|| async { Err::<(), _>("the upstream credentials file is unreadable") });
     }
-    builder.serve_stdio().await
+    match http_options(&args) {
+        Some(Ok(options)) => builder.serve_http_with(options).await,
+        Some(Err(message)) => {
+            eprintln!("faults: {message}");
+            std::process::ExitCode::from(fusion_runtime::EXIT_CONFIG)
+        }
+        None => builder.serve_stdio().await,
+    }
+}
+
+/// The HTTP options when `--http PORT` is given.
+fn http_options(args: &[String]) -> Option<Result<fusion_runtime::HttpOptions, String>> {
+    let value = |flag: &str| {
+        args.iter().position(|arg| arg == flag).map(|at| {
+            args.get(at + 1)
+                .cloned()
+                .ok_or(format!("{flag} needs a value"))
+        })
+    };
+    let number = |flag: &str| -> Result<Option<u64>, String> {
+        value(flag)
+            .transpose()?
+            .map(|text| {
+                text.parse()
+                    .map_err(|_| format!("{flag} takes a number, not {text:?}"))
+            })
+            .transpose()
+    };
+    let port = match value("--http")? {
+        Ok(port) => port,
+        Err(message) => return Some(Err(message)),
+    };
+    Some((|| {
+        let port = port
+            .parse::<u16>()
+            .map_err(|_| format!("--http takes a port, not {port:?}"))?;
+        let mut options = fusion_runtime::HttpOptions::default()
+            .port(port)
+            .stateless(args.iter().any(|arg| arg == "--stateless"));
+        if let Some(token) = value("--bearer-token").transpose()? {
+            options = options.bearer_token(token);
+        }
+        if let Some(bytes) = number("--max-body-bytes")? {
+            options = options.max_body_bytes(usize::try_from(bytes).unwrap_or(usize::MAX));
+        }
+        if let Some(ms) = number("--shutdown-grace-ms")? {
+            options = options.shutdown_grace(std::time::Duration::from_millis(ms));
+        }
+        Ok(options)
+    })())
 }

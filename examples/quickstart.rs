@@ -2,6 +2,9 @@
 //!
 //! Run it with `cargo run --example quickstart`. Started from a terminal it prints what it
 //! is and how to connect; started by an MCP client it speaks MCP on stdin/stdout.
+//!
+//! `cargo run --example quickstart -- --http 8000` serves it over Streamable HTTP instead, at
+//! `http://127.0.0.1:8000/mcp` (`--http 0` picks a free port and prints it).
 
 use std::{process::ExitCode, sync::Arc};
 
@@ -116,7 +119,7 @@ async fn crash(
 async fn main() -> ExitCode {
     fusion_runtime::log::init();
     let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    Server::builder("quickstart", env!("CARGO_PKG_VERSION"))
+    let builder = Server::builder("quickstart", env!("CARGO_PKG_VERSION"))
         .context(move || App {
             greeting: "Hello".to_owned(),
             calls: Arc::clone(&calls),
@@ -126,7 +129,16 @@ async fn main() -> ExitCode {
         .tool(divide)
         .tool(weather)
         .tool(greet)
-        .tool(crash)
-        .serve_stdio()
-        .await
+        .tool(crash);
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|arg| arg == "--http") {
+        None => builder.serve_stdio().await,
+        Some(at) => match args.get(at + 1).and_then(|port| port.parse::<u16>().ok()) {
+            Some(port) => builder.serve_http(("127.0.0.1", port)).await,
+            None => {
+                eprintln!("quickstart: --http takes a port number");
+                ExitCode::from(fusion_runtime::EXIT_CONFIG)
+            }
+        },
+    }
 }

@@ -72,3 +72,48 @@ fn python_sdk_runs_the_seed_checks_against_the_demo() {
     );
     println!("{}", out.stdout.trim_end());
 }
+
+/// Runs `tests/python/http_client.py KIND URL` against `server`.
+fn run_http_client(python: &Path, kind: &str, server: &support::HttpServer) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("python")
+        .join("http_client.py");
+    let mut command = Command::new(python);
+    command
+        .arg(&script)
+        .arg(kind)
+        .arg(server.url())
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = support::run_with_timeout(command, TIMEOUT);
+    assert!(
+        out.success() && out.stdout.contains("ok: all checks passed"),
+        "the Python client over HTTP ({kind}) failed\n{}\n--- server stderr ---\n{}",
+        out.report(),
+        server.stderr()
+    );
+    println!("{}", out.stdout.trim_end());
+}
+
+#[test]
+fn python_sdk_drives_quickstart_over_http() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mut command = Command::new(support::example_binary("quickstart"));
+    command.args(["--http", "0"]);
+    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    run_http_client(&python, "quickstart", &server);
+}
+
+#[test]
+fn python_sdk_uses_resources_prompts_and_client_requests_over_http() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mut command = Command::new(support::example_binary("conformance"));
+    command.args(["--port", "0"]);
+    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    run_http_client(&python, "conformance", &server);
+}

@@ -39,8 +39,10 @@ pub mod metrics;
 pub mod middleware;
 mod output;
 mod present;
+pub mod prompt;
 mod recover;
 mod registry;
+pub mod resource;
 pub mod schema;
 mod server;
 pub mod testing;
@@ -48,17 +50,21 @@ mod tool;
 mod transport;
 mod validate;
 
-pub use call::{Call, LogLevel};
+pub use call::{Call, ClientRequestError, Elicitation, ElicitationAction, LogLevel};
 pub use classify::{
     Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
 };
 pub use error::{Failure, FailureKind};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use present::{Presentation, PresenterFn, UiBlock};
+pub use prompt::{IntoPromptMessages, PromptArg, PromptInfo};
 pub use recover::{CircuitPolicy, Policy, Reconnect, RetryPolicy};
 pub use registry::{ACTION_KEY, Exposure};
+pub use resource::{IntoResourceContents, ResourceContent, ResourceInfo};
 pub use server::{BuildError, EXIT_FATAL, ISSUES_META_KEY, Server, ServerBuilder, StartupError};
 pub use tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec};
+#[cfg(feature = "http")]
+pub use transport::HttpOptions;
 pub use transport::{EXIT_CONFIG, StdioOptions};
 pub use validate::{ArgIssue, IssueCode, Limits, Validator};
 
@@ -150,8 +156,12 @@ pub mod prelude {
     pub use serde::{Deserialize, Serialize};
 }
 
-/// Re-exports for users who name these crates through fusion.
-pub use {schemars, serde, serde_json};
+/// Re-exports for users who name these crates through fusion (`rmcp` for its model types:
+/// content blocks, prompt messages).
+pub use {rmcp, schemars, serde, serde_json};
+
+/// A block of a tool result or a prompt message: text, image, audio, an embedded resource.
+pub use rmcp::model::ContentBlock;
 
 /// What `#[mcp_tool]`'s generated code names. Not a public API: it changes without notice.
 #[doc(hidden)]

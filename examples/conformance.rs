@@ -1,0 +1,366 @@
+//! The fixtures of the official MCP conformance suite (`@modelcontextprotocol/conformance`
+//! 0.1.16, its active server scenarios), served over Streamable HTTP.
+//!
+//! ```sh
+//! cargo run --example conformance -- --port 8931
+//! npx -y @modelcontextprotocol/conformance@0.1.16 server --url http://127.0.0.1:8931/mcp
+//! ```
+//!
+//! `--port 0` picks a free port; the URL is printed on stderr either way. `--stateless`
+//! serves without sessions (the suite's sampling, elicitation and subscription scenarios
+//! need a session, so they fail that way). `tests/conformance.rs` runs the suite against it.
+//!
+//! Every tool, resource and prompt below is named and shaped as the suite's scenario
+//! descriptions (`src/scenarios/server/` in the suite) ask.
+
+use std::{collections::HashMap, process::ExitCode, time::Duration};
+
+use fusion_runtime::{
+    Call, ClientRequestError, ContentBlock, HttpOptions, LogLevel, PromptArg, PromptInfo,
+    ResourceContent, prelude::*, prompt, resource,
+};
+use serde_json::json;
+
+/// A 1×1 red pixel, as PNG.
+const RED_PIXEL_PNG: [u8; 70] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0xfc, 0xcf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x05, 0x05, 0x02, 0x00, 0x5f, 0xc8, 0xf1, 0xd2, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// A tenth of a second of silence: 8 kHz, 8-bit mono PCM in a WAV container.
+fn silent_wav() -> Vec<u8> {
+    let samples = 800_u32;
+    let mut wav = Vec::with_capacity(44 + samples as usize);
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + samples).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16_u32.to_le_bytes()); // fmt chunk size
+    wav.extend_from_slice(&1_u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1_u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&8000_u32.to_le_bytes()); // sample rate
+    wav.extend_from_slice(&8000_u32.to_le_bytes()); // byte rate
+    wav.extend_from_slice(&1_u16.to_le_bytes()); // block align
+    wav.extend_from_slice(&8_u16.to_le_bytes()); // bits per sample
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&samples.to_le_bytes());
+    wav.resize(44 + samples as usize, 0x80); // 8-bit PCM silence is 128
+    wav
+}
+
+/// The error `test_error_handling` returns on purpose.
+#[derive(Debug, thiserror::Error, Classify)]
+enum Intentional {
+    /// Shown to the model as it is.
+    #[error("This tool intentionally returns an error for testing")]
+    #[invalid_input]
+    Always,
+}
+
+/// Returns a fixed text (conformance: tools-call-simple-text).
+#[mcp_tool(read_only)]
+async fn test_simple_text() -> &'static str {
+    "This is a simple text response for testing."
+}
+
+/// Returns a 1×1 red PNG (conformance: tools-call-image).
+#[mcp_tool(read_only)]
+async fn test_image_content() -> Vec<ContentBlock> {
+    vec![resource::image(&RED_PIXEL_PNG, "image/png")]
+}
+
+/// Returns a short silent WAV (conformance: tools-call-audio).
+#[mcp_tool(read_only)]
+async fn test_audio_content() -> Vec<ContentBlock> {
+    vec![resource::audio(&silent_wav(), "audio/wav")]
+}
+
+/// Returns an embedded text resource (conformance: tools-call-embedded-resource).
+#[mcp_tool(read_only)]
+async fn test_embedded_resource() -> Vec<ContentBlock> {
+    vec![resource::embedded_text(
+        "test://embedded-resource",
+        "text/plain",
+        "This is an embedded resource content.",
+    )]
+}
+
+/// Returns text, an image and an embedded resource (conformance: tools-call-mixed-content).
+#[mcp_tool(read_only)]
+async fn test_multiple_content_types() -> Vec<ContentBlock> {
+    vec![
+        ContentBlock::text("Multiple content types test:"),
+        resource::image(&RED_PIXEL_PNG, "image/png"),
+        resource::embedded_text(
+            "test://mixed-content-resource",
+            "application/json",
+            r#"{"test":"data","value":123}"#,
+        ),
+    ]
+}
+
+/// Sends three log messages while it runs (conformance: tools-call-with-logging).
+#[mcp_tool(read_only)]
+async fn test_tool_with_logging(#[call] call: &Call) -> &'static str {
+    call.log(LogLevel::Info, "Tool execution started").await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    call.log(LogLevel::Info, "Tool processing data").await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    call.log(LogLevel::Info, "Tool execution completed").await;
+    "Tool with logging executed successfully"
+}
+
+/// Always fails, with `isError` (conformance: tools-call-error).
+#[mcp_tool(read_only)]
+async fn test_error_handling() -> Result<String, Intentional> {
+    Err(Intentional::Always)
+}
+
+/// Reports progress 0, 50 and 100 of 100 (conformance: tools-call-with-progress).
+#[mcp_tool(read_only)]
+async fn test_tool_with_progress(#[call] call: &Call) -> &'static str {
+    call.progress(0.0, Some(100.0), None).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    call.progress(50.0, Some(100.0), None).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    call.progress(100.0, Some(100.0), None).await;
+    "Tool with progress executed successfully"
+}
+
+/// Asks the client's model to answer a prompt (conformance: tools-call-sampling).
+#[mcp_tool]
+async fn test_sampling(
+    #[call] call: &Call,
+    /// The prompt to send to the LLM.
+    prompt: String,
+) -> Result<String, ClientRequestError> {
+    let answer = call.sample_text(&prompt, 100).await?;
+    Ok(format!("LLM response: {answer}"))
+}
+
+/// Asks the user for a username and an email (conformance: tools-call-elicitation).
+#[mcp_tool]
+async fn test_elicitation(
+    #[call] call: &Call,
+    /// The message to show the user.
+    message: String,
+) -> Result<String, ClientRequestError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"}
+        },
+        "required": ["username", "email"]
+    });
+    let answer = call.elicit(&message, schema).await?;
+    Ok(format!(
+        "User response: action={}, content={}",
+        answer.action.as_str(),
+        answer.content
+    ))
+}
+
+/// Asks for a form whose fields have defaults (conformance: elicitation-sep1034-defaults).
+#[mcp_tool]
+async fn test_elicitation_sep1034_defaults(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": true}
+        }
+    });
+    let answer = call
+        .elicit(
+            "Please review and update the form fields with defaults",
+            schema,
+        )
+        .await?;
+    Ok(format!(
+        "Elicitation completed: action={}, content={}",
+        answer.action.as_str(),
+        answer.content
+    ))
+}
+
+/// Asks for a form with every kind of enum (conformance: elicitation-sep1330-enums).
+#[mcp_tool]
+async fn test_elicitation_sep1330_enums(#[call] call: &Call) -> Result<String, ClientRequestError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {
+                "type": "string",
+                "enum": ["option1", "option2", "option3"]
+            },
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"}
+                ]
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"]
+            },
+            "untitledMulti": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["option1", "option2", "option3"]}
+            },
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"}
+                    ]
+                }
+            }
+        }
+    });
+    let answer = call.elicit("Please pick from the enums", schema).await?;
+    Ok(format!(
+        "Elicitation completed: action={}, content={}",
+        answer.action.as_str(),
+        answer.content
+    ))
+}
+
+/// The conformance server: every fixture the suite calls.
+fn server() -> fusion_runtime::ServerBuilder {
+    let with_arguments = PromptInfo::new(
+        "test_prompt_with_arguments",
+        "A prompt with two required arguments",
+    )
+    .arg(PromptArg::required("arg1", "First test argument").choices(["paris", "park", "party"]))
+    .required("arg2", "Second test argument");
+    let with_resource = PromptInfo::new(
+        "test_prompt_with_embedded_resource",
+        "A prompt that embeds a resource",
+    )
+    .required("resourceUri", "URI of the resource to embed");
+    Server::builder("fusion-conformance", env!("CARGO_PKG_VERSION"))
+        .tool(test_simple_text)
+        .tool(test_image_content)
+        .tool(test_audio_content)
+        .tool(test_embedded_resource)
+        .tool(test_multiple_content_types)
+        .tool(test_tool_with_logging)
+        .tool(test_error_handling)
+        .tool(test_tool_with_progress)
+        .tool(test_sampling)
+        .tool(test_elicitation)
+        .tool(test_elicitation_sep1034_defaults)
+        .tool(test_elicitation_sep1330_enums)
+        .resource_with(
+            fusion_runtime::ResourceInfo::new("test://static-text", "static-text")
+                .description("A static text resource")
+                .mime_type("text/plain"),
+            || async { "This is the content of the static text resource." },
+        )
+        .resource_with(
+            fusion_runtime::ResourceInfo::new("test://static-binary", "static-binary")
+                .description("A static binary resource (a PNG image)")
+                .mime_type("image/png"),
+            || async { RED_PIXEL_PNG.to_vec() },
+        )
+        .resource_with(
+            fusion_runtime::ResourceInfo::new("test://watched-resource", "watched-resource")
+                .description("A resource clients may subscribe to")
+                .mime_type("text/plain"),
+            || async { "This resource is watched for changes." },
+        )
+        .resource_template_with(
+            fusion_runtime::ResourceInfo::new("test://template/{id}/data", "template-data")
+                .description("Data for an id, from a URI template")
+                .mime_type("application/json"),
+            |vars: HashMap<String, String>| async move {
+                let id = vars.get("id").cloned().unwrap_or_default();
+                ResourceContent::json(&json!({
+                    "id": id,
+                    "templateTest": true,
+                    "data": format!("Data for ID: {id}"),
+                }))
+            },
+        )
+        .prompt(
+            PromptInfo::new("test_simple_prompt", "A simple prompt without arguments"),
+            |()| async { "This is a simple prompt for testing." },
+        )
+        .prompt(with_arguments, |args: HashMap<String, String>| async move {
+            let arg = |name: &str| args.get(name).cloned().unwrap_or_default();
+            format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                arg("arg1"),
+                arg("arg2")
+            )
+        })
+        .prompt(with_resource, |args: HashMap<String, String>| async move {
+            let uri = args.get("resourceUri").cloned().unwrap_or_default();
+            vec![
+                prompt::user_block(resource::embedded_text(
+                    &uri,
+                    "text/plain",
+                    "Embedded resource content for testing.",
+                )),
+                prompt::user("Please process the embedded resource above."),
+            ]
+        })
+        .prompt(
+            PromptInfo::new("test_prompt_with_image", "A prompt with an image"),
+            |()| async {
+                vec![
+                    prompt::user_block(resource::image(&RED_PIXEL_PNG, "image/png")),
+                    prompt::user("Please analyze the image above."),
+                ]
+            },
+        )
+}
+
+/// `--port N` (default 8931), `--stateless`.
+fn options() -> Result<HttpOptions, String> {
+    let mut port = 8931_u16;
+    let mut stateless = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--port" => {
+                let value = args.next().ok_or("--port needs a value")?;
+                port = value
+                    .parse()
+                    .map_err(|_| format!("--port must be a port number, not {value:?}"))?;
+            }
+            "--stateless" => stateless = true,
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (use --port N, --stateless)"
+                ));
+            }
+        }
+    }
+    Ok(HttpOptions::default().port(port).stateless(stateless))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    fusion_runtime::log::init();
+    match options() {
+        Ok(options) => server().serve_http_with(options).await,
+        Err(message) => {
+            eprintln!("conformance: {message}");
+            ExitCode::from(fusion_runtime::EXIT_CONFIG)
+        }
+    }
+}

@@ -1,0 +1,649 @@
+//! Prompts: message templates a client offers its user (`prompts/list`, `prompts/get`),
+//! with arguments, and completions for those arguments and for resource-template
+//! variables (`completion/complete`).
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use fusion_runtime::{PromptArg, PromptInfo, prelude::*};
+//!
+//! let review = PromptInfo::new("review", "Review a piece of code")
+//!     .arg(PromptArg::required("language", "The language").choices(["rust", "python", "go"]))
+//!     .optional("focus", "What to look at first");
+//! let server = Server::builder("reviewer", "1.0.0")
+//!     .prompt(review, |args: HashMap<String, String>| async move {
+//!         format!("Review this {} code.", args["language"])
+//!     })
+//!     .build();
+//! assert_eq!(server.prompts()[0].name, "review");
+//! ```
+//!
+//! The closure takes the arguments as anything that deserializes from a map of strings
+//! (a `HashMap<String, String>`, a struct of `String` and `Option<String>` fields, or `()`
+//! for a prompt without arguments), and returns text (one user message), a
+//! [`PromptMessage`](rmcp::model::PromptMessage) or several, or a `Result` of these.
+
+use std::{
+    collections::HashMap,
+    fmt::Display,
+    future::Future,
+    panic::AssertUnwindSafe,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use futures_util::FutureExt as _;
+use rmcp::model::{ContentBlock, PromptMessage, Role};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::{
+    server::{BuildError, Server, ServerBuilder},
+    tool::BoxFuture,
+};
+
+/// A prompt's name, description and arguments, as `prompts/list` shows them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptInfo {
+    name: String,
+    title: Option<String>,
+    description: String,
+    arguments: Vec<PromptArg>,
+}
+
+impl PromptInfo {
+    /// A prompt called `name`, described by `description`.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            arguments: Vec::new(),
+        }
+    }
+
+    /// A title for people.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an argument.
+    pub fn arg(mut self, arg: PromptArg) -> Self {
+        self.arguments.push(arg);
+        self
+    }
+
+    /// Adds a required argument.
+    pub fn required(self, name: impl Into<String>, description: impl Into<String>) -> Self {
+        self.arg(PromptArg::required(name, description))
+    }
+
+    /// Adds an optional argument.
+    pub fn optional(self, name: impl Into<String>, description: impl Into<String>) -> Self {
+        self.arg(PromptArg::optional(name, description))
+    }
+
+    fn to_wire(&self) -> rmcp::model::Prompt {
+        let arguments = (!self.arguments.is_empty()).then(|| {
+            self.arguments
+                .iter()
+                .map(|arg| {
+                    rmcp::model::PromptArgument::new(&arg.name)
+                        .with_description(&arg.description)
+                        .with_required(arg.required)
+                })
+                .collect()
+        });
+        let mut prompt =
+            rmcp::model::Prompt::new(&self.name, Some(self.description.clone()), arguments);
+        if let Some(title) = &self.title {
+            prompt = prompt.with_title(title);
+        }
+        prompt
+    }
+}
+
+/// One argument of a prompt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptArg {
+    name: String,
+    description: String,
+    required: bool,
+    /// Values offered by `completion/complete` (filtered by the typed prefix).
+    choices: Vec<String>,
+}
+
+impl PromptArg {
+    /// A required argument.
+    pub fn required(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            required: true,
+            choices: Vec::new(),
+        }
+    }
+
+    /// An optional argument.
+    pub fn optional(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            required: false,
+            ..Self::required(name, description)
+        }
+    }
+
+    /// Values that `completion/complete` suggests for this argument: those that start
+    /// with what the user typed (ignoring case). For computed suggestions, see
+    /// [`ServerBuilder::complete_prompt_argument`].
+    pub fn choices<I, S>(mut self, choices: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.choices = choices.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// What a prompt closure may return: text (one user message), a
+/// [`PromptMessage`](rmcp::model::PromptMessage), several, or a `Result` of these whose
+/// error is masked for the client and logged.
+pub trait IntoPromptMessages {
+    /// The messages, or the error's text.
+    ///
+    /// # Errors
+    /// The closure's own error, as text.
+    fn into_prompt_messages(self) -> Result<Vec<PromptMessage>, String>;
+}
+
+impl IntoPromptMessages for String {
+    fn into_prompt_messages(self) -> Result<Vec<PromptMessage>, String> {
+        Ok(vec![user(self)])
+    }
+}
+
+impl IntoPromptMessages for &'static str {
+    fn into_prompt_messages(self) -> Result<Vec<PromptMessage>, String> {
+        Ok(vec![user(self)])
+    }
+}
+
+impl IntoPromptMessages for PromptMessage {
+    fn into_prompt_messages(self) -> Result<Vec<PromptMessage>, String> {
+        Ok(vec![self])
+    }
+}
+
+impl IntoPromptMessages for Vec<PromptMessage> {
+    fn into_prompt_messages(self) -> Result<Vec<PromptMessage>, String> {
+        Ok(self)
+    }
+}
+
+impl<T: IntoPromptMessages, E: Display> IntoPromptMessages for Result<T, E> {
+    fn into_prompt_messages(self) -> Result<Vec<PromptMessage>, String> {
+        self.map_err(|error| error.to_string())?
+            .into_prompt_messages()
+    }
+}
+
+/// A user message with text.
+pub fn user(text: impl Into<String>) -> PromptMessage {
+    PromptMessage::new_text(Role::User, text)
+}
+
+/// An assistant message with text.
+pub fn assistant(text: impl Into<String>) -> PromptMessage {
+    PromptMessage::new_text(Role::Assistant, text)
+}
+
+/// A user message with any content block (an image from
+/// [`resource::image`](crate::resource::image), an embedded resource from
+/// [`resource::embedded_text`](crate::resource::embedded_text), ...).
+///
+/// ```
+/// use fusion_runtime::{prompt, resource};
+///
+/// let message = prompt::user_block(resource::image(&[0x89, b'P'], "image/png"));
+/// assert_eq!(serde_json::to_value(&message).unwrap()["content"]["type"], "image");
+/// ```
+pub fn user_block(content: ContentBlock) -> PromptMessage {
+    PromptMessage::new(Role::User, content)
+}
+
+type RenderFn = Arc<
+    dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Vec<PromptMessage>, Render>>
+        + Send
+        + Sync,
+>;
+
+/// Why rendering a prompt failed.
+#[derive(Debug)]
+enum Render {
+    Arguments(String),
+    Error(String),
+}
+
+/// A completion source: the partial value and the other arguments already given, to the
+/// suggestions.
+type Completer = Arc<dyn Fn(&str, &HashMap<String, String>) -> Vec<String> + Send + Sync>;
+
+struct RegisteredPrompt {
+    info: PromptInfo,
+    render: RenderFn,
+}
+
+/// What completions apply to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Target {
+    Prompt { prompt: String, argument: String },
+    Template { template: String, variable: String },
+}
+
+#[derive(Default)]
+pub(crate) struct Prompts {
+    prompts: Vec<RegisteredPrompt>,
+    completers: HashMap<Target, Completer>,
+    errors: Vec<BuildError>,
+}
+
+/// Why `prompts/get` failed.
+#[derive(Debug)]
+pub(crate) enum PromptError {
+    /// No prompt has this name; the names that exist.
+    NotFound(Vec<String>),
+    /// Required arguments are missing, or the arguments did not decode.
+    InvalidArguments(String),
+    /// The closure failed or panicked; the details are logged under `reference`.
+    Failed { reference: String },
+}
+
+impl Prompts {
+    pub(crate) fn take_errors(&mut self) -> Vec<BuildError> {
+        let mut errors = std::mem::take(&mut self.errors);
+        for target in self.completers.keys() {
+            if let Target::Prompt { prompt, argument } = target {
+                let known = self.prompts.iter().any(|registered| {
+                    registered.info.name == *prompt
+                        && registered
+                            .info
+                            .arguments
+                            .iter()
+                            .any(|arg| arg.name == *argument)
+                });
+                if !known {
+                    errors.push(BuildError::UnknownTarget(format!("{prompt}({argument})")));
+                }
+            }
+        }
+        errors
+    }
+
+    pub(crate) fn has_prompts(&self) -> bool {
+        !self.prompts.is_empty()
+    }
+
+    pub(crate) fn has_completions(&self) -> bool {
+        !self.completers.is_empty()
+            || self.prompts.iter().any(|prompt| {
+                prompt
+                    .info
+                    .arguments
+                    .iter()
+                    .any(|arg| !arg.choices.is_empty())
+            })
+    }
+
+    pub(crate) fn list(&self) -> Vec<rmcp::model::Prompt> {
+        self.prompts
+            .iter()
+            .map(|prompt| prompt.info.to_wire())
+            .collect()
+    }
+
+    pub(crate) async fn get(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<rmcp::model::GetPromptResult, PromptError> {
+        let Some(prompt) = self.prompts.iter().find(|prompt| prompt.info.name == name) else {
+            return Err(PromptError::NotFound(
+                self.prompts
+                    .iter()
+                    .map(|prompt| prompt.info.name.clone())
+                    .collect(),
+            ));
+        };
+        let arguments = arguments.unwrap_or_default();
+        let missing: Vec<&str> = prompt
+            .info
+            .arguments
+            .iter()
+            .filter(|arg| {
+                let given = arguments
+                    .get(&arg.name)
+                    .is_some_and(|value| !value.is_null());
+                arg.required && !given
+            })
+            .map(|arg| arg.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(PromptError::InvalidArguments(format!(
+                "missing required argument(s): {}",
+                missing.join(", ")
+            )));
+        }
+        let render = Arc::clone(&prompt.render);
+        let ran = AssertUnwindSafe(async move { render(arguments).await })
+            .catch_unwind()
+            .await;
+        match ran {
+            Ok(Ok(messages)) => Ok(rmcp::model::GetPromptResult::new(messages)
+                .with_description(prompt.info.description.clone())),
+            Ok(Err(Render::Arguments(details))) => Err(PromptError::InvalidArguments(details)),
+            Ok(Err(Render::Error(error))) => {
+                let reference = next_reference();
+                tracing::error!(target: "fusion::prompt", prompt = name, reference, %error, "rendering a prompt failed");
+                Err(PromptError::Failed { reference })
+            }
+            Err(payload) => {
+                let reference = next_reference();
+                let message = crate::recover::panic_message(payload.as_ref());
+                tracing::error!(target: "fusion::prompt", prompt = name, reference, panic = %message, "a prompt closure panicked");
+                Err(PromptError::Failed { reference })
+            }
+        }
+    }
+
+    /// Suggestions for a prompt argument or a template variable: the registered
+    /// completer's, else the argument's choices that start with `partial`. At most 100.
+    pub(crate) fn complete(
+        &self,
+        catalog: &crate::resource::Catalog,
+        reference: &rmcp::model::Reference,
+        argument: &str,
+        partial: &str,
+        context: &HashMap<String, String>,
+    ) -> Result<rmcp::model::CompletionInfo, String> {
+        let target = match reference {
+            rmcp::model::Reference::Prompt(prompt) => {
+                if !self.prompts.iter().any(|p| p.info.name == prompt.name) {
+                    return Err(format!("no prompt is named `{}`", prompt.name));
+                }
+                Target::Prompt {
+                    prompt: prompt.name.clone(),
+                    argument: argument.to_owned(),
+                }
+            }
+            rmcp::model::Reference::Resource(resource) => {
+                if catalog.template_variables(&resource.uri).is_none() {
+                    return Err(format!("no resource template is `{}`", resource.uri));
+                }
+                Target::Template {
+                    template: resource.uri.clone(),
+                    variable: argument.to_owned(),
+                }
+            }
+            _ => return Err("unsupported completion reference".to_owned()),
+        };
+        let values = if let Some(completer) = self.completers.get(&target) {
+            let completer = Arc::clone(completer);
+            std::panic::catch_unwind(AssertUnwindSafe(|| completer(partial, context)))
+                .map_err(|payload| {
+                    let message = crate::recover::panic_message(payload.as_ref());
+                    tracing::error!(target: "fusion::prompt", ?target, panic = %message, "a completer panicked");
+                    "the completion failed".to_owned()
+                })?
+        } else {
+            let choices = match &target {
+                Target::Prompt { prompt, argument } => self
+                    .prompts
+                    .iter()
+                    .find(|p| p.info.name == *prompt)
+                    .and_then(|p| p.info.arguments.iter().find(|arg| arg.name == *argument))
+                    .map(|arg| arg.choices.as_slice())
+                    .unwrap_or_default(),
+                Target::Template { .. } => &[],
+            };
+            filter_prefix(choices, partial)
+        };
+        let total = values.len();
+        let shown: Vec<String> = values
+            .into_iter()
+            .take(rmcp::model::CompletionInfo::MAX_VALUES)
+            .collect();
+        let has_more = total > shown.len();
+        rmcp::model::CompletionInfo::with_pagination(
+            shown,
+            Some(u32::try_from(total).unwrap_or(u32::MAX)),
+            has_more,
+        )
+    }
+}
+
+/// The choices that start with `partial`, ignoring case, in their order.
+pub fn filter_prefix(choices: &[String], partial: &str) -> Vec<String> {
+    let partial = partial.to_lowercase();
+    choices
+        .iter()
+        .filter(|choice| choice.to_lowercase().starts_with(&partial))
+        .cloned()
+        .collect()
+}
+
+fn next_reference() -> String {
+    static RENDERS: AtomicU64 = AtomicU64::new(0);
+    crate::recover::correlation_id(RENDERS.fetch_add(1, Ordering::Relaxed))
+}
+
+fn decode_arguments<A: DeserializeOwned>(arguments: Map<String, Value>) -> Result<A, String> {
+    let empty = arguments.is_empty();
+    match serde_json::from_value(Value::Object(arguments)) {
+        Ok(decoded) => Ok(decoded),
+        // `()` comes from `null`, not from an empty map.
+        Err(error) if empty => serde_json::from_value(Value::Null).map_err(|_| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+impl<C: Send + Sync + 'static> ServerBuilder<C> {
+    /// Registers a prompt; `render` is called on each `prompts/get` with the arguments
+    /// (required ones are checked first: a missing one is an invalid-params error naming
+    /// it).
+    ///
+    /// ```
+    /// use fusion_runtime::{PromptInfo, prelude::*, prompt};
+    ///
+    /// #[derive(Deserialize)]
+    /// struct Topic {
+    ///     topic: String,
+    ///     tone: Option<String>,
+    /// }
+    ///
+    /// let info = PromptInfo::new("explain", "Explain a topic")
+    ///     .required("topic", "What to explain")
+    ///     .optional("tone", "How to sound");
+    /// let server = Server::builder("teacher", "1.0.0")
+    ///     .prompt(info, |Topic { topic, tone }: Topic| async move {
+    ///         vec![
+    ///             prompt::user(format!("Explain {topic}.")),
+    ///             prompt::assistant(format!("In a {} tone, then.", tone.unwrap_or("plain".into()))),
+    ///         ]
+    ///     })
+    ///     // A prompt without arguments takes `()`.
+    ///     .prompt(PromptInfo::new("hello", "Say hello"), |()| async { "Hello!" })
+    ///     .build();
+    /// assert_eq!(server.prompts().len(), 2);
+    /// ```
+    pub fn prompt<A, F, Fut>(mut self, info: PromptInfo, render: F) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(A) -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoPromptMessages,
+    {
+        let prompts = &mut self.catalog.prompts;
+        if prompts.prompts.iter().any(|p| p.info.name == info.name) {
+            prompts.errors.push(BuildError::DuplicatePrompt(info.name));
+            return self;
+        }
+        let render = Arc::new(render);
+        let render: RenderFn = Arc::new(move |arguments| {
+            let decoded = decode_arguments::<A>(arguments);
+            let render = Arc::clone(&render);
+            Box::pin(async move {
+                let arguments = decoded.map_err(Render::Arguments)?;
+                render(arguments)
+                    .await
+                    .into_prompt_messages()
+                    .map_err(Render::Error)
+            })
+        });
+        prompts.prompts.push(RegisteredPrompt { info, render });
+        self
+    }
+
+    /// Computes `completion/complete` suggestions for an argument of a prompt: `complete`
+    /// gets what the user typed so far and the other arguments already given.
+    ///
+    /// ```
+    /// use fusion_runtime::{PromptInfo, prelude::*};
+    ///
+    /// let cities = ["Paris", "Porto", "Prague"];
+    /// let server = Server::builder("travel", "1.0.0")
+    ///     .prompt(PromptInfo::new("trip", "Plan a trip").required("city", "Where to"), |()| async { "Plan it." })
+    ///     .complete_prompt_argument("trip", "city", move |typed, _others| {
+    ///         cities.iter().filter(|c| c.starts_with(typed)).map(|c| c.to_string()).collect()
+    ///     })
+    ///     .build();
+    /// # let _ = server;
+    /// ```
+    pub fn complete_prompt_argument<F>(
+        mut self,
+        prompt: impl Into<String>,
+        argument: impl Into<String>,
+        complete: F,
+    ) -> Self
+    where
+        F: Fn(&str, &HashMap<String, String>) -> Vec<String> + Send + Sync + 'static,
+    {
+        let target = Target::Prompt {
+            prompt: prompt.into(),
+            argument: argument.into(),
+        };
+        self.catalog
+            .prompts
+            .completers
+            .insert(target, Arc::new(complete));
+        self
+    }
+
+    /// Computes `completion/complete` suggestions for a variable of a resource template
+    /// (the template as registered, e.g. `"docs://pages/{id}"`).
+    pub fn complete_resource_argument<F>(
+        mut self,
+        uri_template: impl Into<String>,
+        variable: impl Into<String>,
+        complete: F,
+    ) -> Self
+    where
+        F: Fn(&str, &HashMap<String, String>) -> Vec<String> + Send + Sync + 'static,
+    {
+        let target = Target::Template {
+            template: uri_template.into(),
+            variable: variable.into(),
+        };
+        self.catalog
+            .prompts
+            .completers
+            .insert(target, Arc::new(complete));
+        self
+    }
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// The prompts, as `prompts/list` describes them.
+    pub fn prompts(&self) -> Vec<rmcp::model::Prompt> {
+        self.catalog().prompts.list()
+    }
+
+    /// Renders a prompt as a client would get it (`prompts/get`).
+    ///
+    /// # Errors
+    /// A message when no prompt has this name, a required argument is missing, or the
+    /// closure failed.
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use fusion_runtime::{PromptInfo, prelude::*};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let server = Server::builder("p", "1.0.0")
+    ///     .prompt(PromptInfo::new("greet", "Greet").required("name", "Who"), |args: HashMap<String, String>| async move {
+    ///         format!("Say hello to {}.", args["name"])
+    ///     })
+    ///     .build();
+    /// let args = serde_json::json!({"name": "Ada"});
+    /// let result = server.get_prompt("greet", args.as_object().cloned()).await.unwrap();
+    /// assert_eq!(serde_json::to_value(&result.messages[0]).unwrap()["content"]["text"], "Say hello to Ada.");
+    /// assert!(server.get_prompt("greet", None).await.unwrap_err().contains("name"));
+    /// # });
+    /// ```
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<rmcp::model::GetPromptResult, String> {
+        self.catalog()
+            .prompts
+            .get(name, arguments)
+            .await
+            .map_err(|error| prompt_error_message(name, &error))
+    }
+}
+
+/// The message of a failed `prompts/get`, as the client reads it.
+pub(crate) fn prompt_error_message(name: &str, error: &PromptError) -> String {
+    match error {
+        PromptError::NotFound(names) => {
+            let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+            format!(
+                "no prompt is named `{name}`; the prompts are: {}",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            )
+        }
+        PromptError::InvalidArguments(details) => {
+            format!("invalid arguments for prompt `{name}`: {details}")
+        }
+        PromptError::Failed { reference } => format!(
+            "rendering prompt `{name}` failed (reference {reference}; the details are in the server log)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_filter_by_prefix_ignoring_case() {
+        let choices: Vec<String> = ["Paris", "park", "Rome"].map(String::from).to_vec();
+        assert_eq!(filter_prefix(&choices, "par"), ["Paris", "park"]);
+        assert_eq!(filter_prefix(&choices, ""), ["Paris", "park", "Rome"]);
+        assert!(filter_prefix(&choices, "x").is_empty());
+    }
+
+    #[test]
+    fn unit_arguments_decode_from_an_empty_map() {
+        assert!(decode_arguments::<()>(Map::new()).is_ok());
+        let mut one = Map::new();
+        one.insert("a".into(), Value::String("b".into()));
+        assert!(decode_arguments::<HashMap<String, String>>(one).is_ok());
+    }
+}

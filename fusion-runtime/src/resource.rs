@@ -1,0 +1,906 @@
+//! Resources: data a server offers by URI (`resources/list`, `resources/read`), fixed or
+//! from a URI template (`resources/templates/list`), with subscriptions
+//! (`resources/subscribe`) so that clients hear when one changes.
+//!
+//! A resource is registered on the builder with a closure that returns its content; the
+//! runtime answers the protocol around it (listing, URI matching, base64 for bytes, the
+//! `uri` and `mimeType` of each content, errors, panics).
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use fusion_runtime::prelude::*;
+//!
+//! let server = Server::builder("docs", "1.0.0")
+//!     // A fixed resource: text.
+//!     .resource("docs://readme", "readme", "text/markdown", || async { "# Hello" })
+//!     // Bytes are sent as a base64 blob.
+//!     .resource("docs://logo", "logo", "image/png", || async { vec![0x89_u8, b'P', b'N', b'G'] })
+//!     // A template: `{id}` is matched in the URI and handed to the closure.
+//!     .resource_template("docs://pages/{id}", "page", "text/plain", |vars: HashMap<String, String>| async move {
+//!         format!("page {}", vars["id"])
+//!     })
+//!     .build();
+//! assert_eq!(server.resources().len(), 2);
+//! assert_eq!(server.resource_templates().len(), 1);
+//! ```
+//!
+//! Template variables arrive as strings; the closure takes anything that deserializes from a
+//! map of them (a `HashMap<String, String>`, or a struct of `String` fields).
+
+use std::{
+    collections::HashMap,
+    fmt::Display,
+    future::Future,
+    panic::AssertUnwindSafe,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use base64::Engine as _;
+use futures_util::FutureExt as _;
+use rmcp::{
+    Peer, RoleServer,
+    model::{ContentBlock, ResourceContents, ResourceUpdatedNotificationParam},
+};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::{
+    server::{BuildError, Server, ServerBuilder},
+    tool::BoxFuture,
+};
+
+/// What a resource's closure returns: text or bytes, with an optional MIME type that
+/// overrides the one the resource was registered with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceContent {
+    body: Body,
+    mime_type: Option<String>,
+    /// Set for the contents of a multi-part resource that name their own URI.
+    uri: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Body {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl ResourceContent {
+    /// Text content.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            body: Body::Text(text.into()),
+            mime_type: None,
+            uri: None,
+        }
+    }
+
+    /// Binary content, sent base64-encoded as a `blob`.
+    pub fn bytes(bytes: impl Into<Vec<u8>>) -> Self {
+        Self {
+            body: Body::Bytes(bytes.into()),
+            mime_type: None,
+            uri: None,
+        }
+    }
+
+    /// A value as JSON text, with the MIME type `application/json`.
+    ///
+    /// # Errors
+    /// When the value cannot be serialized (a map with non-string keys, a failing
+    /// `Serialize` impl).
+    pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        Ok(Self::text(serde_json::to_string(value)?).mime_type("application/json"))
+    }
+
+    /// Sets the MIME type of this content.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Sets the URI of this content (by default, the URI that was read).
+    pub fn uri(mut self, uri: impl Into<String>) -> Self {
+        self.uri = Some(uri.into());
+        self
+    }
+
+    fn into_wire(self, uri: &str, default_mime: Option<&str>) -> ResourceContents {
+        let uri = self.uri.unwrap_or_else(|| uri.to_owned());
+        let mime_type = self.mime_type.or_else(|| default_mime.map(str::to_owned));
+        let contents = match self.body {
+            Body::Text(text) => ResourceContents::text(text, uri),
+            Body::Bytes(bytes) => ResourceContents::blob(encode_base64(&bytes), uri),
+        };
+        match mime_type {
+            Some(mime_type) => contents.with_mime_type(mime_type),
+            // `ResourceContents::text` assumes text/plain; with no type registered, say so.
+            None => contents,
+        }
+    }
+}
+
+/// What a resource closure may return: text (`String`, `&'static str`), bytes
+/// (`Vec<u8>`), JSON (`serde_json::Value`), one or several [`ResourceContent`]s, or a
+/// `Result` of any of these whose error becomes a masked internal error.
+pub trait IntoResourceContents {
+    /// The contents, or the error's text (logged, never sent).
+    ///
+    /// # Errors
+    /// The closure's own error, as text.
+    fn into_resource_contents(self) -> Result<Vec<ResourceContent>, String>;
+}
+
+impl IntoResourceContents for ResourceContent {
+    fn into_resource_contents(self) -> Result<Vec<ResourceContent>, String> {
+        Ok(vec![self])
+    }
+}
+
+impl IntoResourceContents for Vec<ResourceContent> {
+    fn into_resource_contents(self) -> Result<Vec<ResourceContent>, String> {
+        Ok(self)
+    }
+}
+
+impl IntoResourceContents for String {
+    fn into_resource_contents(self) -> Result<Vec<ResourceContent>, String> {
+        Ok(vec![ResourceContent::text(self)])
+    }
+}
+
+impl IntoResourceContents for &'static str {
+    fn into_resource_contents(self) -> Result<Vec<ResourceContent>, String> {
+        Ok(vec![ResourceContent::text(self)])
+    }
+}
+
+impl IntoResourceContents for Vec<u8> {
+    fn into_resource_contents(self) -> Result<Vec<ResourceContent>, String> {
+        Ok(vec![ResourceContent::bytes(self)])
+    }
+}
+
+impl IntoResourceContents for Value {
+    fn into_resource_contents(self) -> Result<Vec<ResourceContent>, String> {
+        ResourceContent::json(&self)
+            .map(|content| vec![content])
+            .map_err(|error| error.to_string())
+    }
+}
+
+impl<T: IntoResourceContents, E: Display> IntoResourceContents for Result<T, E> {
+    fn into_resource_contents(self) -> Result<Vec<ResourceContent>, String> {
+        self.map_err(|error| error.to_string())?
+            .into_resource_contents()
+    }
+}
+
+/// How a resource is listed: its URI (or URI template), name, and optional title,
+/// description and MIME type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceInfo {
+    uri: String,
+    name: String,
+    title: Option<String>,
+    description: Option<String>,
+    mime_type: Option<String>,
+}
+
+impl ResourceInfo {
+    /// A resource at `uri` (for a template, the URI template) called `name`.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+        }
+    }
+
+    /// A title for people.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// What the resource holds (for the model and for people).
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The MIME type of the contents, unless a content sets its own.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    fn to_resource(&self) -> rmcp::model::Resource {
+        let mut resource = rmcp::model::Resource::new(&self.uri, &self.name);
+        if let Some(title) = &self.title {
+            resource = resource.with_title(title);
+        }
+        if let Some(description) = &self.description {
+            resource = resource.with_description(description);
+        }
+        if let Some(mime_type) = &self.mime_type {
+            resource = resource.with_mime_type(mime_type);
+        }
+        resource
+    }
+
+    fn to_template(&self) -> rmcp::model::ResourceTemplate {
+        let mut template = rmcp::model::ResourceTemplate::new(&self.uri, &self.name);
+        if let Some(title) = &self.title {
+            template = template.with_title(title);
+        }
+        if let Some(description) = &self.description {
+            template = template.with_description(description);
+        }
+        if let Some(mime_type) = &self.mime_type {
+            template = template.with_mime_type(mime_type);
+        }
+        template
+    }
+}
+
+type ReadFn = Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Read> + Send + Sync>;
+
+/// What one run of a resource closure gave.
+type Read = Result<Vec<ResourceContent>, ReadFailure>;
+
+/// Why a read failed, before it is turned into a JSON-RPC error.
+#[derive(Debug)]
+enum ReadFailure {
+    /// The template variables did not decode into the closure's argument type.
+    Variables(String),
+    /// The closure returned an error.
+    Error(String),
+}
+
+struct FixedResource {
+    info: ResourceInfo,
+    read: ReadFn,
+}
+
+struct TemplateResource {
+    info: ResourceInfo,
+    template: UriTemplate,
+    read: ReadFn,
+}
+
+/// The resources, prompts and completions of a server (and the mistakes made registering
+/// them, reported by `try_build`).
+#[derive(Default)]
+pub(crate) struct Catalog {
+    fixed: Vec<FixedResource>,
+    templates: Vec<TemplateResource>,
+    subscribers: Mutex<Vec<Subscriber>>,
+    pub(crate) prompts: crate::prompt::Prompts,
+    errors: Vec<BuildError>,
+}
+
+struct Subscriber {
+    uri: String,
+    peer: Peer<RoleServer>,
+}
+
+impl Catalog {
+    /// The registration mistakes: duplicate URIs or names, malformed templates.
+    pub(crate) fn take_errors(&mut self) -> Vec<BuildError> {
+        let mut errors = std::mem::take(&mut self.errors);
+        errors.extend(self.prompts.take_errors());
+        errors
+    }
+
+    pub(crate) fn has_resources(&self) -> bool {
+        !self.fixed.is_empty() || !self.templates.is_empty()
+    }
+
+    pub(crate) fn resources(&self) -> Vec<rmcp::model::Resource> {
+        self.fixed
+            .iter()
+            .map(|resource| resource.info.to_resource())
+            .collect()
+    }
+
+    pub(crate) fn templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
+        self.templates
+            .iter()
+            .map(|resource| resource.info.to_template())
+            .collect()
+    }
+
+    /// Whether `uri` names a fixed resource or matches a template.
+    pub(crate) fn knows(&self, uri: &str) -> bool {
+        self.fixed.iter().any(|resource| resource.info.uri == uri)
+            || self
+                .templates
+                .iter()
+                .any(|resource| resource.template.matches(uri).is_some())
+    }
+
+    /// Reads `uri`: a fixed resource first, then the first template that matches.
+    pub(crate) async fn read(&self, uri: &str) -> Result<Vec<ResourceContents>, ReadError> {
+        let (read, mime_type, variables) =
+            if let Some(fixed) = self.fixed.iter().find(|resource| resource.info.uri == uri) {
+                (
+                    Arc::clone(&fixed.read),
+                    fixed.info.mime_type.clone(),
+                    Map::new(),
+                )
+            } else {
+                let found = self.templates.iter().find_map(|resource| {
+                    resource
+                        .template
+                        .matches(uri)
+                        .map(|variables| (resource, variables))
+                });
+                let Some((resource, variables)) = found else {
+                    return Err(ReadError::NotFound);
+                };
+                let variables = variables
+                    .into_iter()
+                    .map(|(name, value)| (name, Value::String(value)))
+                    .collect();
+                (
+                    Arc::clone(&resource.read),
+                    resource.info.mime_type.clone(),
+                    variables,
+                )
+            };
+        let ran = AssertUnwindSafe(async move { read(variables).await })
+            .catch_unwind()
+            .await;
+        let reference = next_reference();
+        match ran {
+            Ok(Ok(contents)) => Ok(contents
+                .into_iter()
+                .map(|content| content.into_wire(uri, mime_type.as_deref()))
+                .collect()),
+            Ok(Err(ReadFailure::Variables(details))) => {
+                tracing::warn!(target: "fusion::resource", uri, %details, "template variables did not decode");
+                Err(ReadError::InvalidUri(details))
+            }
+            Ok(Err(ReadFailure::Error(error))) => {
+                tracing::error!(target: "fusion::resource", uri, reference, %error, "reading a resource failed");
+                Err(ReadError::Failed { reference })
+            }
+            Err(payload) => {
+                let message = crate::recover::panic_message(payload.as_ref());
+                tracing::error!(target: "fusion::resource", uri, reference, panic = %message, "a resource closure panicked");
+                Err(ReadError::Failed { reference })
+            }
+        }
+    }
+
+    pub(crate) fn subscribe(&self, uri: &str, peer: Peer<RoleServer>) {
+        if let Ok(mut subscribers) = self.subscribers.lock() {
+            subscribers.retain(|subscriber| !subscriber.peer.is_transport_closed());
+            if !subscribers
+                .iter()
+                .any(|subscriber| subscriber.uri == uri && same_peer(&subscriber.peer, &peer))
+            {
+                subscribers.push(Subscriber {
+                    uri: uri.to_owned(),
+                    peer,
+                });
+            }
+        }
+    }
+
+    pub(crate) fn unsubscribe(&self, uri: &str, peer: &Peer<RoleServer>) {
+        if let Ok(mut subscribers) = self.subscribers.lock() {
+            subscribers.retain(|subscriber| {
+                let unsubscribed = subscriber.uri == uri && same_peer(&subscriber.peer, peer);
+                !(subscriber.peer.is_transport_closed() || unsubscribed)
+            });
+        }
+    }
+
+    fn subscribers_of(&self, uri: &str) -> Vec<Peer<RoleServer>> {
+        self.subscribers
+            .lock()
+            .map(|subscribers| {
+                subscribers
+                    .iter()
+                    .filter(|subscriber| {
+                        subscriber.uri == uri && !subscriber.peer.is_transport_closed()
+                    })
+                    .map(|subscriber| subscriber.peer.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn push_fixed(&mut self, info: ResourceInfo, read: ReadFn) {
+        if self
+            .fixed
+            .iter()
+            .any(|resource| resource.info.uri == info.uri)
+        {
+            self.errors.push(BuildError::DuplicateResource(info.uri));
+            return;
+        }
+        self.fixed.push(FixedResource { info, read });
+    }
+
+    fn push_template(&mut self, info: ResourceInfo, read: ReadFn) {
+        if self
+            .templates
+            .iter()
+            .any(|resource| resource.info.uri == info.uri)
+        {
+            self.errors.push(BuildError::DuplicateResource(info.uri));
+            return;
+        }
+        match UriTemplate::parse(&info.uri) {
+            Ok(template) => self.templates.push(TemplateResource {
+                info,
+                template,
+                read,
+            }),
+            Err(problem) => self.errors.push(BuildError::InvalidUriTemplate {
+                template: info.uri,
+                problem,
+            }),
+        }
+    }
+
+    /// The variables of the template `uri_template`, if it is registered.
+    pub(crate) fn template_variables(&self, uri_template: &str) -> Option<Vec<String>> {
+        self.templates
+            .iter()
+            .find(|resource| resource.info.uri == uri_template)
+            .map(|resource| resource.template.variables())
+    }
+}
+
+/// Two handles on the same client session: rmcp stores the client's `initialize`
+/// parameters once per session, so their address identifies it.
+fn same_peer(a: &Peer<RoleServer>, b: &Peer<RoleServer>) -> bool {
+    match (a.peer_info(), b.peer_info()) {
+        (Some(a), Some(b)) => Arc::ptr_eq(&a, &b),
+        _ => false,
+    }
+}
+
+/// Why `resources/read` failed.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// No resource has this URI and no template matches it.
+    NotFound,
+    /// A template matched but its variables did not decode.
+    InvalidUri(String),
+    /// The closure failed or panicked; details are in the log under `reference`.
+    Failed { reference: String },
+}
+
+fn next_reference() -> String {
+    static READS: AtomicU64 = AtomicU64::new(0);
+    crate::recover::correlation_id(READS.fetch_add(1, Ordering::Relaxed))
+}
+
+fn decode_variables<P: DeserializeOwned>(variables: Map<String, Value>) -> Result<P, String> {
+    let empty = variables.is_empty();
+    match serde_json::from_value(Value::Object(variables)) {
+        Ok(decoded) => Ok(decoded),
+        // `()` and unit structs come from `null`, not from an empty map.
+        Err(error) if empty => serde_json::from_value(Value::Null).map_err(|_| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+impl<C: Send + Sync + 'static> ServerBuilder<C> {
+    /// Registers a fixed resource at `uri` named `name` whose contents have the MIME type
+    /// `mime_type`; `content` is called on each `resources/read`.
+    ///
+    /// `content` returns anything [`IntoResourceContents`]: text, bytes (sent as a base64
+    /// blob), JSON, [`ResourceContent`]s, or a `Result` of these (an error is logged and
+    /// the client gets an internal error with a reference, never the error's text).
+    ///
+    /// ```
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// let server = Server::builder("notes", "1.0.0")
+    ///     .resource("notes://today", "today", "text/plain", || async { "Buy milk." })
+    ///     .build();
+    /// assert_eq!(server.resources()[0].uri, "notes://today");
+    /// ```
+    pub fn resource<F, Fut>(
+        self,
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        mime_type: impl Into<String>,
+        content: F,
+    ) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoResourceContents,
+    {
+        self.resource_with(ResourceInfo::new(uri, name).mime_type(mime_type), content)
+    }
+
+    /// [`resource`](Self::resource) with a title and a description.
+    ///
+    /// ```
+    /// use fusion_runtime::{ResourceInfo, prelude::*};
+    ///
+    /// let info = ResourceInfo::new("config://app", "config")
+    ///     .description("The application's configuration")
+    ///     .mime_type("application/json");
+    /// let server = Server::builder("app", "1.0.0")
+    ///     .resource_with(info, || async { serde_json::json!({"debug": false}) })
+    ///     .build();
+    /// assert_eq!(server.resources()[0].description.as_deref(), Some("The application's configuration"));
+    /// ```
+    pub fn resource_with<F, Fut>(mut self, info: ResourceInfo, content: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoResourceContents,
+    {
+        let content = Arc::new(content);
+        let read: ReadFn = Arc::new(move |_variables| {
+            let future = content();
+            Box::pin(async move {
+                future
+                    .await
+                    .into_resource_contents()
+                    .map_err(ReadFailure::Error)
+            })
+        });
+        self.catalog.push_fixed(info, read);
+        self
+    }
+
+    /// Registers a resource template: URIs that match `uri_template` (RFC 6570 level 1:
+    /// `{name}` matches one path segment, `{+name}` anything) are read by calling `content`
+    /// with the template's variables.
+    ///
+    /// The variables arrive as strings, decoded into `P`: a `HashMap<String, String>`, or
+    /// a struct of `String` fields named like the variables.
+    ///
+    /// ```
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// #[derive(Deserialize)]
+    /// struct Page {
+    ///     id: String,
+    /// }
+    ///
+    /// let server = Server::builder("wiki", "1.0.0")
+    ///     .resource_template("wiki://pages/{id}", "page", "text/plain", |Page { id }| async move {
+    ///         format!("the page {id}")
+    ///     })
+    ///     .build();
+    /// assert_eq!(server.resource_templates()[0].uri_template, "wiki://pages/{id}");
+    /// ```
+    pub fn resource_template<P, F, Fut>(
+        self,
+        uri_template: impl Into<String>,
+        name: impl Into<String>,
+        mime_type: impl Into<String>,
+        content: F,
+    ) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        F: Fn(P) -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoResourceContents,
+    {
+        self.resource_template_with(
+            ResourceInfo::new(uri_template, name).mime_type(mime_type),
+            content,
+        )
+    }
+
+    /// [`resource_template`](Self::resource_template) with a title and a description
+    /// (`info`'s URI is the template).
+    pub fn resource_template_with<P, F, Fut>(mut self, info: ResourceInfo, content: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        F: Fn(P) -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoResourceContents,
+    {
+        let content = Arc::new(content);
+        let read: ReadFn = Arc::new(move |variables| {
+            let decoded = decode_variables::<P>(variables);
+            let content = Arc::clone(&content);
+            Box::pin(async move {
+                let variables = decoded.map_err(ReadFailure::Variables)?;
+                content(variables)
+                    .await
+                    .into_resource_contents()
+                    .map_err(ReadFailure::Error)
+            })
+        });
+        self.catalog.push_template(info, read);
+        self
+    }
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// The fixed resources, as `resources/list` describes them.
+    pub fn resources(&self) -> Vec<rmcp::model::Resource> {
+        self.catalog().resources()
+    }
+
+    /// The resource templates, as `resources/templates/list` describes them.
+    pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
+        self.catalog().templates()
+    }
+
+    /// Reads a resource as a client would (`resources/read`): the contents, with each
+    /// one's URI and MIME type filled in.
+    ///
+    /// # Errors
+    /// A message when no resource has this URI, or when its closure failed.
+    ///
+    /// ```
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let server = Server::builder("notes", "1.0.0")
+    ///     .resource("notes://today", "today", "text/plain", || async { "Buy milk." })
+    ///     .build();
+    /// let contents = server.read_resource("notes://today").await.unwrap();
+    /// assert_eq!(serde_json::to_value(&contents[0]).unwrap()["text"], "Buy milk.");
+    /// assert!(server.read_resource("notes://nope").await.is_err());
+    /// # });
+    /// ```
+    pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, String> {
+        self.catalog()
+            .read(uri)
+            .await
+            .map_err(|error| read_error_message(uri, &error))
+    }
+
+    /// Tells every client subscribed to `uri` that it changed
+    /// (`notifications/resources/updated`); they read it again when they want it.
+    pub async fn notify_resource_updated(&self, uri: &str) {
+        for peer in self.catalog().subscribers_of(uri) {
+            let sent = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await;
+            if let Err(error) = sent {
+                tracing::debug!(target: "fusion::resource", uri, %error, "update notification not delivered");
+            }
+        }
+    }
+}
+
+/// The message of a failed read, as the client reads it.
+pub(crate) fn read_error_message(uri: &str, error: &ReadError) -> String {
+    match error {
+        ReadError::NotFound => format!("no resource has the URI `{uri}`"),
+        ReadError::InvalidUri(details) => {
+            format!("the URI `{uri}` matches a template but its variables are invalid: {details}")
+        }
+        ReadError::Failed { reference } => {
+            format!(
+                "reading `{uri}` failed (reference {reference}; the details are in the server log)"
+            )
+        }
+    }
+}
+
+/// Content blocks for tool results and prompt messages, from raw bytes.
+///
+/// ```
+/// let block = fusion_runtime::resource::image(&[1, 2, 3], "image/png");
+/// assert_eq!(serde_json::to_value(&block).unwrap()["data"], "AQID");
+/// ```
+pub fn image(bytes: &[u8], mime_type: &str) -> ContentBlock {
+    ContentBlock::image(encode_base64(bytes), mime_type)
+}
+
+/// An audio content block from raw bytes (base64-encoded on the wire).
+pub fn audio(bytes: &[u8], mime_type: &str) -> ContentBlock {
+    ContentBlock::audio(encode_base64(bytes), mime_type)
+}
+
+/// An embedded text resource as a content block (`{"type": "resource", ...}`).
+///
+/// ```
+/// let block = fusion_runtime::resource::embedded_text("test://doc", "text/plain", "hello");
+/// let json = serde_json::to_value(&block).unwrap();
+/// assert_eq!(json["type"], "resource");
+/// assert_eq!(json["resource"]["text"], "hello");
+/// ```
+pub fn embedded_text(uri: &str, mime_type: &str, text: &str) -> ContentBlock {
+    ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(mime_type))
+}
+
+/// Base64 (standard alphabet, padded), as MCP carries binary data.
+pub fn encode_base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A parsed URI template (RFC 6570 level 1 and reserved expansion): literal text and
+/// `{name}` / `{+name}` variables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct UriTemplate {
+    parts: Vec<Part>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Part {
+    Literal(String),
+    /// `reserved` (`{+name}`) may match `/`, `?` and `#`.
+    Variable {
+        name: String,
+        reserved: bool,
+    },
+}
+
+impl UriTemplate {
+    fn parse(template: &str) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = template;
+        while !rest.is_empty() {
+            match rest.find('{') {
+                None => {
+                    parts.push(Part::Literal(rest.to_owned()));
+                    break;
+                }
+                Some(start) => {
+                    if start > 0 {
+                        parts.push(Part::Literal(rest[..start].to_owned()));
+                    }
+                    let after = &rest[start + 1..];
+                    let end = after
+                        .find('}')
+                        .ok_or_else(|| format!("`{{` at byte {start} is never closed"))?;
+                    let expression = &after[..end];
+                    let (name, reserved) = match expression.strip_prefix('+') {
+                        Some(name) => (name, true),
+                        None => (expression, false),
+                    };
+                    if name.is_empty()
+                        || !name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                    {
+                        return Err(format!(
+                            "`{{{expression}}}` is not a supported variable (use `{{name}}` or `{{+name}}` with letters, digits, `_` or `.`)"
+                        ));
+                    }
+                    if matches!(parts.last(), Some(Part::Variable { .. })) {
+                        return Err(format!(
+                            "`{{{expression}}}` follows another variable directly; separate them with literal text"
+                        ));
+                    }
+                    parts.push(Part::Variable {
+                        name: name.to_owned(),
+                        reserved,
+                    });
+                    rest = &after[end + 1..];
+                }
+            }
+        }
+        if !parts
+            .iter()
+            .any(|part| matches!(part, Part::Variable { .. }))
+        {
+            return Err("a template needs at least one `{variable}`".to_owned());
+        }
+        Ok(Self { parts })
+    }
+
+    fn variables(&self) -> Vec<String> {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Variable { name, .. } => Some(name.clone()),
+                Part::Literal(_) => None,
+            })
+            .collect()
+    }
+
+    /// The variables' (percent-decoded) values when `uri` matches.
+    fn matches(&self, uri: &str) -> Option<HashMap<String, String>> {
+        let mut values = HashMap::new();
+        let mut rest = uri;
+        let mut parts = self.parts.iter().peekable();
+        while let Some(part) = parts.next() {
+            match part {
+                Part::Literal(literal) => rest = rest.strip_prefix(literal.as_str())?,
+                Part::Variable { name, reserved } => {
+                    let end = match parts.peek() {
+                        Some(Part::Literal(next)) => rest.find(next.as_str())?,
+                        _ => rest.len(),
+                    };
+                    let raw = &rest[..end];
+                    if raw.is_empty() || (!reserved && raw.contains(['/', '?', '#'])) {
+                        return None;
+                    }
+                    values.insert(name.clone(), percent_decode(raw)?);
+                    rest = &rest[end..];
+                }
+            }
+        }
+        rest.is_empty().then_some(values)
+    }
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return Some(text.to_owned());
+    }
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            decoded.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_matches_its_variables() {
+        let template = UriTemplate::parse("test://template/{id}/data").expect("as expected");
+        let values = template
+            .matches("test://template/123/data")
+            .expect("as expected");
+        assert_eq!(values["id"], "123");
+        assert!(template.matches("test://template/1/2/data").is_none());
+        assert!(template.matches("test://template//data").is_none());
+        assert!(template.matches("test://template/123/data/more").is_none());
+        assert_eq!(
+            template
+                .matches("test://template/a%20b/data")
+                .expect("as expected")["id"],
+            "a b"
+        );
+    }
+
+    #[test]
+    fn reserved_variables_span_segments() {
+        let template = UriTemplate::parse("file:///{+path}").expect("as expected");
+        assert_eq!(
+            template.matches("file:///etc/hosts").expect("as expected")["path"],
+            "etc/hosts"
+        );
+        let two = UriTemplate::parse("db://{table}/{id}").expect("as expected");
+        let values = two.matches("db://users/7").expect("as expected");
+        assert_eq!(
+            (values["table"].as_str(), values["id"].as_str()),
+            ("users", "7")
+        );
+    }
+
+    #[test]
+    fn malformed_templates_are_refused() {
+        assert!(UriTemplate::parse("x://{id").is_err());
+        assert!(UriTemplate::parse("x://{}").is_err());
+        assert!(UriTemplate::parse("x://{a}{b}").is_err());
+        assert!(UriTemplate::parse("x://plain").is_err());
+        assert!(UriTemplate::parse("x://{a?}").is_err());
+    }
+
+    #[test]
+    fn bad_percent_escapes_do_not_match() {
+        let template = UriTemplate::parse("x://{id}").expect("as expected");
+        assert!(template.matches("x://%zz").is_none());
+        assert!(template.matches("x://%e2").is_none());
+    }
+}

@@ -1,0 +1,1093 @@
+//! Streamable HTTP: rmcp's `StreamableHttpService` (the protocol: sessions, SSE streams,
+//! version negotiation) behind a small axum router that adds what a deployed server needs:
+//! Host and Origin validation (DNS rebinding), an optional bearer token, a body size limit,
+//! answers to bodies that are not JSON, `/healthz`, `/readyz`, `/metrics`, and a graceful
+//! shutdown on SIGTERM/SIGINT that lets the calls in flight finish.
+
+use std::{
+    net::SocketAddr,
+    process::ExitCode,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    Router,
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header, uri::Authority},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use futures_util::StreamExt as _;
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::server::{Server, ServerBuilder};
+
+/// How [`Server::serve_http_with`] serves: the address, the MCP path, who may connect,
+/// limits, and the session mode.
+///
+/// | route | what | checks |
+/// |---|---|---|
+/// | `POST`/`GET`/`DELETE /mcp` | MCP (the path is [`path`](Self::path)) | Host, Origin, bearer token, body size |
+/// | `GET /metrics` | [`Server::metrics`] in Prometheus text | Host, Origin, bearer token |
+/// | `GET /healthz` | `200` while the process serves | none |
+/// | `GET /readyz` | `200` once started, `503` while draining after SIGTERM | none |
+///
+/// A body that is not JSON gets `400` with a JSON-RPC `-32700` error, JSON that is not a
+/// JSON-RPC message `400` with `-32600`, a body over the limit `413`.
+///
+/// The defaults suit a server on a developer's machine: bound to `127.0.0.1:8080`, MCP at
+/// `/mcp`, requests accepted only with a loopback `Host` (`localhost`, `127.0.0.1`, `::1`,
+/// and the bound address) and, when a browser sends an `Origin`, only from a loopback
+/// origin; no token; bodies up to 4 MiB; sessions (stateful).
+///
+/// ```
+/// use std::time::Duration;
+/// use fusion_runtime::HttpOptions;
+///
+/// // Behind a load balancer: public name, a token, no sessions.
+/// let options = HttpOptions::default()
+///     .addr(([0, 0, 0, 0], 8080))
+///     .allow_hosts(["mcp.example.com"])
+///     .bearer_token("s3cret")
+///     .stateless(true)
+///     .shutdown_grace(Duration::from_secs(20));
+/// assert_eq!(options.local_url(), "http://0.0.0.0:8080/mcp");
+/// ```
+///
+/// ## Stateless mode, for replicas behind a load balancer
+///
+/// By default the server keeps a session per client (`Mcp-Session-Id`): the client's
+/// requests must reach the process that holds its session. With [`stateless`](Self::stateless)
+/// every POST is served on its own (rmcp's `legacy_session_mode = false` with JSON
+/// responses), so any replica can answer any request and a round-robin load balancer works
+/// without stickiness. What needs a session is then unavailable: requests from the server
+/// to the client in the middle of a call (sampling, elicitation), resource subscriptions,
+/// and the standalone `GET` stream. Progress and log notifications of a call still reach the
+/// client on that call's response stream. State that tools keep in the process (circuit
+/// breakers, rate limits, the in-memory idempotency store) stays per replica; plug a shared
+/// [`IdempotencyStore`](crate::idempotency::IdempotencyStore) for deduplication across
+/// replicas.
+#[derive(Clone)]
+pub struct HttpOptions {
+    addr: SocketAddr,
+    path: String,
+    allowed_hosts: Vec<String>,
+    allowed_origins: Option<Vec<String>>,
+    bearer_token: Option<String>,
+    max_body_bytes: usize,
+    stateless: bool,
+    json_response: Option<bool>,
+    shutdown_grace: Duration,
+    sse_keep_alive: Option<Duration>,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("addr", &self.addr)
+            .field("path", &self.path)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("stateless", &self.stateless)
+            .field("json_response", &self.json_response)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("sse_keep_alive", &self.sse_keep_alive)
+            .finish()
+    }
+}
+
+/// The hosts accepted by default: loopback names and addresses.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// The browser origins accepted by default: loopback, any port.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            path: "/mcp".to_owned(),
+            allowed_hosts: LOOPBACK_HOSTS.map(str::to_owned).to_vec(),
+            allowed_origins: Some(LOOPBACK_ORIGINS.map(str::to_owned).to_vec()),
+            bearer_token: None,
+            max_body_bytes: 4 << 20,
+            stateless: false,
+            json_response: None,
+            shutdown_grace: Duration::from_secs(10),
+            sse_keep_alive: Some(Duration::from_secs(15)),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The defaults, bound to `addr`.
+    pub fn new(addr: impl Into<SocketAddr>) -> Self {
+        Self::default().addr(addr)
+    }
+
+    /// The address to bind (`127.0.0.1:8080` by default; port `0` picks a free port, which
+    /// the start-up line on stderr reports).
+    pub fn addr(mut self, addr: impl Into<SocketAddr>) -> Self {
+        self.addr = addr.into();
+        self
+    }
+
+    /// Binds `127.0.0.1:port`.
+    pub fn port(self, port: u16) -> Self {
+        self.addr(([127, 0, 0, 1], port))
+    }
+
+    /// The path of the MCP endpoint (`/mcp` by default).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        let path = path.into();
+        self.path = if path.starts_with('/') {
+            path
+        } else {
+            format!("/{path}")
+        };
+        self
+    }
+
+    /// Replaces the accepted `Host` values (`name` or `name:port`; by default the loopback
+    /// names and the bound address). A request with another `Host` gets `403`: this is
+    /// the defence against DNS rebinding, so a server reachable under a public name lists
+    /// that name here.
+    pub fn allow_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Accepts one more `Host` value.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Accepts any `Host` (only behind a proxy that checks it).
+    pub fn allow_any_host(mut self) -> Self {
+        self.allowed_hosts.clear();
+        self
+    }
+
+    /// Replaces the accepted browser origins (`scheme://host:port`, `:*` for any port, or
+    /// `null`). Requests without an `Origin` (non-browser clients) always pass.
+    pub fn allow_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_origins = Some(origins.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Accepts any `Origin`.
+    pub fn allow_any_origin(mut self) -> Self {
+        self.allowed_origins = None;
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on the MCP endpoint and `/metrics`
+    /// (`401` otherwise). `/healthz` and `/readyz` stay open for probes.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        let token = token.into();
+        self.bearer_token = (!token.is_empty()).then_some(token);
+        self
+    }
+
+    /// The largest request body accepted (`413` beyond; 4 MiB by default).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Serves every request on its own, without sessions, for replicas behind a load
+    /// balancer (see the type's documentation for what that gives up).
+    pub fn stateless(mut self, stateless: bool) -> Self {
+        self.stateless = stateless;
+        self
+    }
+
+    /// In stateless mode, answers a call without notifications with
+    /// `Content-Type: application/json` instead of an SSE stream (the default there).
+    pub fn json_response(mut self, json: bool) -> Self {
+        self.json_response = Some(json);
+        self
+    }
+
+    /// How long, after SIGTERM or SIGINT, calls in flight may take to finish before the
+    /// server stops anyway (10 s by default). A second signal stops at once.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// The interval of SSE keep-alive comments (15 s by default; `None` for none).
+    pub fn sse_keep_alive(mut self, interval: Option<Duration>) -> Self {
+        self.sse_keep_alive = interval;
+        self
+    }
+
+    /// The URL of the MCP endpoint at the configured address.
+    pub fn local_url(&self) -> String {
+        url_of(self.addr, &self.path)
+    }
+
+    /// The MCP path must not shadow the other routes nor hold routing syntax.
+    fn check_path(&self) -> Result<(), String> {
+        let path = self.path.as_str();
+        if matches!(path, "/healthz" | "/readyz" | "/metrics") {
+            return Err(format!(
+                "the MCP path cannot be {path}, which serves something else"
+            ));
+        }
+        if path.contains(['{', '}', '*', ':', '?', '#']) || path.contains("//") {
+            return Err(format!(
+                "the MCP path {path:?} must be a plain path such as /mcp"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The hosts accepted, with the bound address's when it is a specific one.
+    fn effective_hosts(&self, bound: SocketAddr) -> Vec<String> {
+        let mut hosts = self.allowed_hosts.clone();
+        if hosts.is_empty() {
+            return hosts;
+        }
+        let ip = bound.ip();
+        if !ip.is_unspecified() && !ip.is_loopback() {
+            hosts.push(ip.to_string());
+        }
+        hosts
+    }
+
+    fn rmcp_config(
+        &self,
+        hosts: &[String],
+        cancel: CancellationToken,
+    ) -> StreamableHttpServerConfig {
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(!self.stateless)
+            .with_json_response(self.json_response.unwrap_or(self.stateless))
+            .with_sse_keep_alive(self.sse_keep_alive)
+            .with_max_request_body_bytes(self.max_body_bytes)
+            .with_cancellation_token(cancel);
+        let config = if hosts.is_empty() {
+            config.disable_allowed_hosts()
+        } else {
+            config.with_allowed_hosts(hosts.iter().cloned())
+        };
+        match &self.allowed_origins {
+            Some(origins) => config
+                .with_allowed_origins(origins.iter().cloned())
+                .enforce_origin_validation(),
+            None => config.disable_allowed_origins(),
+        }
+    }
+}
+
+fn url_of(addr: SocketAddr, path: &str) -> String {
+    format!("http://{addr}{path}")
+}
+
+/// How long, after the last call finished, answers may take to reach their streams before
+/// the sessions close.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// How long the HTTP server may take to close its connections once told to stop.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long, after a fatal error, the calls in flight may take to be answered.
+const FATAL_ANSWER_WAIT: Duration = Duration::from_secs(1);
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// Serves the server over Streamable HTTP at `addr` (e.g. `"127.0.0.1:8931"`), MCP
+    /// at `/mcp`, with the defaults of [`HttpOptions`], until SIGTERM or SIGINT.
+    ///
+    /// Returns the process exit code: `0` after a signal (once the calls in flight
+    /// finished, or [`HttpOptions::shutdown_grace`] passed), `1` when the address cannot
+    /// be bound, [`EXIT_CONFIG`](crate::EXIT_CONFIG) (78) when it does not resolve,
+    /// [`EXIT_FATAL`](crate::EXIT_FATAL) (70) after a handler's fatal error.
+    ///
+    /// ```no_run
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// /// Add two integers.
+    /// #[mcp_tool]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> std::process::ExitCode {
+    ///     Server::builder("calc", "1.0.0").tool(add).serve_http("127.0.0.1:8931").await
+    /// }
+    /// ```
+    pub async fn serve_http(self, addr: impl std::net::ToSocketAddrs) -> ExitCode {
+        match resolve(addr) {
+            Ok(addr) => self.serve_http_with(HttpOptions::new(addr)).await,
+            Err(message) => {
+                eprintln!("fusion: {message}");
+                ExitCode::from(super::EXIT_CONFIG)
+            }
+        }
+    }
+
+    /// [`serve_http`](Self::serve_http) with every option.
+    ///
+    /// ```no_run
+    /// use fusion_runtime::{HttpOptions, prelude::*};
+    ///
+    /// # async fn serve(server: Server) -> std::process::ExitCode {
+    /// let token = std::env::var("MCP_TOKEN").unwrap_or_default();
+    /// server
+    ///     .serve_http_with(HttpOptions::default().port(8931).bearer_token(token))
+    ///     .await
+    /// # }
+    /// ```
+    pub async fn serve_http_with(self, options: HttpOptions) -> ExitCode {
+        if let Err(problem) = options.check_path() {
+            eprintln!("fusion: {problem}");
+            return ExitCode::from(super::EXIT_CONFIG);
+        }
+        let listener = match tokio::net::TcpListener::bind(options.addr).await {
+            Ok(listener) => listener,
+            Err(error) => {
+                eprintln!("fusion: cannot listen on {}: {error}", options.addr);
+                return ExitCode::FAILURE;
+            }
+        };
+        let bound = listener.local_addr().unwrap_or(options.addr);
+        let hosts = options.effective_hosts(bound);
+        let sessions = CancellationToken::new();
+        let state = Arc::new(HttpState {
+            hosts: hosts.clone(),
+            origins: options.allowed_origins.clone(),
+            token: options.bearer_token.clone(),
+            max_body_bytes: options.max_body_bytes,
+            draining: AtomicBool::new(false),
+        });
+        let router = self.router(&options, &hosts, Arc::clone(&state), sessions.clone());
+        let stop = CancellationToken::new();
+        let serving = axum::serve(listener, router)
+            .with_graceful_shutdown(stop.clone().cancelled_owned())
+            .into_future();
+        let mut serving = tokio::spawn(serving);
+        let url = url_of(bound, &options.path);
+        tracing::info!(
+            target: "fusion::server",
+            server = self.name(),
+            version = self.version(),
+            tools = self.tool_names().len(),
+            transport = "http",
+            address = %bound,
+            url = %url,
+            stateless = options.stateless,
+            bearer_token = options.bearer_token.is_some(),
+            "serving"
+        );
+        eprintln!(
+            "fusion: serving {} {} over Streamable HTTP at {url} (health: http://{bound}/healthz)",
+            self.name(),
+            self.version()
+        );
+        let mut signals = Signals::install();
+        let code = tokio::select! {
+            signal = signals.next() => {
+                state.draining.store(true, Ordering::SeqCst);
+                let in_flight = self.calls_in_flight();
+                tracing::info!(
+                    target: "fusion::server",
+                    signal,
+                    in_flight,
+                    grace_ms = options.shutdown_grace.as_millis() as u64,
+                    "draining: finishing the calls in flight, then stopping"
+                );
+                tokio::select! {
+                    drained = self.drain(options.shutdown_grace) => {
+                        if !drained {
+                            tracing::warn!(
+                                target: "fusion::server",
+                                in_flight = self.calls_in_flight(),
+                                "the grace period ended with calls still running; stopping without their answers"
+                            );
+                        }
+                    }
+                    signal = signals.next() => {
+                        tracing::warn!(target: "fusion::server", signal, "second signal: stopping now");
+                    }
+                }
+                ExitCode::SUCCESS
+            }
+            () = self.fatal_error() => {
+                state.draining.store(true, Ordering::SeqCst);
+                self.drain(FATAL_ANSWER_WAIT).await;
+                ExitCode::from(crate::EXIT_FATAL)
+            }
+            ended = &mut serving => {
+                match ended {
+                    Ok(Ok(())) => ExitCode::SUCCESS,
+                    Ok(Err(error)) => {
+                        eprintln!("fusion: the HTTP server failed: {error}");
+                        ExitCode::FAILURE
+                    }
+                    Err(error) => {
+                        eprintln!("fusion: the HTTP server task failed: {error}");
+                        ExitCode::FAILURE
+                    }
+                }
+            }
+        };
+        // The last answers reach their streams, then sessions and streams close and the
+        // listener stops; idle connections are closed, open ones get a moment.
+        tokio::time::sleep(SETTLE).await;
+        sessions.cancel();
+        stop.cancel();
+        if !serving.is_finished()
+            && tokio::time::timeout(CLOSE_TIMEOUT, &mut serving)
+                .await
+                .is_err()
+        {
+            tracing::warn!(target: "fusion::server", "connections still open after the close timeout; stopping anyway");
+            serving.abort();
+        }
+        tracing::info!(target: "fusion::server", "stopped");
+        code
+    }
+
+    fn router(
+        &self,
+        options: &HttpOptions,
+        hosts: &[String],
+        state: Arc<HttpState>,
+        sessions: CancellationToken,
+    ) -> Router {
+        let factory = self.clone();
+        let mcp = StreamableHttpService::new(
+            move || Ok(factory.clone()),
+            Arc::new(LocalSessionManager::default()),
+            options.rmcp_config(hosts, sessions),
+        );
+        let metrics_server = self.clone();
+        let protected = Router::new()
+            .route_service(&options.path, mcp)
+            .route(
+                "/metrics",
+                get(move || {
+                    let server = metrics_server.clone();
+                    async move {
+                        (
+                            [(
+                                header::CONTENT_TYPE,
+                                HeaderValue::from_static(
+                                    "text/plain; version=0.0.4; charset=utf-8",
+                                ),
+                            )],
+                            server.metrics().to_prometheus(),
+                        )
+                    }
+                }),
+            )
+            .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
+        Router::new()
+            .route("/healthz", get(|| async { "ok\n" }))
+            .route(
+                "/readyz",
+                get(move |State(state): State<Arc<HttpState>>| async move {
+                    if state.draining.load(Ordering::SeqCst) {
+                        (StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+                    } else {
+                        (StatusCode::OK, "ready\n")
+                    }
+                }),
+            )
+            .with_state(state)
+            .merge(protected)
+            .fallback(|| async {
+                (
+                    StatusCode::NOT_FOUND,
+                    "Not Found: MCP is served at the configured path (default /mcp)\n",
+                )
+            })
+    }
+
+    /// Calls running now, over every tool.
+    fn calls_in_flight(&self) -> i64 {
+        self.metrics()
+            .tools
+            .iter()
+            .map(|tool| tool.in_flight.max(0))
+            .sum()
+    }
+
+    /// Waits until no call runs, or `grace` passes; whether every call finished.
+    async fn drain(&self, grace: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            if self.calls_in_flight() == 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl<C: Send + Sync + 'static> ServerBuilder<C> {
+    /// Builds the server and serves it over Streamable HTTP at `addr` (MCP at `/mcp`)
+    /// until SIGTERM or SIGINT; see [`Server::serve_http`].
+    ///
+    /// Returns the process exit code; `78` (`EX_CONFIG`) when the server could not be
+    /// built or a start-up check failed.
+    pub async fn serve_http(self, addr: impl std::net::ToSocketAddrs) -> ExitCode {
+        match resolve(addr) {
+            Ok(addr) => self.serve_http_with(HttpOptions::new(addr)).await,
+            Err(message) => {
+                eprintln!("fusion: {message}");
+                ExitCode::from(super::EXIT_CONFIG)
+            }
+        }
+    }
+
+    /// Builds the server and serves it over Streamable HTTP with `options`; see
+    /// [`Server::serve_http_with`].
+    pub async fn serve_http_with(self, options: HttpOptions) -> ExitCode {
+        match self.start().await {
+            Ok(server) => {
+                let code = server.serve_http_with(options).await;
+                crate::log::flush();
+                code
+            }
+            Err(error) => {
+                crate::log::startup_failed(&error);
+                crate::log::flush();
+                eprintln!("fusion: cannot start: {error}");
+                ExitCode::from(super::EXIT_CONFIG)
+            }
+        }
+    }
+}
+
+fn resolve(addr: impl std::net::ToSocketAddrs) -> Result<SocketAddr, String> {
+    match addr.to_socket_addrs() {
+        Ok(mut addrs) => addrs
+            .next()
+            .ok_or_else(|| "the HTTP address resolves to nothing".to_owned()),
+        Err(error) => Err(format!("the HTTP address is invalid: {error}")),
+    }
+}
+
+/// SIGTERM and SIGINT (Ctrl-C), as a stream of names.
+struct Signals {
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listen = |kind: SignalKind, name: &str| match signal(kind) {
+                Ok(stream) => Some(stream),
+                Err(error) => {
+                    tracing::warn!(target: "fusion::server", %error, signal = name, "cannot listen for the signal");
+                    None
+                }
+            };
+            Self {
+                terminate: listen(SignalKind::terminate(), "SIGTERM"),
+                interrupt: listen(SignalKind::interrupt(), "SIGINT"),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            Self {}
+        }
+    }
+
+    /// The next signal's name (never resolves when none can be received).
+    #[cfg(unix)]
+    async fn next(&mut self) -> &'static str {
+        async fn recv(signal: Option<&mut tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    if signal.recv().await.is_none() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        tokio::select! {
+            () = recv(self.terminate.as_mut()) => "SIGTERM",
+            () = recv(self.interrupt.as_mut()) => "SIGINT",
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn next(&mut self) -> &'static str {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => "ctrl-c",
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// What the guard checks, shared by the routes it protects.
+struct HttpState {
+    hosts: Vec<String>,
+    origins: Option<Vec<String>>,
+    token: Option<String>,
+    max_body_bytes: usize,
+    draining: AtomicBool,
+}
+
+/// Host, Origin and bearer token for every protected route; for a POST, the body's size
+/// and that it is JSON.
+async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
+    if let Err(rejection) = check_host(&state.hosts, request.uri(), request.headers()) {
+        return *rejection;
+    }
+    if let Some(origins) = &state.origins
+        && let Err(rejection) = check_origin(origins, request.headers())
+    {
+        return *rejection;
+    }
+    if let Some(token) = &state.token
+        && !bearer_matches(request.headers(), token)
+    {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
+            "Unauthorized: send `Authorization: Bearer <token>`\n",
+        )
+            .into_response();
+    }
+    if request.method() == Method::DELETE {
+        // rmcp ends a session with 202; the Python SDK expects 200 or 204 (and logs a
+        // warning otherwise), and nothing is left to accept.
+        let response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            return StatusCode::NO_CONTENT.into_response();
+        }
+        return response;
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let json_body = is_json(request.headers());
+    let (parts, body) = request.into_parts();
+    let bytes = match collect_limited(&parts.headers, body, state.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(rejection) => return rejection,
+    };
+    if json_body && let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            -32700,
+            &format!("Parse error: the body is not JSON ({error})"),
+        );
+    }
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    // rmcp answers JSON that is not a JSON-RPC message with 415, as if the media type
+    // were wrong; say what is wrong instead.
+    if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: the body is JSON but not a JSON-RPC request, notification or response",
+        );
+    }
+    response
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .split(';')
+                .next()
+                .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+        })
+}
+
+/// The whole body, or `413` as soon as it is larger than `limit`.
+async fn collect_limited(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Response> {
+    let too_large = || {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Payload Too Large: the request body exceeds {limit} bytes\n"),
+        )
+            .into_response()
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(too_large());
+    }
+    let mut collected = Vec::with_capacity(declared.map_or(0, |length| length as usize));
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|error| {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("Bad Request: the body could not be read: {error}\n"),
+            )
+                .into_response()
+        })?;
+        if collected.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        collected.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(collected))
+}
+
+fn jsonrpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn forbidden(message: &'static str) -> Box<Response> {
+    Box::new((StatusCode::FORBIDDEN, message).into_response())
+}
+
+fn bad_request(message: &'static str) -> Box<Response> {
+    Box::new((StatusCode::BAD_REQUEST, message).into_response())
+}
+
+/// A host and an optional port, lower-cased, IPv6 brackets removed.
+#[derive(Debug, PartialEq, Eq)]
+struct HostPort {
+    host: String,
+    port: Option<u16>,
+}
+
+fn normalize_host(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+fn parse_host_entry(entry: &str) -> Option<HostPort> {
+    let entry = entry.trim();
+    if entry.is_empty() {
+        return None;
+    }
+    Some(match Authority::try_from(entry) {
+        Ok(authority) => HostPort {
+            host: normalize_host(authority.host()),
+            port: authority.port_u16(),
+        },
+        // A bare IPv6 address (`::1`) is not an authority.
+        Err(_) => HostPort {
+            host: normalize_host(entry),
+            port: None,
+        },
+    })
+}
+
+fn check_host(
+    allowed: &[String],
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> Result<(), Box<Response>> {
+    if allowed.is_empty() {
+        return Ok(());
+    }
+    let authority = match headers.get(header::HOST) {
+        Some(value) => {
+            let text = value
+                .to_str()
+                .map_err(|_| bad_request("Bad Request: invalid Host header\n"))?;
+            Authority::try_from(text)
+                .map_err(|_| bad_request("Bad Request: invalid Host header\n"))?
+        }
+        None => uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| bad_request("Bad Request: missing Host header\n"))?,
+    };
+    let host = normalize_host(authority.host());
+    let port = authority.port_u16();
+    let accepted = allowed
+        .iter()
+        .filter_map(|entry| parse_host_entry(entry))
+        .any(|entry| entry.host == host && entry.port.is_none_or(|allowed| Some(allowed) == port));
+    if accepted {
+        Ok(())
+    } else {
+        tracing::warn!(target: "fusion::server", host = %authority, "rejected a request with a Host that is not allowed (possible DNS rebinding)");
+        Err(forbidden("Forbidden: Host header is not allowed\n"))
+    }
+}
+
+/// An origin: `null`, or scheme, host and port.
+#[derive(Debug, PartialEq, Eq)]
+enum Origin {
+    Null,
+    Tuple {
+        scheme: String,
+        host: String,
+        port: Option<u16>,
+    },
+}
+
+fn parse_origin(text: &str) -> Option<Origin> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("null") {
+        return Some(Origin::Null);
+    }
+    let uri = axum::http::Uri::try_from(text).ok()?;
+    let authority = uri.authority()?;
+    Some(Origin::Tuple {
+        scheme: uri.scheme_str()?.to_ascii_lowercase(),
+        host: normalize_host(authority.host()),
+        port: authority.port_u16(),
+    })
+}
+
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+/// Whether the allowed origin `entry` (`scheme://host[:port]`, `:*` for any port, `null`)
+/// admits `origin`. An entry without a port admits any port, as rmcp does.
+fn origin_allows(entry: &str, origin: &Origin) -> bool {
+    let (base, any_port) = match entry.trim().strip_suffix(":*") {
+        Some(base) => (base, true),
+        None => (entry.trim(), false),
+    };
+    match (parse_origin(base), origin) {
+        (Some(Origin::Null), Origin::Null) => !any_port,
+        (
+            Some(Origin::Tuple {
+                scheme: allowed_scheme,
+                host: allowed_host,
+                port: allowed_port,
+            }),
+            Origin::Tuple { scheme, host, port },
+        ) => {
+            allowed_scheme == *scheme
+                && allowed_host == *host
+                && (any_port
+                    || allowed_port.is_none()
+                    || allowed_port == port.or_else(|| default_port(scheme)))
+        }
+        _ => false,
+    }
+}
+
+fn check_origin(allowed: &[String], headers: &HeaderMap) -> Result<(), Box<Response>> {
+    let Some(value) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = value
+        .to_str()
+        .ok()
+        .and_then(parse_origin)
+        .ok_or_else(|| forbidden("Forbidden: invalid Origin header\n"))?;
+    if allowed.iter().any(|entry| origin_allows(entry, &origin)) {
+        Ok(())
+    } else {
+        tracing::warn!(target: "fusion::server", ?origin, "rejected a request from an Origin that is not allowed");
+        Err(forbidden("Forbidden: Origin header is not allowed\n"))
+    }
+}
+
+/// `Authorization: Bearer <token>`, compared in constant time.
+fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    let Some(sent) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            let (scheme, rest) = value.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
+    else {
+        return false;
+    };
+    let (sent, expected) = (sent.as_bytes(), token.as_bytes());
+    let mut difference = sent.len() ^ expected.len();
+    for (index, byte) in expected.iter().enumerate() {
+        difference |= usize::from(byte ^ sent.get(index).copied().unwrap_or(0));
+    }
+    difference == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).expect("as expected"));
+        }
+        map
+    }
+
+    fn loopback() -> Vec<String> {
+        LOOPBACK_HOSTS.map(str::to_owned).to_vec()
+    }
+
+    #[test]
+    fn loopback_hosts_pass_and_others_do_not() {
+        let uri = axum::http::Uri::from_static("/mcp");
+        for host in [
+            "localhost",
+            "localhost:8931",
+            "127.0.0.1:1",
+            "[::1]:80",
+            "LOCALHOST",
+        ] {
+            assert!(
+                check_host(&loopback(), &uri, &headers(&[("host", host)])).is_ok(),
+                "{host}"
+            );
+        }
+        for host in [
+            "evil.example.com",
+            "evil.example.com:8931",
+            "127.0.0.2",
+            "localhost.evil",
+        ] {
+            let rejected =
+                check_host(&loopback(), &uri, &headers(&[("host", host)])).expect_err("rejected");
+            assert_eq!(rejected.status(), StatusCode::FORBIDDEN, "{host}");
+        }
+        let ported = vec!["example.com:8080".to_owned()];
+        assert!(check_host(&ported, &uri, &headers(&[("host", "example.com:8080")])).is_ok());
+        assert!(check_host(&ported, &uri, &headers(&[("host", "example.com:9090")])).is_err());
+        assert!(check_host(&[], &uri, &headers(&[("host", "anything")])).is_ok());
+    }
+
+    #[test]
+    fn origins_match_scheme_host_and_port() {
+        let allowed: Vec<String> = LOOPBACK_ORIGINS.map(str::to_owned).to_vec();
+        assert!(check_origin(&allowed, &headers(&[])).is_ok());
+        assert!(check_origin(&allowed, &headers(&[("origin", "http://localhost:6274")])).is_ok());
+        assert!(check_origin(&allowed, &headers(&[("origin", "http://127.0.0.1:8931")])).is_ok());
+        assert!(
+            check_origin(&allowed, &headers(&[("origin", "http://evil.example.com")])).is_err()
+        );
+        assert!(check_origin(&allowed, &headers(&[("origin", "null")])).is_err());
+        assert!(check_origin(&allowed, &headers(&[("origin", "not a url")])).is_err());
+        let exact = vec!["https://app.example.com".to_owned(), "null".to_owned()];
+        assert!(check_origin(&exact, &headers(&[("origin", "https://app.example.com")])).is_ok());
+        assert!(check_origin(&exact, &headers(&[("origin", "http://app.example.com")])).is_err());
+        assert!(check_origin(&exact, &headers(&[("origin", "null")])).is_ok());
+        let port = vec!["https://app.example.com:443".to_owned()];
+        assert!(check_origin(&port, &headers(&[("origin", "https://app.example.com")])).is_ok());
+        assert!(
+            check_origin(
+                &port,
+                &headers(&[("origin", "https://app.example.com:8443")])
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn bearer_tokens_must_match_exactly() {
+        assert!(bearer_matches(
+            &headers(&[("authorization", "Bearer abc")]),
+            "abc"
+        ));
+        assert!(bearer_matches(
+            &headers(&[("authorization", "bearer  abc ")]),
+            "abc"
+        ));
+        assert!(!bearer_matches(
+            &headers(&[("authorization", "Bearer abcd")]),
+            "abc"
+        ));
+        assert!(!bearer_matches(
+            &headers(&[("authorization", "Bearer ab")]),
+            "abc"
+        ));
+        assert!(!bearer_matches(
+            &headers(&[("authorization", "Basic abc")]),
+            "abc"
+        ));
+        assert!(!bearer_matches(&headers(&[]), "abc"));
+    }
+
+    #[test]
+    fn the_mcp_path_cannot_shadow_other_routes() {
+        assert!(HttpOptions::default().check_path().is_ok());
+        assert!(HttpOptions::default().path("api/mcp").check_path().is_ok());
+        assert!(
+            HttpOptions::default()
+                .path("/metrics")
+                .check_path()
+                .is_err()
+        );
+        assert!(HttpOptions::default().path("/{id}").check_path().is_err());
+    }
+
+    #[test]
+    fn the_bound_address_is_an_accepted_host() {
+        let options = HttpOptions::default();
+        let bound = SocketAddr::from(([10, 1, 2, 3], 80));
+        assert!(
+            options
+                .effective_hosts(bound)
+                .contains(&"10.1.2.3".to_owned())
+        );
+        let any = HttpOptions::default().allow_any_host();
+        assert!(any.effective_hosts(bound).is_empty());
+    }
+}

@@ -1,0 +1,267 @@
+//! Streamable HTTP below any client library: raw HTTP/1.1 requests against the fault server
+//! (`examples/faults.rs --http 0`) for what the transport adds around rmcp's service: Host
+//! and Origin validation, the bearer token, the body limit, answers to bodies that are not
+//! JSON-RPC, `/healthz`, `/readyz`, `/metrics`, the graceful drain on SIGTERM and the exit
+//! after a fatal error.
+//!
+//! Needs the built example (`cargo build --examples`). Each server is killed when its test
+//! ends, whatever the outcome; every request has a timeout.
+
+mod support;
+
+use std::{process::Command, time::Duration};
+
+use support::{HttpServer, RawResponse, raw_http};
+
+const START: Duration = Duration::from_secs(30);
+const REQUEST: Duration = Duration::from_secs(20);
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-http-test","version":"0"}}}"#;
+
+fn faults(args: &[&str]) -> HttpServer {
+    let mut command = Command::new(support::example_binary("faults"));
+    command
+        .args(["--http", "0"])
+        .args(args)
+        .env("RUST_LOG", "info");
+    HttpServer::start(command, START)
+}
+
+/// A POST to the MCP endpoint with the headers a client sends, plus `extra`.
+fn post(server: &HttpServer, extra: &[(&str, &str)], body: &str) -> RawResponse {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    headers.extend_from_slice(extra);
+    raw_http(
+        server.addr(),
+        "POST",
+        "/mcp",
+        &headers,
+        body.as_bytes(),
+        REQUEST,
+    )
+}
+
+fn get(server: &HttpServer, path: &str, headers: &[(&str, &str)]) -> RawResponse {
+    raw_http(server.addr(), "GET", path, headers, b"", REQUEST)
+}
+
+fn tool_call(id: u32, name: &str, arguments: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
+    )
+}
+
+#[test]
+fn health_and_readiness_answer_without_checks() {
+    let server = faults(&["--bearer-token", "s3cret"]);
+    let health = get(&server, "/healthz", &[("Host", "anything.example")]);
+    assert_eq!(health.status, 200, "{health:?}");
+    let ready = get(&server, "/readyz", &[]);
+    assert_eq!(
+        (ready.status, ready.body.trim()),
+        (200, "ready"),
+        "{ready:?}"
+    );
+    let missing = get(&server, "/nope", &[]);
+    assert_eq!(missing.status, 404, "{missing:?}");
+}
+
+#[test]
+fn hosts_and_origins_are_validated() {
+    let server = faults(&[]);
+    let evil = post(&server, &[("Host", "evil.example.com")], INITIALIZE);
+    assert_eq!(evil.status, 403, "Host evil.example.com: {evil:?}");
+    let evil_port = post(&server, &[("Host", "evil.example.com:80")], INITIALIZE);
+    assert_eq!(evil_port.status, 403, "{evil_port:?}");
+
+    let port = server.addr().port();
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let ok = post(&server, &[("Host", &host)], INITIALIZE);
+        assert_eq!(ok.status, 200, "Host {host}: {ok:?}");
+        assert!(ok.header("mcp-session-id").is_some(), "a session: {ok:?}");
+    }
+
+    let bad_origin = post(
+        &server,
+        &[("Origin", "http://evil.example.com")],
+        INITIALIZE,
+    );
+    assert_eq!(bad_origin.status, 403, "{bad_origin:?}");
+    let local_origin = post(&server, &[("Origin", "http://localhost:6274")], INITIALIZE);
+    assert_eq!(local_origin.status, 200, "{local_origin:?}");
+
+    let metrics = get(&server, "/metrics", &[("Host", "evil.example.com")]);
+    assert_eq!(
+        metrics.status, 403,
+        "/metrics checks the Host too: {metrics:?}"
+    );
+}
+
+#[test]
+fn the_bearer_token_is_required_where_it_matters() {
+    let server = faults(&["--bearer-token", "s3cret"]);
+    let missing = post(&server, &[], INITIALIZE);
+    assert_eq!(missing.status, 401, "{missing:?}");
+    assert_eq!(missing.header("www-authenticate"), Some("Bearer"));
+    let wrong = post(&server, &[("Authorization", "Bearer guess")], INITIALIZE);
+    assert_eq!(wrong.status, 401, "{wrong:?}");
+    let right = post(&server, &[("Authorization", "Bearer s3cret")], INITIALIZE);
+    assert_eq!(right.status, 200, "{right:?}");
+
+    assert_eq!(get(&server, "/metrics", &[]).status, 401);
+    let metrics = get(&server, "/metrics", &[("Authorization", "Bearer s3cret")]);
+    assert_eq!(metrics.status, 200, "{metrics:?}");
+}
+
+#[test]
+fn bodies_are_limited_and_must_be_json_rpc() {
+    let server = faults(&["--max-body-bytes", "2048"]);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(4096)
+    );
+    let too_large = post(&server, &[], &big);
+    assert_eq!(too_large.status, 413, "{too_large:?}");
+
+    let not_json = post(&server, &[], "{this is not json");
+    assert_eq!(not_json.status, 400, "{not_json:?}");
+    assert!(
+        not_json.body.contains("-32700") && not_json.body.contains(r#""id":null"#),
+        "a JSON-RPC parse error: {not_json:?}"
+    );
+    let not_rpc = post(&server, &[], r#"{"hello":"world"}"#);
+    assert_eq!(not_rpc.status, 400, "{not_rpc:?}");
+    assert!(not_rpc.body.contains("-32600"), "{not_rpc:?}");
+
+    // The server is still fine.
+    assert_eq!(post(&server, &[], INITIALIZE).status, 200);
+}
+
+#[test]
+fn a_session_calls_a_tool_and_metrics_count_it() {
+    let server = faults(&[]);
+    let init = post(&server, &[], INITIALIZE);
+    assert_eq!(init.status, 200, "{init:?}");
+    let session = init
+        .header("mcp-session-id")
+        .unwrap_or_else(|| panic!("no session id: {init:?}"))
+        .to_owned();
+    let with_session = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let initialized = post(
+        &server,
+        &with_session,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(initialized.status, 202, "{initialized:?}");
+    let call = post(
+        &server,
+        &with_session,
+        &tool_call(2, "echo", r#"{"text":"over http"}"#),
+    );
+    assert_eq!(call.status, 200, "{call:?}");
+    assert!(
+        call.body.contains("over http") && call.body.contains(r#""id":2"#),
+        "the result on the response stream: {call:?}"
+    );
+
+    let metrics = get(&server, "/metrics", &[]);
+    assert_eq!(metrics.status, 200, "{metrics:?}");
+    assert!(
+        metrics
+            .header("content-type")
+            .is_some_and(|value| value.starts_with("text/plain")),
+        "{metrics:?}"
+    );
+    assert!(
+        metrics
+            .body
+            .contains(r#"fusion_tool_calls_total{tool="echo",outcome="ok"} 1"#),
+        "{}",
+        metrics.body
+    );
+}
+
+#[test]
+fn sigterm_drains_calls_in_flight_then_exits_zero() {
+    let mut server = faults(&["--stateless", "--shutdown-grace-ms", "5000"]);
+    let addr = server.addr();
+    let slow = std::thread::spawn(move || {
+        raw_http(
+            addr,
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            tool_call(7, "slow", r#"{"ms":1500}"#).as_bytes(),
+            REQUEST,
+        )
+    });
+    // The call is running when the signal comes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !get(&server, "/metrics", &[])
+        .body
+        .contains(r#"fusion_tool_in_flight{tool="slow"} 1"#)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow call never started\n{}",
+            server.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.signal("TERM");
+    // Draining: still serving, but not ready.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let ready = get(&server, "/readyz", &[]);
+        if ready.status == 503 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/readyz never said 503 while draining: {ready:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let answered = slow
+        .join()
+        .unwrap_or_else(|_| panic!("the call's thread panicked"));
+    assert_eq!(answered.status, 200, "{answered:?}");
+    assert!(
+        answered.body.contains("slept 1500 ms"),
+        "the call in flight was answered: {answered:?}"
+    );
+    let status = server.wait_exit(Duration::from_secs(10));
+    assert!(
+        status.is_some_and(|status| status.code() == Some(0)),
+        "exit after the drain: {status:?}\n{}",
+        server.stderr()
+    );
+    assert!(server.stderr().contains("draining"), "{}", server.stderr());
+}
+
+#[test]
+fn a_fatal_error_is_answered_then_the_process_exits_70() {
+    let mut server = faults(&["--stateless"]);
+    let answered = post(
+        &server,
+        &[],
+        &tool_call(3, "fail_with", r#"{"kind":"fatal"}"#),
+    );
+    assert_eq!(answered.status, 200, "{answered:?}");
+    assert!(answered.body.contains(r#""isError":true"#), "{answered:?}");
+    let status = server.wait_exit(Duration::from_secs(10));
+    assert!(
+        status.is_some_and(|status| status.code() == Some(70)),
+        "exit code 70 after a fatal error: {status:?}\n{}",
+        server.stderr()
+    );
+}
