@@ -265,3 +265,81 @@ fn a_fatal_error_is_answered_then_the_process_exits_70() {
         server.stderr()
     );
 }
+
+#[test]
+fn while_draining_answers_close_their_connections() {
+    let mut server = faults(&["--stateless", "--shutdown-grace-ms", "5000"]);
+    // Before the signal, a keep-alive request keeps its connection.
+    let before = raw_http(
+        server.addr(),
+        "GET",
+        "/readyz",
+        &[("Connection", "keep-alive")],
+        b"",
+        Duration::from_millis(500),
+    );
+    assert_eq!(before.status, 200, "{before:?}");
+    assert_ne!(before.header("connection"), Some("close"), "{before:?}");
+
+    let addr = server.addr();
+    let slow = std::thread::spawn(move || {
+        raw_http(
+            addr,
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            tool_call(8, "slow", r#"{"ms":1500}"#).as_bytes(),
+            REQUEST,
+        )
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !get(&server, "/metrics", &[])
+        .body
+        .contains(r#"fusion_tool_in_flight{tool="slow"} 1"#)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow call never started\n{}",
+            server.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.signal("TERM");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let ready = get(&server, "/readyz", &[]);
+        if ready.status == 503 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/readyz never said 503 while draining: {ready:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Draining (the slow call still runs): a keep-alive request is answered and its
+    // connection closed, so that a proxy opens a new one (to another replica) next time.
+    let during = raw_http(
+        server.addr(),
+        "GET",
+        "/readyz",
+        &[("Connection", "keep-alive")],
+        b"",
+        Duration::from_secs(2),
+    );
+    assert_eq!(during.status, 503, "{during:?}");
+    assert_eq!(during.header("connection"), Some("close"), "{during:?}");
+    let answered = slow
+        .join()
+        .unwrap_or_else(|_| panic!("the call's thread panicked"));
+    assert_eq!(answered.status, 200, "{answered:?}");
+    let status = server.wait_exit(Duration::from_secs(15));
+    assert!(
+        status.is_some_and(|status| status.code() == Some(0)),
+        "exit after the drain: {status:?}\n{}",
+        server.stderr()
+    );
+}

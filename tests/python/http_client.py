@@ -3,8 +3,10 @@
 Usage:
   python http_client.py quickstart URL    # the quickstart served with --http
   python http_client.py conformance URL   # examples/conformance.rs: resources, prompts, ...
+  python http_client.py demo URL          # the demo, e.g. stateless replicas behind nginx
 
-Run by tests/python_client.rs with the venv that scripts/python-env creates.
+Run by tests/python_client.rs (quickstart, conformance) and tests/scale_out.rs (demo) with
+the venv that scripts/python-env creates.
 
 quickstart: the low-level `ClientSession` over `streamable_http_client(URL)` (initialize,
 tools/list, successes, a validation error, a panic then a normal call, an unknown tool), then
@@ -15,6 +17,12 @@ conformance: a `ClientSession` with sampling, elicitation and logging callbacks:
 (list, templates, text, blob, template read, unknown URI, subscribe/unsubscribe), prompts
 (list, get with arguments, a missing argument), completion, and the tools that report
 progress, log, sample and elicit.
+
+demo: the demo (`fusion-demo --http PORT --stateless`), possibly several replicas behind a
+load balancer, so that consecutive requests reach different processes: a `ClientSession`
+(initialize, tools/list, `system` action `health`, `db_user` action `find_many`, a
+validation error), repeated so that every replica serves some, then the high-level
+`mcp.Client(URL)` in mode "auto".
 
 Prints one "ok: ..." line per check; on the first failure prints "FAIL: ..." to stderr and
 exits 1. Every wait is bounded.
@@ -44,6 +52,8 @@ PART_TIMEOUT = 60.0
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 QUICKSTART_TOOLS = {"echo", "add", "divide", "get_weather", "greet", "crash"}
+
+DEMO_TOOLS = {"db_user", "system"}
 
 T = TypeVar("T")
 
@@ -269,6 +279,46 @@ async def conformance(url: str) -> None:
             )
 
 
+async def demo_session(url: str) -> None:
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await step("initialize", session.initialize())
+            check(init.server_info.name == "fusion-demo", "demo initialize: serverInfo.name is fusion-demo", init)
+            ok(f"demo initialize: negotiated protocol {init.protocol_version}")
+            # Round after round, so that a round-robin balancer sends each request of the
+            # round to a different replica than the round before.
+            for round_ in range(1, 4):
+                listed = await step("tools/list", session.list_tools())
+                names = {tool.name for tool in listed.tools}
+                check(names == DEMO_TOOLS, f"demo round {round_}: tools/list has db_user and system", sorted(names))
+                r = await step("system health", session.call_tool("system", {"action": "health"}))
+                check(
+                    not r.is_error and (r.structured_content or {}).get("status") == "ok",
+                    f"demo round {round_}: system health is ok",
+                    r,
+                )
+                r = await step("db_user find_many", session.call_tool("db_user", {"action": "find_many", "take": 3}))
+                users = (r.structured_content or {}).get("result")
+                check(
+                    not r.is_error and isinstance(users, list) and len(users) == 3,
+                    f"demo round {round_}: db_user find_many take=3 gives three users",
+                    r,
+                )
+            r = await step("find_many bad", session.call_tool("db_user", {"action": "find_many", "take": 99999}))
+            check(r.is_error is True and "`take`" in text_of(r), "demo find_many take=99999: isError naming `take`", r)
+
+
+async def demo_client(url: str) -> None:
+    async with Client(url, mode="auto", read_timeout_seconds=STEP_TIMEOUT) as client:
+        check(
+            client.server_info is not None and client.server_info.name == "fusion-demo",
+            "demo Client(mode='auto'): connected",
+            client.server_info,
+        )
+        r = await step("Client.call_tool system health", client.call_tool("system", {"action": "health"}))
+        check(not r.is_error, "demo Client(mode='auto').call_tool system health", r)
+
+
 def first_failure(exc: BaseException) -> BaseException:
     if isinstance(exc, CheckFailed):
         return exc
@@ -294,13 +344,16 @@ async def run(kind: str, url: str) -> None:
         await run_part("ClientSession", quickstart_session(url))
         await run_part("Client(auto)", quickstart_client(url, "auto"))
         await run_part("Client(legacy)", quickstart_client(url, "legacy"))
+    elif kind == "demo":
+        await run_part("demo ClientSession", demo_session(url))
+        await run_part("demo Client(auto)", demo_client(url))
     else:
         await run_part("conformance", conformance(url))
 
 
 def main() -> int:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("quickstart", "conformance"):
-        print("usage: http_client.py quickstart|conformance URL", file=sys.stderr)
+    if len(sys.argv) != 3 or sys.argv[1] not in ("quickstart", "conformance", "demo"):
+        print("usage: http_client.py quickstart|conformance|demo URL", file=sys.stderr)
         return 2
     kind, url = sys.argv[1], sys.argv[2]
     try:

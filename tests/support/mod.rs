@@ -482,6 +482,29 @@ pub(crate) fn raw_http(
         .unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
     stream.set_read_timeout(Some(timeout)).ok();
     stream.set_write_timeout(Some(timeout)).ok();
+    let bytes = request_bytes(addr, method, path, headers, body);
+    // The server may answer (413) and close before reading the whole body: a failed write
+    // is not the test's failure, the response says what happened.
+    let _ = stream.write_all(&bytes);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse_response(&raw).unwrap_or_else(|| {
+        panic!(
+            "no HTTP response from {addr} for {method} {path}: {:?}",
+            String::from_utf8_lossy(&raw)
+        )
+    })
+}
+
+/// The bytes of an HTTP/1.1 request (a `Host` and `Connection: close` are added unless
+/// given).
+fn request_bytes(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
     let mut request = format!("{method} {path} HTTP/1.1\r\n");
     let has = |name: &str| {
         headers
@@ -503,17 +526,7 @@ pub(crate) fn raw_http(
     request.push_str("\r\n");
     let mut bytes = request.into_bytes();
     bytes.extend_from_slice(body);
-    // The server may answer (413) and close before reading the whole body: a failed write
-    // is not the test's failure, the response says what happened.
-    let _ = stream.write_all(&bytes);
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    parse_response(&raw).unwrap_or_else(|| {
-        panic!(
-            "no HTTP response from {addr} for {method} {path}: {:?}",
-            String::from_utf8_lossy(&raw)
-        )
-    })
+    bytes
 }
 
 fn parse_response(raw: &[u8]) -> Option<RawResponse> {
@@ -549,5 +562,74 @@ fn parse_response(raw: &[u8]) -> Option<RawResponse> {
         status,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// The nginx binary, if there is one (for `tests/scale_out.rs`).
+///
+/// Looks at `$FUSION_NGINX` first (it must then exist, or this panics), then at `nginx` on
+/// `PATH`, then at `/usr/sbin/nginx` (where the Debian package puts it; `scripts/nginx-env`
+/// installs it). When none is there: under `CI=true` this panics; otherwise it prints a loud
+/// skip note and returns `None`.
+pub(crate) fn nginx() -> Option<PathBuf> {
+    if let Some(explicit) = std::env::var_os("FUSION_NGINX").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(explicit);
+        assert!(
+            path.is_file(),
+            "FUSION_NGINX points at {}, which does not exist",
+            path.display()
+        );
+        return Some(path);
+    }
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("nginx"))
+            .find(|candidate| candidate.is_file())
+    });
+    if let Some(path) = on_path.or_else(|| {
+        let sbin = PathBuf::from("/usr/sbin/nginx");
+        sbin.is_file().then_some(sbin)
+    }) {
+        return Some(path);
+    }
+    let hint = "no nginx (FUSION_NGINX is unset, none on PATH or at /usr/sbin/nginx): run `scripts/nginx-env` (as root; installs the Debian package nginx)";
+    if std::env::var_os("CI").is_some_and(|v| v == OsStr::new("true")) {
+        panic!("{hint} (CI=true, so this test fails instead of skipping)");
+    }
+    let bar = "=".repeat(78);
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "\n{bar}\nSKIPPED: {hint}\n{bar}\n"
+    );
+    None
+}
+
+/// [`raw_http`] for exchanges that may fail: a connection that cannot be made, or closes
+/// without an HTTP response, is an `Err` with what happened instead of a panic.
+pub(crate) fn try_raw_http(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> Result<RawResponse, String> {
+    use std::net::TcpStream;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    stream.set_read_timeout(Some(timeout)).ok();
+    stream.set_write_timeout(Some(timeout)).ok();
+    let bytes = request_bytes(addr, method, path, headers, body);
+    stream
+        .write_all(&bytes)
+        .map_err(|e| format!("{method} {path} to {addr}: cannot send: {e}"))?;
+    let mut raw = Vec::new();
+    let read = stream.read_to_end(&mut raw);
+    parse_response(&raw).ok_or_else(|| match read {
+        Err(e) => format!("{method} {path} to {addr}: no response: {e}"),
+        Ok(_) => format!(
+            "{method} {path} to {addr}: no HTTP response: {:?}",
+            String::from_utf8_lossy(&raw)
+        ),
     })
 }

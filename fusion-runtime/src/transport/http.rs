@@ -319,7 +319,8 @@ fn url_of(addr: SocketAddr, path: &str) -> String {
 /// the sessions close.
 const SETTLE: Duration = Duration::from_millis(150);
 
-/// How long the HTTP server may take to close its connections once told to stop.
+/// How long closing may take once the listener stopped: calls admitted during the drain
+/// finish (for up to half of it), then sessions, streams and connections close.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long, after a fatal error, the calls in flight may take to be answered.
@@ -463,13 +464,19 @@ impl<C: Send + Sync + 'static> Server<C> {
                 }
             }
         };
-        // The last answers reach their streams, then sessions and streams close and the
-        // listener stops; idle connections are closed, open ones get a moment.
+        // The listener stops first: a new connection is refused, which a load balancer
+        // can safely send elsewhere (the request never reached this process); idle
+        // connections close, busy ones after their answer. Calls admitted since the
+        // drain then finish and their answers reach their streams; only then do the
+        // sessions and their streams close (a stateless request still running then would
+        // be answered `500`).
+        stop.cancel();
+        let closing = tokio::time::Instant::now() + CLOSE_TIMEOUT;
+        self.drain(CLOSE_TIMEOUT / 2).await;
         tokio::time::sleep(SETTLE).await;
         sessions.cancel();
-        stop.cancel();
         if !serving.is_finished()
-            && tokio::time::timeout(CLOSE_TIMEOUT, &mut serving)
+            && tokio::time::timeout_at(closing, &mut serving)
                 .await
                 .is_err()
         {
@@ -514,6 +521,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 }),
             )
             .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
+        let closing = Arc::clone(&state);
         Router::new()
             .route("/healthz", get(|| async { "ok\n" }))
             .route(
@@ -534,6 +542,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                     "Not Found: MCP is served at the configured path (default /mcp)\n",
                 )
             })
+            .layer(middleware::from_fn_with_state(closing, close_when_draining))
     }
 
     /// Calls running now, over every tool.
@@ -670,6 +679,25 @@ struct HttpState {
     token: Option<String>,
     max_body_bytes: usize,
     draining: AtomicBool,
+}
+
+/// While draining, every HTTP/1 answer closes its connection, so that clients and proxies
+/// open new connections, which go to another replica once the listener stops, instead of
+/// reusing one that this process is about to close (a request sent on a connection as it
+/// closes is lost, and a proxy may not send a POST again).
+async fn close_when_draining(
+    State(state): State<Arc<HttpState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let http1 = request.version() <= axum::http::Version::HTTP_11;
+    let mut response = next.run(request).await;
+    if http1 && state.draining.load(Ordering::SeqCst) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// Host, Origin and bearer token for every protected route; for a POST, the body's size
