@@ -101,17 +101,7 @@ pub(crate) fn python() -> Option<PathBuf> {
         "no Python venv at {} (and FUSION_PYTHON is unset): run `scripts/python-env` to create it",
         venv.display()
     );
-    if std::env::var_os("CI").is_some_and(|v| v == OsStr::new("true")) {
-        panic!("{hint} (CI=true, so this test fails instead of skipping)");
-    }
-    // Written to the stderr handle rather than with eprintln!, which libtest captures: the
-    // note shows even without --nocapture.
-    let bar = "=".repeat(78);
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "\n{bar}\nSKIPPED: {hint}\n{bar}\n"
-    );
-    None
+    missing_tool(&hint)
 }
 
 /// What [`run_with_timeout`] observed.
@@ -297,15 +287,7 @@ pub(crate) fn node_bin() -> Option<PathBuf> {
         "no Node.js >= 22 with npx at {} (FUSION_NODE_BIN is unset, and none on PATH): run `scripts/node-env`",
         local.display()
     );
-    if std::env::var_os("CI").is_some_and(|v| v == OsStr::new("true")) {
-        panic!("{hint} (CI=true, so this test fails instead of skipping)");
-    }
-    let bar = "=".repeat(78);
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "\n{bar}\nSKIPPED: {hint}\n{bar}\n"
-    );
-    None
+    missing_tool(&hint)
 }
 
 /// The major version of the `node` at `path`, if it runs.
@@ -593,15 +575,7 @@ pub(crate) fn nginx() -> Option<PathBuf> {
         return Some(path);
     }
     let hint = "no nginx (FUSION_NGINX is unset, none on PATH or at /usr/sbin/nginx): run `scripts/nginx-env` (as root; installs the Debian package nginx)";
-    if std::env::var_os("CI").is_some_and(|v| v == OsStr::new("true")) {
-        panic!("{hint} (CI=true, so this test fails instead of skipping)");
-    }
-    let bar = "=".repeat(78);
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "\n{bar}\nSKIPPED: {hint}\n{bar}\n"
-    );
-    None
+    missing_tool(hint)
 }
 
 /// [`raw_http`] for exchanges that may fail: a connection that cannot be made, or closes
@@ -632,4 +606,20 @@ pub(crate) fn try_raw_http(
             String::from_utf8_lossy(&raw)
         ),
     })
+}
+
+/// What a test does when an external tool it drives is missing: under `CI=true` it fails
+/// (CI must not skip silently); otherwise it prints a loud skip note and returns `None`.
+fn missing_tool<T>(hint: &str) -> Option<T> {
+    if std::env::var_os("CI").is_some_and(|v| v == OsStr::new("true")) {
+        panic!("{hint} (CI=true, so this test fails instead of skipping)");
+    }
+    // Written to the stderr handle rather than with eprintln!, which libtest captures: the
+    // note shows even without --nocapture.
+    let bar = "=".repeat(78);
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "\n{bar}\nSKIPPED: {hint}\n{bar}\n"
+    );
+    None
 }
