@@ -54,6 +54,58 @@ fn tool_call(id: u32, name: &str, arguments: &str) -> String {
     )
 }
 
+/// Starts a 1.5 s call on its own connection, waits until it runs, then sends SIGTERM.
+/// The thread returns the call's response.
+fn start_slow_call_then_terminate(
+    server: &HttpServer,
+    id: u32,
+) -> std::thread::JoinHandle<RawResponse> {
+    let addr = server.addr();
+    let slow = std::thread::spawn(move || {
+        raw_http(
+            addr,
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            tool_call(id, "slow", r#"{"ms":1500}"#).as_bytes(),
+            REQUEST,
+        )
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !get(server, "/metrics", &[])
+        .body
+        .contains(r#"fusion_tool_in_flight{tool="slow"} 1"#)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow call never started\n{}",
+            server.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.signal("TERM");
+    slow
+}
+
+/// Waits (at most 5 s) until `/readyz` says 503: the server is draining.
+fn wait_until_draining(server: &HttpServer) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let ready = get(server, "/readyz", &[]);
+        if ready.status == 503 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/readyz never said 503 while draining: {ready:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn health_and_readiness_answer_without_checks() {
     let server = faults(&["--bearer-token", "s3cret"]);
@@ -190,47 +242,9 @@ fn a_session_calls_a_tool_and_metrics_count_it() {
 #[test]
 fn sigterm_drains_calls_in_flight_then_exits_zero() {
     let mut server = faults(&["--stateless", "--shutdown-grace-ms", "5000"]);
-    let addr = server.addr();
-    let slow = std::thread::spawn(move || {
-        raw_http(
-            addr,
-            "POST",
-            "/mcp",
-            &[
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json, text/event-stream"),
-            ],
-            tool_call(7, "slow", r#"{"ms":1500}"#).as_bytes(),
-            REQUEST,
-        )
-    });
-    // The call is running when the signal comes.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !get(&server, "/metrics", &[])
-        .body
-        .contains(r#"fusion_tool_in_flight{tool="slow"} 1"#)
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the slow call never started\n{}",
-            server.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    server.signal("TERM");
+    let slow = start_slow_call_then_terminate(&server, 7);
     // Draining: still serving, but not ready.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let ready = get(&server, "/readyz", &[]);
-        if ready.status == 503 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "/readyz never said 503 while draining: {ready:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_draining(&server);
     let answered = slow
         .join()
         .unwrap_or_else(|_| panic!("the call's thread panicked"));
@@ -281,45 +295,8 @@ fn while_draining_answers_close_their_connections() {
     assert_eq!(before.status, 200, "{before:?}");
     assert_ne!(before.header("connection"), Some("close"), "{before:?}");
 
-    let addr = server.addr();
-    let slow = std::thread::spawn(move || {
-        raw_http(
-            addr,
-            "POST",
-            "/mcp",
-            &[
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json, text/event-stream"),
-            ],
-            tool_call(8, "slow", r#"{"ms":1500}"#).as_bytes(),
-            REQUEST,
-        )
-    });
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !get(&server, "/metrics", &[])
-        .body
-        .contains(r#"fusion_tool_in_flight{tool="slow"} 1"#)
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the slow call never started\n{}",
-            server.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    server.signal("TERM");
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let ready = get(&server, "/readyz", &[]);
-        if ready.status == 503 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "/readyz never said 503 while draining: {ready:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let slow = start_slow_call_then_terminate(&server, 8);
+    wait_until_draining(&server);
     // Draining (the slow call still runs): a keep-alive request is answered and its
     // connection closed, so that a proxy opens a new one (to another replica) next time.
     let during = raw_http(

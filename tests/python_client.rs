@@ -11,40 +11,48 @@ use std::{path::Path, process::Command, time::Duration};
 /// Hard limit for the whole Python run (the script bounds each of its own waits at 20 s).
 const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Runs `tests/python/<script> ARGS..` with the venv's Python for at most [`TIMEOUT`] and
+/// asserts it passed every check; `context` goes into the failure message.
+fn run_script(
+    python: &Path,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    context: &dyn Fn() -> String,
+) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("python")
+        .join(script);
+    let mut command = Command::new(python);
+    command
+        .arg(&path)
+        .args(args)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = support::run_with_timeout(command, TIMEOUT);
+    assert!(
+        out.success() && out.stdout.contains("ok: all checks passed"),
+        "{} {script} failed (or exited 0 without finishing its checks)\n{}{}",
+        python.display(),
+        out.report(),
+        context()
+    );
+    // Shown with `--nocapture`.
+    println!("{}", out.stdout.trim_end());
+}
+
 #[test]
 fn python_sdk_drives_quickstart_over_stdio() {
     let Some(python) = support::python() else {
         return;
     };
     let server = support::example_binary("quickstart");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("python")
-        .join("stdio_client.py");
-
-    let mut command = Command::new(&python);
-    command
-        .arg(&script)
-        .arg(&server)
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1");
-    let out = support::run_with_timeout(command, TIMEOUT);
-
-    assert!(
-        out.success(),
-        "{} {} {} failed\n{}",
-        python.display(),
-        script.display(),
-        server.display(),
-        out.report()
+    run_script(
+        &python,
+        "stdio_client.py",
+        &[server.as_os_str()],
+        &String::new,
     );
-    assert!(
-        out.stdout.contains("ok: all checks passed"),
-        "the script exited 0 without finishing its checks\n{}",
-        out.report()
-    );
-    // Shown with `--nocapture`.
-    println!("{}", out.stdout.trim_end());
 }
 
 #[test]
@@ -53,47 +61,23 @@ fn python_sdk_runs_the_seed_checks_against_the_demo() {
         return;
     };
     let server = support::package_binary("fusion-demo");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("python")
-        .join("seed_client.py");
-    let mut command = Command::new(&python);
-    command
-        .arg(&script)
-        .arg(&server)
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1");
-    let out = support::run_with_timeout(command, TIMEOUT);
-    assert!(out.success(), "the seed checks failed\n{}", out.report());
-    assert!(
-        out.stdout.contains("ok: all checks passed"),
-        "the script exited 0 without finishing its checks\n{}",
-        out.report()
+    run_script(
+        &python,
+        "seed_client.py",
+        &[server.as_os_str()],
+        &String::new,
     );
-    println!("{}", out.stdout.trim_end());
 }
 
 /// Runs `tests/python/http_client.py KIND URL` against `server`.
 fn run_http_client(python: &Path, kind: &str, server: &support::HttpServer) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("python")
-        .join("http_client.py");
-    let mut command = Command::new(python);
-    command
-        .arg(&script)
-        .arg(kind)
-        .arg(server.url())
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1");
-    let out = support::run_with_timeout(command, TIMEOUT);
-    assert!(
-        out.success() && out.stdout.contains("ok: all checks passed"),
-        "the Python client over HTTP ({kind}) failed\n{}\n--- server stderr ---\n{}",
-        out.report(),
-        server.stderr()
+    let url = server.url();
+    run_script(
+        python,
+        "http_client.py",
+        &[std::ffi::OsStr::new(kind), std::ffi::OsStr::new(url)],
+        &|| format!("\n--- server stderr ---\n{}", server.stderr()),
     );
-    println!("{}", out.stdout.trim_end());
 }
 
 #[test]
