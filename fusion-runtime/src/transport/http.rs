@@ -29,6 +29,7 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
+use super::signals::Signals;
 use crate::server::{Server, ServerBuilder};
 
 /// How [`Server::serve_http_with`] serves: the address, the MCP path, who may connect,
@@ -610,65 +611,6 @@ fn resolve(addr: impl std::net::ToSocketAddrs) -> Result<SocketAddr, String> {
             .next()
             .ok_or_else(|| "the HTTP address resolves to nothing".to_owned()),
         Err(error) => Err(format!("the HTTP address is invalid: {error}")),
-    }
-}
-
-/// SIGTERM and SIGINT (Ctrl-C), as a stream of names.
-struct Signals {
-    #[cfg(unix)]
-    terminate: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    interrupt: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn install() -> Self {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let listen = |kind: SignalKind, name: &str| match signal(kind) {
-                Ok(stream) => Some(stream),
-                Err(error) => {
-                    tracing::warn!(target: "fusion::server", %error, signal = name, "cannot listen for the signal");
-                    None
-                }
-            };
-            Self {
-                terminate: listen(SignalKind::terminate(), "SIGTERM"),
-                interrupt: listen(SignalKind::interrupt(), "SIGINT"),
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            Self {}
-        }
-    }
-
-    /// The next signal's name (never resolves when none can be received).
-    #[cfg(unix)]
-    async fn next(&mut self) -> &'static str {
-        async fn recv(signal: Option<&mut tokio::signal::unix::Signal>) {
-            match signal {
-                Some(signal) => {
-                    if signal.recv().await.is_none() {
-                        std::future::pending::<()>().await;
-                    }
-                }
-                None => std::future::pending::<()>().await,
-            }
-        }
-        tokio::select! {
-            () = recv(self.terminate.as_mut()) => "SIGTERM",
-            () = recv(self.interrupt.as_mut()) => "SIGINT",
-        }
-    }
-
-    #[cfg(not(unix))]
-    async fn next(&mut self) -> &'static str {
-        match tokio::signal::ctrl_c().await {
-            Ok(()) => "ctrl-c",
-            Err(_) => std::future::pending().await,
-        }
     }
 }
 

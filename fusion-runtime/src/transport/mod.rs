@@ -7,7 +7,9 @@
 mod decode;
 #[cfg(feature = "http")]
 mod http;
+mod params;
 mod process_stdio;
+mod signals;
 mod stdio;
 
 use std::{io::IsTerminal as _, process::ExitCode, time::Duration};
@@ -31,6 +33,16 @@ use crate::server::Server;
 pub const EXIT_CONFIG: u8 = 78;
 
 impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
+    /// A request rmcp could not read as a method it knows: `-32602` when it is a known
+    /// method whose params do not fit, `-32601` otherwise ([`params::reject_custom`]).
+    fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<rmcp::model::CustomResult, ErrorData>> + Send + '_ {
+        std::future::ready(Err(params::reject_custom(&request)))
+    }
+
     fn get_info(&self) -> ServerConfig {
         // Logging is advertised so that tools can send `notifications/message` through
         // `Call::log` once the client sets a level (rmcp deprecates it, SEP-2577).
@@ -265,9 +277,13 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// client, instead of waiting silently for JSON-RPC.
     ///
     /// From the start, fd 1 belongs to the protocol: output printed by tools, libraries or
-    /// child processes goes to stderr instead. When stdin closes, calls still running get
+    /// child processes goes to stderr instead. When stdin closes, or on SIGTERM or SIGINT
+    /// (the server then stops reading), calls still running get
     /// [`StdioOptions::shutdown_grace`] (5 s) to finish and be answered; then it returns
-    /// `0` without waiting for the rest (they are dropped with the runtime). See
+    /// `0` without waiting for the rest (they are dropped with the runtime). A second
+    /// signal stops at once. When stdout fails (the client closed it, a full disk), it
+    /// returns `1` and says why on stderr. A client that stops reading stdout makes the
+    /// server stop reading stdin ([`StdioOptions::max_unwritten_bytes`]). See
     /// [`serve_stdio_with`](Self::serve_stdio_with) to change the limits.
     ///
     /// `FUSION_STDIO_TRANSPORT=rmcp` in the environment serves through rmcp's own
@@ -318,14 +334,27 @@ impl<C: Send + Sync + 'static> Server<C> {
         };
         // rmcp takes the server; this handle (one `Arc`) watches for a fatal error.
         let watched = self.clone();
+        // Listening from before the handshake: a signal then is drained like any other,
+        // instead of killing the process.
+        let signals = signals::Signals::install();
         let served = rmcp::serve_server(self, transport).await;
         let code = match served {
-            Ok(service) => wait_or_abandon(service, &watched, &handle, &options).await,
+            Ok(service) => wait_or_abandon(service, &watched, &handle, &options, signals).await,
             Err(error) => served_error_code(&error),
         };
-        // A fatal error that raced the end of the input still decides the exit code.
+        // A fatal error that raced the end of the input still decides the exit code; then
+        // a failed stdout (the client can no longer hear the server) does.
         let code = if watched.has_failed_fatally() {
             ExitCode::from(crate::EXIT_FATAL)
+        } else if let Some(error) = handle.output_error() {
+            tracing::error!(
+                target: "fusion::server",
+                %error,
+                unanswered = handle.pending(),
+                "stdout failed: the client can no longer receive answers; stopping"
+            );
+            eprintln!("fusion: stdout failed ({error}); stopping with exit code 1");
+            ExitCode::FAILURE
         } else {
             code
         };
@@ -385,39 +414,67 @@ const ABANDON_EXIT_DELAY: Duration = Duration::from_secs(3);
 
 type RunningServer<C> = rmcp::service::RunningService<RoleServer, Server<C>>;
 
-/// Waits for the service to end, but not for calls still running once stdin has closed
-/// and the transport's grace period is over, nor past a handler's fatal error.
+/// Waits for the service to end, but not for calls still running once the input has
+/// ended (stdin closed, or SIGTERM/SIGINT stopped the reading) and the transport's grace
+/// period is over, nor past a handler's fatal error. A second signal stops at once.
 async fn wait_or_abandon<C: Send + Sync + 'static>(
     service: RunningServer<C>,
     server: &Server<C>,
     handle: &StdioHandle,
     options: &StdioOptions,
+    mut signals: signals::Signals,
 ) -> ExitCode {
     // The service stays alive (inside `waiting`) until this returns, so answers keep
     // flowing while the branches below wait.
     let waiting = service.waiting();
     tokio::pin!(waiting);
-    tokio::select! {
-        ended = &mut waiting => ended_code(ended),
-        () = server.fatal_error() => fatal_exit(handle).await,
-        () = handle.input_ended() => {
-            let abandoned = handle.pending();
-            if abandoned == 0 {
-                return match tokio::time::timeout(WIND_DOWN, &mut waiting).await {
-                    Ok(ended) => ended_code(ended),
-                    Err(_) => ExitCode::SUCCESS,
-                };
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            ended = &mut waiting => return ended_code(ended),
+            () = server.fatal_error() => return fatal_exit(handle).await,
+            () = handle.input_ended() => break,
+            signal = signals.next() => {
+                if draining {
+                    tracing::warn!(target: "fusion::server", signal, "second signal: stopping now");
+                    exit_soon(ABANDON_EXIT_DELAY, 0);
+                    return ExitCode::SUCCESS;
+                }
+                draining = true;
+                tracing::info!(
+                    target: "fusion::server",
+                    signal,
+                    in_flight = handle.pending(),
+                    grace_ms = options.shutdown_grace.as_millis() as u64,
+                    "draining: no new requests are read; the calls in flight may finish within the grace period"
+                );
+                handle.stop_reading();
             }
-            tracing::warn!(
-                target: "fusion::server",
-                abandoned,
-                grace_ms = options.shutdown_grace.as_millis() as u64,
-                "stdin closed and calls were still running after the grace period; stopping without their answers"
-            );
-            exit_soon(ABANDON_EXIT_DELAY, 0);
-            ExitCode::SUCCESS
         }
     }
+    let abandoned = handle.pending();
+    if handle.output_error().is_some() {
+        // Nothing more can be answered; `serve_stdio_with` reports the failure (exit 1).
+        if abandoned > 0 {
+            exit_soon(ABANDON_EXIT_DELAY, 1);
+        }
+        return ExitCode::FAILURE;
+    }
+    if abandoned == 0 {
+        return match tokio::time::timeout(WIND_DOWN, &mut waiting).await {
+            Ok(ended) => ended_code(ended),
+            Err(_) => ExitCode::SUCCESS,
+        };
+    }
+    tracing::warn!(
+        target: "fusion::server",
+        abandoned,
+        grace_ms = options.shutdown_grace.as_millis() as u64,
+        cause = if draining { "signal" } else { "stdin closed" },
+        "the input ended and calls were still running after the grace period; stopping without their answers"
+    );
+    exit_soon(ABANDON_EXIT_DELAY, 0);
+    ExitCode::SUCCESS
 }
 
 /// After a handler's fatal error: the calls in flight (the fatal one among them, its

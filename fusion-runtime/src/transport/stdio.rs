@@ -13,20 +13,29 @@
 //!   `.await` in between, so a cancelled `receive` loses nothing. Lines over
 //!   [`StdioOptions::max_line_bytes`] are answered and skipped without buffering the rest.
 //! - **send** (rmcp spawns each returned future, so their order is not the call order):
-//!   the message is queued synchronously, in the call, on a channel to a single writer;
-//!   the future is already complete. The writer takes everything queued, serializes it
-//!   into one buffer and writes it with one `write` call.
-//! - **end of input**: `receive` keeps the service running while calls are still
-//!   unanswered, up to [`StdioOptions::shutdown_grace`], then returns `None`. rmcp then
-//!   stops; `serve_stdio` does not wait for calls still running after the grace.
+//!   the message is serialized and queued synchronously, in the call, on a channel to a
+//!   single writer; the future is already complete. The writer takes everything queued and
+//!   writes it with one `write` call.
+//! - **backpressure**: the bytes queued and not yet written are counted; past
+//!   [`StdioOptions::max_unwritten_bytes`] `receive` stops reading stdin until the client
+//!   reads its answers, so a client that stops reading cannot make the server buffer
+//!   without bound.
+//! - **duplicate ids**: a request whose id is still in flight is answered `-32600` by the
+//!   transport and never reaches rmcp (which would cross the two calls' answers).
+//! - **end of input** (stdin closed, or SIGTERM through [`StdioHandle::stop_reading`]):
+//!   `receive` keeps the service running while calls are still unanswered, up to
+//!   [`StdioOptions::shutdown_grace`], then returns `None`. rmcp then stops; `serve_stdio`
+//!   does not wait for calls still running after the grace.
+//! - **a failed output** (the reader closed stdout, a full disk) ends the service; the
+//!   error is kept for `serve_stdio`'s exit code (1) and message.
 
 use std::{
-    collections::HashMap,
+    collections::HashSet,
     io::{self, Write as _},
     pin::Pin,
     sync::{
         Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -52,6 +61,10 @@ const DEFAULT_MAX_LINE_BYTES: usize = 16 << 20;
 /// The default [`StdioOptions::shutdown_grace`].
 const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// The default [`StdioOptions::max_unwritten_bytes`]: 8 MiB, room for thousands of
+/// ordinary answers queued behind a slow reader, and small beside any server's memory.
+const DEFAULT_MAX_UNWRITTEN_BYTES: usize = 8 << 20;
+
 /// How the stdio transport treats its input and its shutdown.
 ///
 /// ```
@@ -71,10 +84,16 @@ pub struct StdioOptions {
     /// from the line's start) and skipped up to its newline without being buffered; the
     /// connection goes on. Default 16 MiB (as rmcp's own transports).
     pub max_line_bytes: usize,
-    /// How long calls still running when stdin closes may take to finish and be answered.
-    /// After it, the server stops without their answers and `serve_stdio` returns `0`.
-    /// Default 5 seconds.
+    /// How long calls still running when stdin closes (or SIGTERM arrives) may take to
+    /// finish and be answered. After it, the server stops without their answers and
+    /// `serve_stdio` returns `0`. Default 5 seconds.
     pub shutdown_grace: Duration,
+    /// How many bytes of answers may wait to be written (the client is not reading
+    /// stdout) before the server stops reading stdin. Reading resumes as soon as the
+    /// client reads; no answer is dropped. The server's memory for queued output stays
+    /// within this bound plus the answers of the calls already running (one answer larger
+    /// than the bound is still written whole). Default 8 MiB.
+    pub max_unwritten_bytes: usize,
 }
 
 impl Default for StdioOptions {
@@ -82,6 +101,7 @@ impl Default for StdioOptions {
         Self {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
         }
     }
 }
@@ -98,6 +118,13 @@ impl StdioOptions {
     #[must_use]
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// Sets [`max_unwritten_bytes`](Self::max_unwritten_bytes).
+    #[must_use]
+    pub fn max_unwritten_bytes(mut self, bytes: usize) -> Self {
+        self.max_unwritten_bytes = bytes;
         self
     }
 }
@@ -185,8 +212,8 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the writer is asked to do.
 enum Outgoing {
-    Message(Box<TxJsonRpcMessage<RoleServer>>),
-    Reply(ErrorReply),
+    /// One serialized message, its newline included (counted in `Shared::unwritten`).
+    Line(Vec<u8>),
     /// Acknowledge once everything queued before has been written.
     Flush(oneshot::Sender<()>),
     /// Like `Flush`, then stop and close the output.
@@ -228,8 +255,9 @@ impl Latch {
 /// State shared by the transport, its writer and [`StdioHandle`].
 #[derive(Default)]
 struct Shared {
-    /// Requests received and not answered yet (a count per id: a client may reuse one).
-    unanswered: Mutex<HashMap<RequestId, u32>>,
+    /// Requests received and not answered yet. An id is in it at most once: a second
+    /// request with an id in flight is refused by the transport.
+    unanswered: Mutex<HashSet<RequestId>>,
     /// Notified when `unanswered` becomes empty.
     all_answered: Notify,
     /// Set when `receive` has returned `None` (the input ended and the grace is over or
@@ -237,28 +265,33 @@ struct Shared {
     input_ended: Latch,
     /// Set when the writer stopped (the output failed or was closed).
     output_closed: Latch,
+    /// Why the output failed, when it did.
+    output_error: Mutex<Option<io::Error>>,
+    /// Set to stop reading the input (SIGTERM): what was read is served, then the input
+    /// counts as ended.
+    stop_reading: Latch,
+    /// Bytes queued for the writer and not written yet.
+    unwritten: AtomicUsize,
+    /// Notified when the writer has written a batch.
+    written: Notify,
 }
 
 impl Shared {
-    fn unanswered(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, u32>> {
-        // The map stays consistent whatever panicked while holding it.
+    fn unanswered(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+        // The set stays consistent whatever panicked while holding it.
         self.unanswered
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn opened(&self, id: &RequestId) {
-        *self.unanswered().entry(id.clone()).or_default() += 1;
+    /// Records a request in flight; `false` when its id already is.
+    fn opened(&self, id: &RequestId) -> bool {
+        self.unanswered().insert(id.clone())
     }
 
     fn answered(&self, id: &RequestId) {
         let mut unanswered = self.unanswered();
-        if let Some(count) = unanswered.get_mut(id) {
-            *count -= 1;
-            if *count == 0 {
-                unanswered.remove(id);
-            }
-        }
+        unanswered.remove(id);
         if unanswered.is_empty() {
             self.all_answered.notify_waiters();
         }
@@ -273,10 +306,33 @@ impl Shared {
     }
 
     fn pending(&self) -> usize {
-        self.unanswered()
-            .values()
-            .map(|&count| count as usize)
-            .sum()
+        self.unanswered().len()
+    }
+
+    /// Records why the output failed (the first error only) and stops the writer's users.
+    fn output_failed(&self, error: io::Error) {
+        let mut slot = self
+            .output_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        slot.get_or_insert(error);
+    }
+
+    /// Cancel-safe: waits until at most `limit` bytes wait to be written, or the output
+    /// closed (nothing will be written any more: the caller finds out next).
+    async fn wait_for_room(&self, limit: usize) {
+        loop {
+            let written = self.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            if self.unwritten.load(Ordering::Acquire) <= limit || self.output_closed.is_set() {
+                return;
+            }
+            tokio::select! {
+                () = written => {}
+                () = self.output_closed.wait() => return,
+            }
+        }
     }
 
     /// Cancel-safe.
@@ -381,6 +437,8 @@ pub(crate) struct StdioTransport {
     /// When the wait for unanswered calls after the end of the input gives up.
     grace_deadline: Option<Instant>,
     grace: Duration,
+    /// [`StdioOptions::max_unwritten_bytes`].
+    max_unwritten: usize,
     out: mpsc::UnboundedSender<Outgoing>,
     shared: Arc<Shared>,
 }
@@ -407,13 +465,29 @@ impl StdioHandle {
 
     /// The requests received and not answered yet.
     pub(crate) fn pending_ids(&self) -> Vec<RequestId> {
-        self.shared.unanswered().keys().cloned().collect()
+        self.shared.unanswered().iter().cloned().collect()
     }
 
     /// Whether any of `ids` is still unanswered.
     pub(crate) fn any_pending(&self, ids: &[RequestId]) -> bool {
         let unanswered = self.shared.unanswered();
-        ids.iter().any(|id| unanswered.contains_key(id))
+        ids.iter().any(|id| unanswered.contains(id))
+    }
+
+    /// Stops reading the input (on SIGTERM): the requests already read are served, and the
+    /// input then ends as at end of file (the calls in flight get the shutdown grace).
+    pub(crate) fn stop_reading(&self) {
+        self.shared.stop_reading.set();
+    }
+
+    /// Why the output failed, when it did (the reader closed stdout, the disk is full).
+    pub(crate) fn output_error(&self) -> Option<String> {
+        let slot = self
+            .shared
+            .output_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        slot.as_ref().map(ToString::to_string)
     }
 
     /// Waits, at most `timeout`, until everything queued so far has been written.
@@ -457,6 +531,7 @@ impl StdioTransport {
             handshake_done: false,
             grace_deadline: None,
             grace: options.shutdown_grace,
+            max_unwritten: options.max_unwritten_bytes,
             out,
             shared,
         };
@@ -464,8 +539,12 @@ impl StdioTransport {
     }
 
     fn reply(&self, reply: ErrorReply) {
-        // A closed writer means the output is gone: nobody can read the answer anyway.
-        let _ = self.out.send(Outgoing::Reply(reply));
+        // An `ErrorReply` is plain data: serializing it cannot fail.
+        if let Ok(mut line) = serde_json::to_vec(&reply) {
+            line.push(b'\n');
+            // A closed writer means the output is gone: nobody can read the answer anyway.
+            let _ = queue_line(&self.out, &self.shared, line);
+        }
     }
 
     /// The next message for rmcp, answering on the way whatever is not one.
@@ -496,10 +575,16 @@ impl StdioTransport {
                         tracing::debug!(target: "fusion::transport", "ignored a notification or response before initialize");
                     }
                     Decoded::Message(message) => {
+                        if let Some(id) = decode::awaited_request(&message)
+                            && !self.shared.opened(id)
+                        {
+                            // rmcp keys its answers by id: a second call under an id in
+                            // flight would take the first one's answer.
+                            self.reply(id_in_use(id));
+                            continue;
+                        }
                         self.handshake_done |= decode::ends_handshake(&message);
-                        if let Some(id) = decode::awaited_request(&message) {
-                            self.shared.opened(id);
-                        } else if let Some(id) = decode::cancelled_request(&message) {
+                        if let Some(id) = decode::cancelled_request(&message) {
                             self.shared.cancelled(id);
                         }
                         return Some(*message);
@@ -523,10 +608,26 @@ impl StdioTransport {
                 self.shared.input_ended.set();
                 return None;
             }
+            if self.shared.stop_reading.is_set() {
+                // SIGTERM: what was read is served; a partial last line is not a request.
+                self.input_done = true;
+                continue;
+            }
             self.lines.compact();
+            // Backpressure: answers the client has not read yet stay below the bound
+            // because no new request is read meanwhile.
+            if self.shared.unwritten.load(Ordering::Acquire) > self.max_unwritten {
+                tracing::debug!(target: "fusion::transport", "stdout is not being read; pausing stdin");
+                tokio::select! {
+                    () = self.shared.wait_for_room(self.max_unwritten) => {}
+                    () = self.shared.stop_reading.wait() => {}
+                }
+                continue;
+            }
             let read = tokio::select! {
                 read = self.input.fill(&mut self.lines.buffer) => read,
                 () = self.shared.output_closed.wait() => continue,
+                () = self.shared.stop_reading.wait() => continue,
             };
             match read {
                 Ok(0) => self.input_done = true,
@@ -576,6 +677,66 @@ impl StdioTransport {
     }
 }
 
+/// The answer to a request whose id is still in flight.
+fn id_in_use(id: &RequestId) -> ErrorReply {
+    tracing::warn!(target: "fusion::transport", %id, "a request reused an id still in flight; refused");
+    ErrorReply {
+        id: Some(id.clone()),
+        error: ErrorData::new(
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Invalid request: the id {id} is already in use by a request still in flight; the earlier request goes on. Give each request its own id."
+            ),
+            None,
+        ),
+    }
+}
+
+/// Queues one serialized line for the writer and counts its bytes as unwritten.
+fn queue_line(
+    out: &mpsc::UnboundedSender<Outgoing>,
+    shared: &Shared,
+    line: Vec<u8>,
+) -> Result<(), io::Error> {
+    let bytes = line.len();
+    shared.unwritten.fetch_add(bytes, Ordering::AcqRel);
+    out.send(Outgoing::Line(line)).map_err(|_| {
+        shared.unwritten.fetch_sub(bytes, Ordering::AcqRel);
+        io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed")
+    })
+}
+
+/// One message as a line: its JSON and a newline. A message that cannot be serialized
+/// (impossible with rmcp's types) becomes an error answer to its request, so the request is
+/// still answered once.
+fn serialize(message: &TxJsonRpcMessage<RoleServer>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(256);
+    match serde_json::to_writer(&mut line, message) {
+        Ok(()) => {}
+        Err(error) => {
+            tracing::error!(target: "fusion::transport", %error, "could not serialize a message");
+            line.clear();
+            if let Some(id) = answered_request(message) {
+                let reply = ErrorReply {
+                    id: Some(id.clone()),
+                    error: ErrorData::internal_error(
+                        "the server could not serialize its answer",
+                        None,
+                    ),
+                };
+                if serde_json::to_writer(&mut line, &reply).is_err() {
+                    line.clear();
+                }
+            }
+            if line.is_empty() {
+                return line;
+            }
+        }
+    }
+    line.push(b'\n');
+    line
+}
+
 fn too_long(start: &[u8], max: usize) -> ErrorReply {
     let id = decode::find_id(start);
     tracing::warn!(target: "fusion::transport", max_line_bytes = max, ?id, "a message over the size limit was skipped");
@@ -605,12 +766,15 @@ impl Transport<RoleServer> for StdioTransport {
         if let Some(id) = answered_request(&item) {
             self.shared.answered(id);
         }
-        // Queued here, in the call, not in the returned future: rmcp spawns the futures,
-        // so only the calls are in rmcp's order.
-        let queued = self
-            .out
-            .send(Outgoing::Message(Box::new(item)))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"));
+        // Serialized and queued here, in the call, not in the returned future: rmcp spawns
+        // the futures, so only the calls are in rmcp's order. Serializing here also lets
+        // the reader count the bytes waiting to be written (backpressure).
+        let line = serialize(&item);
+        let queued = if line.is_empty() {
+            Ok(())
+        } else {
+            queue_line(&self.out, &self.shared, line)
+        };
         std::future::ready(queued)
     }
 
@@ -649,31 +813,12 @@ struct Batch {
 impl Batch {
     fn add(&mut self, item: Outgoing) {
         match item {
-            Outgoing::Message(message) => {
-                let mark = self.bytes.len();
-                if let Err(error) = serde_json::to_writer(&mut self.bytes, &message) {
-                    // Cannot happen with rmcp's types; if it did, the request would go
-                    // unanswered, so answer it with the failure instead.
-                    self.bytes.truncate(mark);
-                    tracing::error!(target: "fusion::transport", %error, "could not serialize a message");
-                    if let Some(id) = answered_request(&message) {
-                        let reply = ErrorReply {
-                            id: Some(id.clone()),
-                            error: ErrorData::internal_error(
-                                "the server could not serialize its answer",
-                                None,
-                            ),
-                        };
-                        self.add(Outgoing::Reply(reply));
-                    }
-                    return;
-                }
-                self.bytes.push(b'\n');
-            }
-            Outgoing::Reply(reply) => {
-                // An `ErrorReply` is plain data: serializing it cannot fail.
-                if serde_json::to_writer(&mut self.bytes, &reply).is_ok() {
-                    self.bytes.push(b'\n');
+            Outgoing::Line(line) => {
+                if self.bytes.is_empty() {
+                    // The common case: one line a batch, taken as is.
+                    self.bytes = line;
+                } else {
+                    self.bytes.extend_from_slice(&line);
                 }
             }
             Outgoing::Flush(ack) => self.acks.push(ack),
@@ -688,8 +833,13 @@ impl Batch {
         self.close || self.bytes.len() >= BATCH_BYTES
     }
 
-    /// After a write: acknowledge, and keep a modest buffer for the next batch.
-    fn done(&mut self) {
+    /// After a write: give back the written bytes' count, acknowledge, and keep a
+    /// modest buffer for the next batch.
+    fn done(&mut self, shared: &Shared) {
+        shared
+            .unwritten
+            .fetch_sub(self.bytes.len(), Ordering::AcqRel);
+        shared.written.notify_waiters();
         for ack in self.acks.drain(..) {
             let _ = ack.send(());
         }
@@ -722,11 +872,12 @@ async fn write_async(
             };
             if let Err(error) = written {
                 tracing::warn!(target: "fusion::transport", %error, "stdout failed; stopping");
+                shared.output_failed(error);
                 break;
             }
         }
         let close = batch.close;
-        batch.done();
+        batch.done(&shared);
         if close {
             let _ = sink.shutdown().await;
             break;
@@ -754,10 +905,11 @@ fn write_blocking(
             && let Err(error) = sink.write_all(&batch.bytes).and_then(|()| sink.flush())
         {
             tracing::warn!(target: "fusion::transport", %error, "stdout failed; stopping");
+            shared.output_failed(error);
             break;
         }
         let close = batch.close;
-        batch.done();
+        batch.done(shared);
         if close {
             break;
         }
@@ -990,6 +1142,110 @@ mod tests {
             matches!(next().await, JsonRpcMessage::Notification(_)),
             "after initialize"
         );
+    }
+
+    fn big_answer(id: i64) -> TxJsonRpcMessage<RoleServer> {
+        TxJsonRpcMessage::<RoleServer>::error(
+            ErrorData::internal_error("x".repeat(10_000), None),
+            Some(RequestId::Number(id)),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_stops_the_reading_of_its_requests() {
+        let options = StdioOptions::default().max_unwritten_bytes(20_000);
+        let (mut transport, handle, mut client, mut out) = pair(&options);
+        // 200 kB of answers: the pipe takes 64 kB, the rest waits to be written.
+        for id in 0..20 {
+            drop(transport.send(big_answer(id)));
+        }
+        client.write_all(ping(1).as_bytes()).await.expect("write");
+        let paused = tokio::time::timeout(Duration::from_millis(200), transport.receive()).await;
+        assert!(paused.is_err(), "no request is read while stdout is full");
+        // The client reads its answers: every one arrives, then its request is read.
+        let answers = read_lines(&mut out, 20).await;
+        assert_eq!(answers.len(), 20);
+        let message = tokio::time::timeout(Duration::from_secs(5), transport.receive())
+            .await
+            .expect("reading resumed")
+            .expect("the ping");
+        assert!(matches!(message, JsonRpcMessage::Request(_)));
+        handle.flush(Duration::from_secs(5)).await;
+    }
+
+    #[tokio::test]
+    async fn a_second_request_with_an_id_in_flight_is_refused_and_the_first_goes_on() {
+        let (mut transport, handle, mut client, mut out) = pair(&StdioOptions::default());
+        client
+            .write_all(format!("{}{}{}", ping(7), ping(7), ping(8)).as_bytes())
+            .await
+            .expect("write");
+        let first = transport.receive().await.expect("the first 7");
+        let JsonRpcMessage::Request(first) = first else {
+            panic!("a request");
+        };
+        assert_eq!(first.id, RequestId::Number(7));
+        let next = transport.receive().await.expect("the 8");
+        let JsonRpcMessage::Request(next) = next else {
+            panic!("a request");
+        };
+        assert_eq!(
+            next.id,
+            RequestId::Number(8),
+            "the second 7 never reaches rmcp"
+        );
+        handle.flush(Duration::from_secs(5)).await;
+        let refused = read_lines(&mut out, 1).await;
+        assert_eq!(refused[0]["id"], 7);
+        assert_eq!(refused[0]["error"]["code"], -32600);
+        assert!(
+            refused[0]["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("already in use")),
+            "{}",
+            refused[0]
+        );
+        assert_eq!(handle.pending(), 2, "the first 7 and the 8 are in flight");
+        // Once the first is answered, the id is free again.
+        drop(transport.send(big_answer(7)));
+        client.write_all(ping(7).as_bytes()).await.expect("write");
+        let again = transport.receive().await.expect("7 again");
+        assert!(matches!(again, JsonRpcMessage::Request(r) if r.id == RequestId::Number(7)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_reading_serves_what_was_read_then_ends_after_the_grace() {
+        let options = StdioOptions::default().shutdown_grace(Duration::from_secs(3));
+        let (mut transport, handle, mut client, _out) = pair(&options);
+        client
+            .write_all(format!("{}{}{{\"partial", ping(1), ping(2)).as_bytes())
+            .await
+            .expect("write");
+        assert!(transport.receive().await.is_some());
+        handle.stop_reading();
+        assert!(
+            transport.receive().await.is_some(),
+            "the second line was read"
+        );
+        // The client keeps writing; nothing more is read.
+        client.write_all(ping(3).as_bytes()).await.expect("write");
+        drop(transport.send(big_answer(1)));
+        let started = Instant::now();
+        assert!(transport.receive().await.is_none(), "the input ended");
+        assert_eq!(started.elapsed(), Duration::from_secs(3), "after the grace");
+        assert_eq!(handle.pending(), 1, "call 2 was still running");
+    }
+
+    #[tokio::test]
+    async fn a_failed_output_is_reported_with_its_cause() {
+        let (mut transport, handle, _client, out) = pair(&StdioOptions::default());
+        drop(out);
+        drop(transport.send(big_answer(1)));
+        let ended = tokio::time::timeout(Duration::from_secs(5), transport.receive())
+            .await
+            .expect("the service ends");
+        assert!(ended.is_none());
+        assert!(handle.output_error().is_some(), "the cause is kept");
     }
 
     #[tokio::test]
