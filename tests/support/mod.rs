@@ -7,8 +7,11 @@
 //! - [`example_binary`]: path of a built example, e.g. `examples/quickstart`.
 //! - [`python`]: the venv's Python, or `None` (skip) outside CI when it is missing.
 //! - [`run_with_timeout`]: run a command to completion with a hard deadline, capturing output.
+//! - [`stdio_peer::StdioPeer`]: raw JSON-RPC lines to an example server over stdio.
 
 #![allow(dead_code)]
+
+pub(crate) mod stdio_peer;
 
 use std::{
     ffi::OsStr,

@@ -79,6 +79,10 @@ impl Serialize for ErrorReply {
     }
 }
 
+/// The answer to an id rmcp cannot hold: JSON-RPC ids are strings or integers, and MCP's
+/// integers are 64-bit signed.
+const BAD_ID: &str = "Invalid request: `id` must be a string or an integer from -9223372036854775808 to 9223372036854775807.";
+
 /// The UTF-8 byte order mark. RFC 8259 §8.1 lets a parser ignore it, and rmcp does; some
 /// Windows tools put one before the first line.
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -148,7 +152,7 @@ fn explain_rejection(envelope: &Envelope<'_>, error: &serde_json::Error) -> Deco
             return Decoded::Reply(ErrorReply::new(
                 None,
                 ErrorCode::INVALID_REQUEST,
-                "Invalid request: `id` must be a string or an integer.".to_owned(),
+                BAD_ID.to_owned(),
             ));
         }
     };
@@ -188,7 +192,7 @@ fn decode_tool_call(envelope: &Envelope<'_>) -> Decoded {
         return Decoded::Reply(ErrorReply::new(
             None,
             ErrorCode::INVALID_REQUEST,
-            "Invalid request: `id` must be a string or an integer.".to_owned(),
+            BAD_ID.to_owned(),
         ));
     };
     let invalid_params = |id: RequestId, problem: String| {
