@@ -4,6 +4,7 @@
 //!
 //! `cargo run --example faults [-- --require-env NAME] [-- --fail-setup]`: the flags add a
 //! start-up check that fails (exit code 78), for the tests of the start-up path.
+//! `--no-log` serves without installing a log subscriber.
 //!
 //! `--http PORT` serves Streamable HTTP on 127.0.0.1:PORT instead (`0`: a free port, reported
 //! on stderr), for the HTTP tests (tests/http.rs), with `--bearer-token T`,
@@ -13,9 +14,13 @@ use fusion_tests::faults::{self, FaultCtx};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
-    fusion_runtime::log::init();
-    let mut builder = faults::builder(FaultCtx::default());
     let args: Vec<String> = std::env::args().collect();
+    // `--no-log` serves without a log subscriber (for the test of fatal errors that no
+    // subscriber records).
+    if !args.iter().any(|arg| arg == "--no-log") {
+        fusion_runtime::log::init();
+    }
+    let mut builder = faults::builder(FaultCtx::default());
     if let Some(name) = args
         .iter()
         .position(|arg| arg == "--require-env")

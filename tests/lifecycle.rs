@@ -32,10 +32,15 @@ impl Drop for Faults {
 
 impl Faults {
     fn spawn(args: &[&str]) -> Self {
+        Self::spawn_logging(args, "info")
+    }
+
+    /// The server with `RUST_LOG` set to `filter`.
+    fn spawn_logging(args: &[&str], filter: &str) -> Self {
         let binary = support::example_binary("faults");
         let mut child = Command::new(&binary)
             .args(args)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", filter)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -166,6 +171,60 @@ fn a_fatal_error_logs_one_event_and_exits_70() {
             .as_str()
             .is_some_and(|c| c.contains("revoked"))
     );
+    // The subscriber took the event: no second, plain copy.
+    assert!(
+        !stderr.contains("fusion: fatal error"),
+        "a plain line next to the event: {stderr}"
+    );
+}
+
+/// A fatal error whose event no subscriber takes still says why the process ended: one
+/// plain stderr line with the tool, the error, the correlation id and the exit code.
+fn assert_fatal_is_loud(args: &[&str], filter: &str) {
+    let mut server = Faults::spawn_logging(args, filter);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "fail_with", "arguments": {"kind": "fatal"}}}));
+    let answer = server
+        .next(Duration::from_secs(10))
+        .expect("the fatal call is answered");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (code, _) = server.wait_exit(Duration::from_secs(10));
+    let stderr = server.stderr();
+    assert_eq!(code, Some(70), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("fusion: fatal error"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one plain line: {stderr}");
+    let line = lines[0];
+    assert!(line.contains("tool `fail_with`"), "{line}");
+    assert!(line.contains("credentials were revoked"), "{line}");
+    assert!(line.contains("exiting with code 70"), "{line}");
+    let id = line
+        .split("correlation id ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_default();
+    assert!(!id.is_empty(), "{line}");
+    assert!(
+        text.contains(id),
+        "the model's message carries the same id `{id}`: {text}"
+    );
+}
+
+#[test]
+fn a_fatal_error_without_a_subscriber_prints_one_line() {
+    assert_fatal_is_loud(&["--no-log"], "info");
+}
+
+#[test]
+fn a_fatal_error_filtered_out_of_the_log_prints_one_line() {
+    assert_fatal_is_loud(&[], "off");
 }
 
 #[test]

@@ -118,3 +118,81 @@ impl IdempotencyStore for MemoryStore {
         }
     }
 }
+
+/// A run's claim on a key. It must end in [`complete`](Self::complete) or
+/// [`release`](Self::release); if the call's future is dropped first (the client went away,
+/// the session closed, a test's timeout fired), `Drop` releases the key, so a waiter or a
+/// retry runs instead of waiting for good.
+#[must_use = "dropping the claim releases the key"]
+pub(crate) struct ClaimGuard<'a> {
+    store: &'a dyn IdempotencyStore,
+    key: &'a str,
+    settled: bool,
+}
+
+impl<'a> ClaimGuard<'a> {
+    /// Holds the claim that `store.claim(key, ..)` granted.
+    pub(crate) fn new(store: &'a dyn IdempotencyStore, key: &'a str) -> Self {
+        Self {
+            store,
+            key,
+            settled: false,
+        }
+    }
+
+    /// Stores the run's result for the window.
+    pub(crate) fn complete(mut self, result: Value) {
+        self.settled = true;
+        self.store.complete(self.key, result);
+    }
+
+    /// Gives the key up for a new run.
+    pub(crate) fn release(mut self) {
+        self.settled = true;
+        self.store.release(self.key);
+    }
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.store.release(self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WINDOW: Duration = Duration::from_secs(60);
+
+    #[tokio::test]
+    async fn a_dropped_claim_releases_the_key_for_a_waiter() {
+        let store = MemoryStore::new();
+        assert_eq!(store.claim("k", WINDOW).await, Claim::Run);
+        let guard = ClaimGuard::new(&store, "k");
+        let waiter = store.claim("k", WINDOW);
+        tokio::pin!(waiter);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(5), waiter.as_mut())
+                .await
+                .is_err(),
+            "the waiter waits for the running claim"
+        );
+        drop(guard);
+        let claimed = tokio::time::timeout(Duration::from_secs(5), waiter).await;
+        assert_eq!(claimed, Ok(Claim::Run), "the waiter runs instead");
+    }
+
+    #[tokio::test]
+    async fn a_completed_claim_is_replayed() {
+        let store = MemoryStore::new();
+        assert_eq!(store.claim("k", WINDOW).await, Claim::Run);
+        ClaimGuard::new(&store, "k").complete(Value::from(7));
+        assert_eq!(
+            store.claim("k", WINDOW).await,
+            Claim::Replay(Value::from(7))
+        );
+    }
+}

@@ -386,6 +386,17 @@ pub(crate) fn fatal_event(
     redactor: &Redactor,
 ) {
     let error = redactor.text(failure.chain.first().map_or("", String::as_str));
+    // The process is about to end: if no subscriber takes this event (none installed, or
+    // `RUST_LOG` filters it out), it goes to stderr as one line, so the reason is never lost.
+    if !tracing::enabled!(target: FATAL_TARGET, tracing::Level::ERROR) {
+        use std::io::Write as _;
+        // Nothing to do if stderr itself is gone.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "fusion: fatal error in tool `{tool}`: {error} (correlation id {correlation_id}); exiting with code {}",
+            crate::server::EXIT_FATAL
+        );
+    }
     tracing::error!(
         target: FATAL_TARGET,
         tool,

@@ -46,12 +46,50 @@ pub(crate) struct ToolMetrics {
     retries: AtomicU64,
 }
 
+/// One call in flight, counted from [`ToolMetrics::start`] until it is finished or dropped.
+///
+/// The count is given back in `Drop`, so a call whose future is dropped (the client went
+/// away, a test's timeout fired) is not left "in flight" for good: it is counted as
+/// `cancelled`.
+#[must_use = "dropping the guard ends the call as cancelled"]
+pub(crate) struct InFlight<'a> {
+    metrics: &'a ToolMetrics,
+    started: tokio::time::Instant,
+    finished: bool,
+}
+
+impl InFlight<'_> {
+    /// Ends the call with its outcome.
+    pub(crate) fn finish(mut self, outcome: &'static str, latency: Duration, attempts: u32) {
+        self.finished = true;
+        self.metrics.finished(outcome, latency, attempts);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.metrics
+                .finished(OUTCOME_DROPPED, self.started.elapsed(), 0);
+        }
+    }
+}
+
+/// The outcome a call is counted under when its future was dropped before it ended.
+const OUTCOME_DROPPED: &str = "cancelled";
+
 impl ToolMetrics {
-    pub(crate) fn started(&self) {
+    /// Counts a call in flight until the guard is finished or dropped.
+    pub(crate) fn start(&self) -> InFlight<'_> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight {
+            metrics: self,
+            started: tokio::time::Instant::now(),
+            finished: false,
+        }
     }
 
-    pub(crate) fn finished(&self, outcome: &'static str, latency: Duration, attempts: u32) {
+    fn finished(&self, outcome: &'static str, latency: Duration, attempts: u32) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
         let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
         let bucket = BUCKETS_US

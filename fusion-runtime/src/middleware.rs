@@ -35,9 +35,15 @@
 use std::{
     any::Any,
     collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
 };
+
+// tokio's clock: std's outside tests, and a paused clock drives the limiter in tests.
+use tokio::time::Instant;
 
 use serde_json::Value;
 
@@ -58,7 +64,10 @@ pub struct CallInfo<'a> {
     pub args: &'a Value,
 }
 
-/// Something a middleware keeps alive while the handler runs (a permit); dropped after.
+/// Something a middleware keeps alive while the handler runs (a permit). It is dropped
+/// when the call ends, however it ends: finished, refused by a later step, or its future
+/// dropped (the client cancelled or went away). Put whatever must be given back in its
+/// `Drop`, as tokio's `OwnedSemaphorePermit` does.
 pub type Guard = Box<dyn Any + Send>;
 
 /// A middleware's verdict: go on (optionally holding a guard), or refuse.
@@ -142,15 +151,38 @@ pub fn concurrency_limit<C: Send + Sync + 'static>(
 ) -> impl Middleware<C> {
     ConcurrencyLimit {
         permits: Arc::new(tokio::sync::Semaphore::new(running)),
-        waiting: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        waiting: AtomicUsize::new(0),
         queued,
     }
 }
 
 struct ConcurrencyLimit {
     permits: Arc<tokio::sync::Semaphore>,
-    waiting: Arc<std::sync::atomic::AtomicUsize>,
+    /// Calls waiting for a permit, each counted by a [`QueueSlot`].
+    waiting: AtomicUsize,
     queued: usize,
+}
+
+/// A call's place in a concurrency limit's queue. `Drop` gives it back, so a call that is
+/// cancelled while it waits does not keep its place for good.
+struct QueueSlot<'a>(&'a AtomicUsize);
+
+impl<'a> QueueSlot<'a> {
+    /// Takes a place if fewer than `capacity` calls are waiting.
+    fn take(waiting: &'a AtomicUsize, capacity: usize) -> Option<Self> {
+        waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| {
+                (count < capacity).then_some(count + 1)
+            })
+            .ok()
+            .map(|_| Self(waiting))
+    }
+}
+
+impl Drop for QueueSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 fn busy(message: String) -> Failure {
@@ -168,19 +200,19 @@ fn busy(message: String) -> Failure {
 impl<C: Send + Sync + 'static> Middleware<C> for ConcurrencyLimit {
     fn before<'a>(&'a self, _ctx: &'a mut C, call: &'a CallInfo<'a>) -> BoxFuture<'a, Verdict> {
         Box::pin(async move {
-            use std::sync::atomic::Ordering;
             if let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() {
                 return Ok(Some(Box::new(permit) as Guard));
             }
-            if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.queued {
-                self.waiting.fetch_sub(1, Ordering::SeqCst);
+            let Some(slot) = QueueSlot::take(&self.waiting, self.queued) else {
                 return Err(busy(format!(
                     "`{}` is at its limit of concurrent calls and its queue is full",
                     call.tool
                 )));
-            }
+            };
+            // Await: waits for a permit holding `slot`; a drop here gives the slot back, and
+            // tokio's semaphore removes the waiter (no permit is lost).
             let permit = Arc::clone(&self.permits).acquire_owned().await;
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            drop(slot);
             match permit {
                 Ok(permit) => Ok(Some(Box::new(permit) as Guard)),
                 Err(_) => Err(busy(format!("`{}` is shutting down", call.tool))),
@@ -191,6 +223,10 @@ impl<C: Send + Sync + 'static> Middleware<C> for ConcurrencyLimit {
 
 /// Allows `per_second` calls a second on average, with bursts of up to `burst` (a token
 /// bucket per tool); beyond that, calls fail fast with a "rate limited" error.
+///
+/// A token is taken when the call is admitted, without waiting, and is not given back if
+/// the call is cancelled later: the call was made, and counts against the rate. Nothing is
+/// held across an `.await`, so a dropped call leaves no reservation behind.
 pub fn rate_limit<C: Send + Sync + 'static>(per_second: f64, burst: u32) -> impl Middleware<C> {
     RateLimit {
         per_second,
@@ -238,5 +274,53 @@ impl<C: Send + Sync + 'static> Middleware<C> for RateLimit {
             Err(_) => Ok(None),
         };
         Box::pin(std::future::ready(verdict))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_slot_is_given_back_when_dropped() {
+        let waiting = AtomicUsize::new(0);
+        let first = QueueSlot::take(&waiting, 2);
+        let second = QueueSlot::take(&waiting, 2);
+        assert!(first.is_some() && second.is_some());
+        assert!(QueueSlot::take(&waiting, 2).is_none(), "the queue is full");
+        drop(first);
+        assert!(QueueSlot::take(&waiting, 2).is_some(), "a place came back");
+        drop(second);
+        assert_eq!(waiting.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_dropped_while_queued_leaves_no_place_behind() {
+        let limit = ConcurrencyLimit {
+            permits: Arc::new(tokio::sync::Semaphore::new(1)),
+            waiting: AtomicUsize::new(0),
+            queued: 1,
+        };
+        let args = Value::Null;
+        let info = CallInfo {
+            tool: "t",
+            action: None,
+            args: &args,
+        };
+        let mut ctx = ();
+        let running = Middleware::<()>::before(&limit, &mut ctx, &info).await;
+        assert!(matches!(running, Ok(Some(_))));
+        for _ in 0..3 {
+            let mut ctx = ();
+            let queued = Middleware::<()>::before(&limit, &mut ctx, &info);
+            // Polled once (queued), then dropped as a cancelled call would be.
+            let polled = tokio::time::timeout(Duration::from_millis(1), queued).await;
+            assert!(polled.is_err(), "it waits behind the running call");
+        }
+        assert_eq!(limit.waiting.load(Ordering::Acquire), 0);
+        drop(running);
+        let mut ctx = ();
+        let next = Middleware::<()>::before(&limit, &mut ctx, &info).await;
+        assert!(matches!(next, Ok(Some(_))), "the permit came back too");
     }
 }

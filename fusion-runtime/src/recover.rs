@@ -121,9 +121,16 @@ mod policy {
         collections::HashMap,
         fmt::Display,
         future::Future,
-        sync::{Arc, Mutex, OnceLock},
-        time::{Duration, Instant},
+        sync::{
+            Arc, Mutex, OnceLock,
+            atomic::{AtomicU64, Ordering},
+        },
+        time::Duration,
     };
+
+    // tokio's clock, not std's: the same readings outside tests, and a paused clock in
+    // tests drives the breaker deterministically.
+    use tokio::time::Instant;
 
     /// How a transient failure is retried: up to `attempts` runs in all, waiting
     /// `backoff`, then twice that, and so on up to `max_backoff`, each wait shortened by a
@@ -250,43 +257,76 @@ mod policy {
         }
     }
 
-    /// One gate per resource (keyed by its address): the generation counts completed
-    /// reconnects, so a caller that waited behind another's reconnect skips its own.
-    fn gates() -> &'static Mutex<HashMap<usize, Arc<tokio::sync::Mutex<u64>>>> {
-        static GATES: OnceLock<Mutex<HashMap<usize, Arc<tokio::sync::Mutex<u64>>>>> =
-            OnceLock::new();
+    /// One gate per resource (keyed by its address), shared by the callers that reconnect
+    /// it at the same time.
+    #[derive(Default)]
+    struct Gate {
+        /// Held while a reconnect runs.
+        running: tokio::sync::Mutex<()>,
+        /// Completed reconnects: a caller that saw a generation before waiting, and finds a
+        /// newer one once it holds the gate, skips its own reconnect.
+        generation: AtomicU64,
+    }
+
+    type Gates = Mutex<HashMap<usize, Arc<Gate>>>;
+
+    fn gates() -> &'static Gates {
+        static GATES: OnceLock<Gates> = OnceLock::new();
         GATES.get_or_init(Mutex::default)
     }
 
-    /// Reconnects `resource` unless another caller already did while this one waited.
-    /// Returns whether this call ran the reconnect, and its error.
-    pub(crate) async fn reconnect_once<R: Reconnect>(resource: &R) -> (bool, Result<(), String>) {
-        let key = resource.resource_identity();
-        let gate = {
-            let Ok(mut map) = gates().lock() else {
-                return (false, Err("the reconnect registry is poisoned".into()));
-            };
-            Arc::clone(map.entry(key).or_default())
-        };
-        let seen = *gate.lock().await;
-        let mut generation = gate.lock().await;
-        let outcome = if *generation == seen {
-            let result = resource
-                .reconnect()
-                .await
-                .map_err(|error| error.to_string());
-            *generation += 1;
-            (true, result)
-        } else {
-            (false, Ok(()))
-        };
-        drop(generation);
-        if let Ok(mut map) = gates().lock()
-            && Arc::strong_count(&gate) <= 2
-        {
-            map.remove(&key);
+    /// A caller's hold on a resource's gate. Its `Drop` removes the gate from the registry
+    /// once no other caller holds it, however the caller ends (finished, or its future
+    /// dropped mid-reconnect), so the registry only holds resources being reconnected.
+    struct GateHold {
+        key: usize,
+        gate: Arc<Gate>,
+    }
+
+    impl GateHold {
+        fn take(key: usize) -> Option<Self> {
+            let mut map = gates().lock().ok()?;
+            let gate = Arc::clone(map.entry(key).or_default());
+            Some(Self { key, gate })
         }
-        outcome
+    }
+
+    impl Drop for GateHold {
+        fn drop(&mut self) {
+            if let Ok(mut map) = gates().lock()
+                // The registry's reference and ours: nobody else is waiting.
+                && Arc::strong_count(&self.gate) <= 2
+            {
+                map.remove(&self.key);
+            }
+        }
+    }
+
+    /// Reconnects `resource` unless another caller did while this one waited for the gate.
+    /// Returns whether this call ran the reconnect, and its error.
+    ///
+    /// Cancel safety: dropped while waiting, it leaves nothing behind; dropped during the
+    /// reconnect, the gate's lock is released unchanged (the generation only moves when a
+    /// reconnect completes), so the next caller reconnects.
+    pub(crate) async fn reconnect_once<R: Reconnect>(resource: &R) -> (bool, Result<(), String>) {
+        let Some(hold) = GateHold::take(resource.resource_identity()) else {
+            return (false, Err("the reconnect registry is poisoned".into()));
+        };
+        let seen = hold.gate.generation.load(Ordering::Acquire);
+        // Await: waits for another caller's reconnect; holds only `hold` (released on drop).
+        let running = hold.gate.running.lock().await;
+        if hold.gate.generation.load(Ordering::Acquire) != seen {
+            return (false, Ok(()));
+        }
+        // Await: the user's reconnect; a drop here releases `running` with the generation
+        // unchanged, so the next caller runs its own.
+        let result = resource
+            .reconnect()
+            .await
+            .map_err(|error| error.to_string());
+        hold.gate.generation.fetch_add(1, Ordering::Release);
+        drop(running);
+        (true, result)
     }
 
     /// The state of one tool's circuit breaker.
@@ -294,6 +334,8 @@ mod policy {
     pub(crate) struct Circuit {
         policy: CircuitPolicy,
         state: Mutex<State>,
+        /// Numbers the probes, so a late guard never releases a newer probe's slot.
+        probes: AtomicU64,
     }
 
     #[derive(Debug, Clone, Copy)]
@@ -305,17 +347,43 @@ mod policy {
         Open {
             until: Instant,
         },
-        HalfOpen,
+        /// One probe is running; `probe` tells it apart from later ones.
+        HalfOpen {
+            probe: u64,
+        },
     }
 
     /// What the breaker says about a call about to start.
-    pub(crate) enum Admission {
+    pub(crate) enum Admission<'a> {
         /// Run it.
         Run,
-        /// Run it as the probe of a half-open circuit.
-        Probe,
+        /// Run it as the probe of a half-open circuit, holding the guard until its outcome is
+        /// reported.
+        Probe(ProbeGuard<'a>),
         /// Fail fast; the circuit opens again for the given time.
         Reject(Duration),
+    }
+
+    /// The slot of a half-open circuit's one probe. If the probe ends without a verdict (its
+    /// future dropped, the client cancelled), `Drop` gives the slot back: the circuit counts
+    /// it as neither success nor failure, and the next call probes again. Without it, a
+    /// cancelled probe would leave the circuit refusing every call for good.
+    #[must_use = "dropping the guard gives up the probe"]
+    pub(crate) struct ProbeGuard<'a> {
+        circuit: &'a Circuit,
+        probe: u64,
+    }
+
+    impl Drop for ProbeGuard<'_> {
+        fn drop(&mut self) {
+            if let Ok(mut state) = self.circuit.state.lock()
+                && matches!(*state, State::HalfOpen { probe } if probe == self.probe)
+            {
+                *state = State::Open {
+                    until: Instant::now(),
+                };
+            }
+        }
     }
 
     /// A change of state worth logging.
@@ -333,10 +401,11 @@ mod policy {
                     failures: 0,
                     since: None,
                 }),
+                probes: AtomicU64::new(0),
             }
         }
 
-        pub(crate) fn admit(&self) -> Admission {
+        pub(crate) fn admit(&self) -> Admission<'_> {
             let Ok(mut state) = self.state.lock() else {
                 return Admission::Run;
             };
@@ -345,14 +414,18 @@ mod policy {
                 State::Open { until } => {
                     let now = Instant::now();
                     if now >= until {
-                        *state = State::HalfOpen;
-                        Admission::Probe
+                        let probe = self.probes.fetch_add(1, Ordering::Relaxed);
+                        *state = State::HalfOpen { probe };
+                        Admission::Probe(ProbeGuard {
+                            circuit: self,
+                            probe,
+                        })
                     } else {
                         Admission::Reject(until - now)
                     }
                 }
                 // One probe at a time: the others fail fast until it reports.
-                State::HalfOpen => Admission::Reject(self.policy.cooldown),
+                State::HalfOpen { .. } => Admission::Reject(self.policy.cooldown),
             }
         }
 
@@ -388,7 +461,7 @@ mod policy {
                         None
                     }
                 }
-                State::HalfOpen | State::Open { .. } => {
+                State::HalfOpen { .. } | State::Open { .. } => {
                     *state = State::Open {
                         until: now + self.policy.cooldown,
                     };
@@ -408,7 +481,7 @@ mod policy {
         /// that says nothing about the upstream, such as invalid arguments).
         pub(crate) fn neutral(&self) {
             if let Ok(mut state) = self.state.lock()
-                && matches!(*state, State::HalfOpen)
+                && matches!(*state, State::HalfOpen { .. })
             {
                 *state = State::Open {
                     until: Instant::now(),
@@ -450,10 +523,37 @@ mod policy {
             assert!(matches!(circuit.admit(), Admission::Run));
             assert_eq!(circuit.failure(), None);
             assert_eq!(circuit.failure(), Some(Transition::Opened));
-            assert!(matches!(circuit.admit(), Admission::Probe));
+            let probe = circuit.admit();
+            assert!(matches!(probe, Admission::Probe(_)));
             assert!(matches!(circuit.admit(), Admission::Reject(_)));
             assert_eq!(circuit.success(), Some(Transition::Closed));
+            drop(probe);
             assert!(matches!(circuit.admit(), Admission::Run));
+        }
+
+        #[test]
+        fn a_dropped_probe_lets_the_next_call_probe() {
+            let circuit = Circuit::new(CircuitPolicy {
+                failures: 1,
+                window: Duration::from_secs(60),
+                cooldown: Duration::ZERO,
+            });
+            assert_eq!(circuit.failure(), Some(Transition::Opened));
+            let first = circuit.admit();
+            assert!(matches!(first, Admission::Probe(_)));
+            assert!(matches!(circuit.admit(), Admission::Reject(_)));
+            drop(first);
+            let second = circuit.admit();
+            assert!(matches!(second, Admission::Probe(_)), "the slot came back");
+            // The probe fails, a newer probe starts; the older guard's drop must not give
+            // away the newer probe's slot.
+            assert_eq!(circuit.failure(), Some(Transition::Opened));
+            let third = circuit.admit();
+            assert!(matches!(third, Admission::Probe(_)));
+            drop(second);
+            assert!(matches!(circuit.admit(), Admission::Reject(_)));
+            drop(third);
+            assert!(matches!(circuit.admit(), Admission::Probe(_)));
         }
     }
 }

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::{
     call::Call,
     error::{Failure, FailureKind},
-    idempotency::{Claim, IdempotencyStore, MemoryStore},
+    idempotency::{Claim, ClaimGuard, IdempotencyStore, MemoryStore},
     log::Redactor,
     metrics::{MetricsSnapshot, ToolMetrics},
     middleware::{CallInfo, Guard, Middleware},
@@ -736,50 +736,64 @@ impl<C: Send + Sync + 'static> Server<C> {
             Some(index) => Redactor::new(&self.inner.registry.handlers[index].secret_keys, &args),
             None => Redactor::default(),
         };
-        let metrics = handler.map(|index| &self.inner.metrics[index]);
-        if let Some(metrics) = metrics {
-            metrics.started();
-        }
+        // Counted in flight from here; the guard gives the count back however the call
+        // ends, its future dropped included.
+        let in_flight = handler.map(|index| self.inner.metrics[index].start());
         // An idempotency key seen before returns the first call's result.
         let idempotency_key = handler.and_then(|index| self.idempotency_key(index, &target, &args));
+        let mut claim = None;
+        let mut cancelled_early = false;
         if let Some(key) = &idempotency_key {
-            let claim = tokio::select! {
+            let store = &*self.inner.idempotency;
+            // Await: waits while another run of the key is in progress. Holds `in_flight`
+            // only; a drop here leaves no claim (the store's waiter goes with the future).
+            let claimed = tokio::select! {
                 biased;
-                claim = self.inner.idempotency.claim(key, self.inner.idempotency_window) => Some(claim),
                 () = call.cancelled() => None,
+                claimed = store.claim(key, self.inner.idempotency_window) => Some(claimed),
             };
-            if let Some(Claim::Replay(stored)) = claim
-                && let Some(report) = CallReport::from_json(stored)
-            {
-                let latency = started.elapsed();
-                if let Some(metrics) = metrics {
-                    metrics.finished("replayed", latency, 0);
-                }
-                crate::log::call_event(&crate::log::CallRecord {
-                    tool,
-                    action: target.action,
-                    request_id: call.request_id(),
-                    args: &args,
-                    correlation_id: &correlation_id,
-                    latency,
-                    outcome: "replayed",
-                    attempts: 0,
-                    failure: None,
-                    message: "",
-                    redactor: &redactor,
-                    ok_level: self.inner.ok_level,
-                });
-                return report;
+            match claimed {
+                Some(Claim::Replay(stored)) => match CallReport::from_json(stored) {
+                    Some(report) => {
+                        let latency = started.elapsed();
+                        if let Some(in_flight) = in_flight {
+                            in_flight.finish("replayed", latency, 0);
+                        }
+                        crate::log::call_event(&crate::log::CallRecord {
+                            tool,
+                            action: target.action,
+                            request_id: call.request_id(),
+                            args: &args,
+                            correlation_id: &correlation_id,
+                            latency,
+                            outcome: "replayed",
+                            attempts: 0,
+                            failure: None,
+                            message: "",
+                            redactor: &redactor,
+                            ok_level: self.inner.ok_level,
+                        });
+                        return report;
+                    }
+                    // A stored result this build cannot read: run again, and store anew.
+                    None => claim = Some(ClaimGuard::new(store, key)),
+                },
+                Some(Claim::Run) => claim = Some(ClaimGuard::new(store, key)),
+                None => cancelled_early = true,
             }
         }
         // A cancelled request drops the handler's future (its destructors run); the
-        // transport sends no answer for a cancelled id, as the protocol says.
+        // transport sends no answer for a cancelled id, as the protocol says. A request
+        // cancelled before it started never starts.
         let (outcome, attempts) = match resolved {
             Err(kind) => (Outcome::Failure(Failure::new(kind)), 0),
+            Ok(_) if cancelled_early => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+            // Await: the call itself. Holds `in_flight` and `claim`; a drop here gives both
+            // back (the claim is released, so a waiter or a retry of the key runs).
             Ok((index, _)) => tokio::select! {
                 biased;
-                finished = self.run(index, &target, &args, context, call, &redactor) => finished,
                 () = call.cancelled() => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+                finished = self.run(index, &target, &args, context, call, &redactor) => finished,
             },
         };
         let (mut rendered, mut outcome_name) =
@@ -787,19 +801,17 @@ impl<C: Send + Sync + 'static> Server<C> {
         if outcome_name == "ok" && attempts > 1 {
             outcome_name = "retried_ok";
         }
-        if let Some(key) = &idempotency_key {
+        if let Some(claim) = claim {
             // Successes are kept for the window; a failure frees the key for a new try.
             if rendered.failure.is_none() {
-                self.inner
-                    .idempotency
-                    .complete(key, rendered.report.to_json());
+                claim.complete(rendered.report.to_json());
             } else {
-                self.inner.idempotency.release(key);
+                claim.release();
             }
         }
         let latency = started.elapsed();
-        if let Some(metrics) = metrics {
-            metrics.finished(outcome_name, latency, attempts);
+        if let Some(in_flight) = in_flight {
+            in_flight.finish(outcome_name, latency, attempts);
         }
         crate::log::call_event(&crate::log::CallRecord {
             tool,
@@ -949,6 +961,8 @@ impl<C: Send + Sync + 'static> Server<C> {
         };
         let mut guards: Vec<Guard> = Vec::new();
         for middleware in &self.inner.chains[index] {
+            // Await: a middleware's own wait (a concurrency queue). Holds the guards of the
+            // middleware before it (permits), released by their `Drop` if this is dropped.
             let verdict = AssertUnwindSafe(middleware.before(&mut context, &info))
                 .catch_unwind()
                 .await;
@@ -963,6 +977,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 }
             }
         }
+        // Await: the handler under its policy. Holds `guards` for its whole run.
         let finished = self
             .run_under_policy(index, &context, call, args, redactor)
             .await;
@@ -993,14 +1008,20 @@ impl<C: Send + Sync + 'static> Server<C> {
         } else {
             runtime.policy.retry.unwrap_or(RetryPolicy::NONE)
         };
-        if let Some(circuit) = &runtime.circuit
-            && let Admission::Reject(retry_after) = circuit.admit()
-        {
-            let kind = FailureKind::CircuitOpen { retry_after };
-            return (Outcome::Failure(Failure::new(kind)), 0);
-        }
+        // The probe of a half-open circuit holds its slot until its verdict is reported; if
+        // this future is dropped first, the guard gives the slot back for the next call.
+        let _probe = match runtime.circuit.as_ref().map(Circuit::admit) {
+            Some(Admission::Reject(retry_after)) => {
+                let kind = FailureKind::CircuitOpen { retry_after };
+                return (Outcome::Failure(Failure::new(kind)), 0);
+            }
+            Some(Admission::Probe(guard)) => Some(guard),
+            Some(Admission::Run) | None => None,
+        };
         let mut attempt = 1;
         loop {
+            // Await: one run of the handler (decode, handler, timeout). Holds `_probe`; a
+            // drop here drops the handler's future, and its destructors run.
             let outcome = self
                 .run_once(definition, context, call, args, runtime.policy.timeout)
                 .await;
@@ -1054,11 +1075,14 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
             if let Some(reconnect) = &definition.reconnect {
                 let started = Instant::now();
+                // Await: the single-flight reconnect. A drop here releases the resource's
+                // gate with its generation unchanged, so the next caller reconnects.
                 let (ran, result) = reconnect(context).await;
                 if ran {
                     crate::log::reconnect_event(tool, started.elapsed(), result.as_ref().err());
                 }
             }
+            // Await: the backoff. Holds nothing but `_probe`.
             tokio::time::sleep(delay).await;
             attempt += 1;
         }
@@ -1089,6 +1113,8 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
         };
         let guarded = AssertUnwindSafe(future).catch_unwind();
+        // Await: the handler. Holds nothing of ours; a drop (deadline, cancellation) drops
+        // the handler's future, so its destructors run.
         let finished = match timeout {
             Some(limit) => match tokio::time::timeout(limit, guarded).await {
                 Ok(finished) => finished,

@@ -1,0 +1,21 @@
+//! The hostile-peer suite: the example servers against peers that are slow, malicious or
+//! gone, over both transports, every wait bounded and every child process killed on every
+//! exit path. One module a concern:
+//!
+//! - `stdio`: a client that stops reading (backpressure, bounded memory), duplicate ids in
+//!   flight, bad params for known methods, SIGTERM while a call runs, a stdout that fails,
+//!   and the classics (garbage, deep nesting, batches, id types, surrogates, NaN, giant
+//!   lines, notifications before `initialize`).
+//! - `http`: duplicate `Host`, slowloris, connection and session caps, body limits (413),
+//!   unknown sessions (404), duplicate ids, calls that outlive their clients, file
+//!   descriptors running out.
+//! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
+//!   bounded inputs only, secrets of every length that never leak into messages, `_meta` or
+//!   logs.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod http;
+mod inputs;
+mod stdio;
