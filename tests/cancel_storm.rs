@@ -33,7 +33,7 @@ use std::{
 use serde_json::{Value, json};
 
 /// Calls in the storm.
-const CALLS: u64 = 3_000;
+const CALLS: u64 = 5_000;
 
 /// Calls outstanding at once (sent, neither answered nor cancelled).
 const WINDOW: usize = 48;
