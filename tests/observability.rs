@@ -338,3 +338,35 @@ async fn metrics_count_outcomes_latency_and_retries() {
         "{text}"
     );
 }
+
+#[test]
+fn a_dropped_call_is_logged_once_as_cancelled_and_counted() {
+    let (captured, _guard) = capture();
+    let tester = Tester::new(faults::server_with(FaultCtx::default()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        // The client gives up: the call's future is dropped while `hang` runs.
+        let dropped = tokio::time::timeout(
+            std::time::Duration::from_millis(20),
+            tester.call("hang", json!({})),
+        )
+        .await;
+        assert!(dropped.is_err(), "hang never finishes by itself");
+    });
+    let events = captured.call_events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = fields(&events[0]);
+    assert_eq!(event["tool"], "hang");
+    assert_eq!(event["outcome"], "cancelled");
+    let snapshot = tester.server().metrics();
+    let hang = snapshot
+        .tools
+        .iter()
+        .find(|tool| tool.tool == "hang")
+        .expect("hang's metrics");
+    assert_eq!(hang.in_flight, 0);
+    assert_eq!(hang.calls.get("cancelled"), Some(&1));
+}

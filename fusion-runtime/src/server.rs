@@ -592,6 +592,44 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     }
 }
 
+/// The log event of a call whose future was dropped before it ended: without it, a client
+/// that went away would leave no trace of its call in the log.
+struct UnfinishedCall<'a> {
+    tool: &'a str,
+    action: Option<&'a str>,
+    request_id: Option<&'a str>,
+    args: &'a Value,
+    correlation_id: &'a recover::CorrelationId,
+    redactor: &'a Redactor,
+    started: Instant,
+    ok_level: tracing::Level,
+    /// Cleared once the call reaches its end (no `.await` after that).
+    armed: bool,
+}
+
+impl Drop for UnfinishedCall<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let failure = Failure::new(FailureKind::Cancelled);
+        crate::log::call_event(&crate::log::CallRecord {
+            tool: self.tool,
+            action: self.action,
+            request_id: self.request_id,
+            args: self.args,
+            correlation_id: self.correlation_id,
+            latency: self.started.elapsed(),
+            outcome: "cancelled",
+            attempts: 0,
+            failure: Some(&failure),
+            message: "the call was dropped before it ended (the client went away or the transport stopped)",
+            redactor: self.redactor,
+            ok_level: self.ok_level,
+        });
+    }
+}
+
 /// Records on a failure how many times the handler ran.
 fn with_attempts(outcome: Outcome, attempts: u32) -> Outcome {
     match outcome {
@@ -739,6 +777,19 @@ impl<C: Send + Sync + 'static> Server<C> {
         // Counted in flight from here; the guard gives the count back however the call
         // ends, its future dropped included.
         let in_flight = handler.map(|index| self.inner.metrics[index].start());
+        // A call whose future is dropped before it ends (the client went away, the session
+        // closed) is still logged, once, as cancelled.
+        let mut unfinished = UnfinishedCall {
+            tool,
+            action: target.action,
+            request_id: call.request_id(),
+            args: &args,
+            correlation_id: &correlation_id,
+            redactor: &redactor,
+            started,
+            ok_level: self.inner.ok_level,
+            armed: true,
+        };
         // An idempotency key seen before returns the first call's result.
         let idempotency_key = handler.and_then(|index| self.idempotency_key(index, &target, &args));
         let mut claim = None;
@@ -755,6 +806,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             match claimed {
                 Some(Claim::Replay(stored)) => match CallReport::from_json(stored) {
                     Some(report) => {
+                        unfinished.armed = false;
                         let latency = started.elapsed();
                         if let Some(in_flight) = in_flight {
                             in_flight.finish("replayed", latency, 0);
@@ -796,6 +848,8 @@ impl<C: Send + Sync + 'static> Server<C> {
                 finished = self.run(index, &target, &args, context, call, &redactor) => finished,
             },
         };
+        // No `.await` from here on: the call ends in this poll.
+        unfinished.armed = false;
         let (mut rendered, mut outcome_name) =
             self.render(&target, handler, outcome, &correlation_id, &redactor);
         if outcome_name == "ok" && attempts > 1 {
