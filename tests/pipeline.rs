@@ -266,9 +266,17 @@ async fn nested_problems_carry_json_paths() {
         .await;
     assert!(result.is_error);
     let found = issues(&result);
+    // `limit` is a `u8` with no declared bound: 300 is beyond the type's own range.
     assert!(
-        found.contains(&("filters[1].limit".into(), "maximum".into())),
+        found.contains(&("filters[1].limit".into(), "range".into())),
         "{found:?}"
+    );
+    assert!(
+        result
+            .text()
+            .contains("`filters[1].limit` (range): expected an integer from 0 to 255 (u8); received 300 (an integer)"),
+        "{}",
+        result.text()
     );
     assert!(
         found.contains(&("filters[1].tags[1]".into(), "type".into())),

@@ -30,6 +30,8 @@ use rmcp::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::validate::NumberLiterals;
+
 /// The request a tool is serving. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Call {
@@ -47,6 +49,9 @@ struct Inner {
     log_level: Option<LogLevel>,
     /// In the tester: the notifications the tool sent, as they would go on the wire.
     recorded: Option<Mutex<Vec<Value>>>,
+    /// The number literals of the arguments that a JSON value cannot hold exactly, as the
+    /// transport recorded them: the validator judges integers sent as floats by them.
+    numbers: NumberLiterals,
 }
 
 impl Call {
@@ -57,6 +62,7 @@ impl Call {
         peer: Peer<RoleServer>,
         cancel: CancellationToken,
         log_level: Option<LogLevel>,
+        numbers: NumberLiterals,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -66,6 +72,7 @@ impl Call {
                 cancel,
                 log_level,
                 recorded: None,
+                numbers,
             }),
         }
     }
@@ -73,6 +80,12 @@ impl Call {
     /// A call without a client (the in-memory tester): notifications are recorded, not
     /// sent; every log level is recorded and a progress token is assumed.
     pub fn detached() -> Self {
+        Self::detached_with_numbers(NumberLiterals::default())
+    }
+
+    /// A detached call whose arguments came as JSON text with these number literals
+    /// ([`Tester::call_json`](crate::testing::Tester::call_json)).
+    pub(crate) fn detached_with_numbers(numbers: NumberLiterals) -> Self {
         Self {
             inner: Arc::new(Inner {
                 request_id: None,
@@ -83,8 +96,14 @@ impl Call {
                 cancel: CancellationToken::new(),
                 log_level: Some(LogLevel::Debug),
                 recorded: Some(Mutex::new(Vec::new())),
+                numbers,
             }),
         }
+    }
+
+    /// The number literals the transport recorded for the arguments.
+    pub(crate) fn number_literals(&self) -> &NumberLiterals {
+        &self.inner.numbers
     }
 
     /// The JSON-RPC id of the request, when served over a transport.

@@ -66,7 +66,7 @@ pub use tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec};
 #[cfg(feature = "http")]
 pub use transport::HttpOptions;
 pub use transport::{EXIT_CONFIG, StdioOptions};
-pub use validate::{ArgIssue, IssueCode, Limits, Validator};
+pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};
 
 /// Turns an `async fn` into an MCP tool.
 ///

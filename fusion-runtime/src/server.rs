@@ -902,12 +902,14 @@ impl<C: Send + Sync + 'static> Server<C> {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> CallToolResult {
         let progress_token = context.meta.get_progress_token();
+        let numbers = crate::validate::NumberLiterals::from_meta(&context.meta);
         let call = Call::connected(
             request_id_text(&context.id),
             progress_token,
             context.peer,
             context.ct,
             self.log_level(),
+            numbers,
         );
         let args = request.arguments.map_or(Value::Null, Value::Object);
         self.call(&request.name, None, args, None, &call)

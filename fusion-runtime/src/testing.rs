@@ -27,7 +27,7 @@
 use rmcp::model::CallToolResult;
 use serde_json::Value;
 
-use crate::{call::Call, present::UiBlock, server::Server};
+use crate::{call::Call, present::UiBlock, server::Server, validate::literal};
 
 /// Calls a server's tools in memory, the way a client would over a transport.
 #[derive(Clone, Debug)]
@@ -98,6 +98,46 @@ impl<C: Send + Sync + 'static> Tester<C> {
         self.run(tool, None, args, None).await
     }
 
+    /// Calls `tool` with arguments given as JSON text, parsed as a transport parses them:
+    /// numbers that a `serde_json::Value` cannot hold exactly (`9007199254740993.0`,
+    /// `-9223372036854775809`, `1.5e1`) are judged by their literal text, as they are when
+    /// served over stdio or HTTP. [`call`](Self::call) with `json!(..)` only has the
+    /// `f64` such a literal becomes.
+    ///
+    /// ```
+    /// use fusion_runtime::prelude::*;
+    /// use fusion_runtime::testing::Tester;
+    ///
+    /// /// Echo an integer.
+    /// #[mcp_tool]
+    /// async fn id(n: u64) -> String {
+    ///     n.to_string()
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let tester = Tester::new(Server::builder("ids", "1.0.0").tool(id).build());
+    /// // 2^53 + 1 written as a float arrives exactly.
+    /// let exact = tester.call_json("id", r#"{"n": 9007199254740993.0}"#).await;
+    /// assert_eq!(exact.data, "9007199254740993");
+    /// // Not an integer, though its f64 is: refused with the literal as sent.
+    /// let fraction = tester.call_json("id", r#"{"n": 4611686018427387903.5}"#).await;
+    /// assert!(fraction.is_error);
+    /// assert!(fraction.text().contains("received 4611686018427387903.5"));
+    /// # });
+    /// ```
+    ///
+    /// # Panics
+    /// When `json` is not JSON (a test's own mistake; a transport answers such input with
+    /// a parse error before any tool is called).
+    pub async fn call_json(&self, tool: &str, json: &str) -> TestResult {
+        let args: Value = serde_json::from_str(json).unwrap_or_else(|error| {
+            panic!("call_json({tool:?}): the arguments are not JSON: {error}")
+        });
+        let numbers = literal::literals_of(json, &args);
+        self.run_with(tool, None, args, None, Call::detached_with_numbers(numbers))
+            .await
+    }
+
     /// Calls `action` of a grouped `tool`.
     pub async fn call_action(&self, tool: &str, action: &str, args: Value) -> TestResult {
         self.run(tool, Some(action), args, None).await
@@ -144,7 +184,18 @@ impl<C: Send + Sync + 'static> Tester<C> {
         args: Value,
         context: Option<C>,
     ) -> TestResult {
-        let call = Call::detached();
+        self.run_with(tool, action, args, context, Call::detached())
+            .await
+    }
+
+    async fn run_with(
+        &self,
+        tool: &str,
+        action: Option<&str>,
+        args: Value,
+        context: Option<C>,
+        call: Call,
+    ) -> TestResult {
         let report = self.server.call(tool, action, args, context, &call).await;
         TestResult {
             is_error: report.result.is_error == Some(true),

@@ -218,7 +218,7 @@ where
         args: &Value,
         validator: &Validator,
     ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>> {
-        let args = validator.decode::<A>(args)?;
+        let args = validator.decode_with::<A>(args, call.number_literals())?;
         Ok((self.run)(ctx, call, args))
     }
 }

@@ -32,6 +32,8 @@ use serde::{
 };
 use serde_json::value::RawValue;
 
+use crate::validate::{NumberLiterals, literal};
+
 /// A message from the client, as rmcp's server side reads it.
 pub(crate) type ClientMessage = RxJsonRpcMessage<RoleServer>;
 
@@ -204,25 +206,57 @@ fn decode_tool_call(envelope: &Envelope<'_>) -> Decoded {
             ),
         ))
     };
-    let Some(params) = envelope.params else {
+    let Some(params_text) = envelope.params else {
         return invalid_params(id, "`params` is missing".to_owned());
     };
-    let params = match serde_json::from_str::<ToolCallParams>(params.get()) {
+    let params = match serde_json::from_str::<ToolCallParams>(params_text.get()) {
         Ok(params) => params,
         Err(error) => return invalid_params(id, describe(&error)),
     };
+    let literals = number_literals(params_text.get(), params.arguments.as_ref());
+    let mut meta = params.meta;
+    match meta.as_mut() {
+        Some(meta) => literals.store_in(meta),
+        None if !literals.is_empty() => {
+            let mut fresh = JsonObject::new();
+            literals.store_in(&mut fresh);
+            meta = Some(fresh);
+        }
+        None => {}
+    }
     let mut call = CallToolRequestParams::new(params.name);
     call.arguments = params.arguments;
     call.input_responses = params.input_responses;
     call.request_state = params.request_state;
     let mut request = CallToolRequest::new(call);
-    if let Some(meta) = params.meta {
+    if let Some(meta) = meta {
         request.extensions.insert(RequestMetaObject::from(meta));
     }
     Decoded::Message(Box::new(JsonRpcMessage::request(
         ClientRequest::CallToolRequest(request),
         id,
     )))
+}
+
+/// The literals of the numbers in `arguments` that a JSON value cannot hold exactly (see
+/// [`literal`]): only looked for when the parsed arguments hold a float, by reading the
+/// arguments' text from `params` once more.
+fn number_literals(params: &str, arguments: Option<&JsonObject>) -> NumberLiterals {
+    /// The arguments' text, as sent.
+    #[derive(Deserialize)]
+    struct RawArguments<'a> {
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+    }
+    if !arguments.is_some_and(|arguments| arguments.values().any(literal::has_float)) {
+        return NumberLiterals::default();
+    }
+    match serde_json::from_str::<RawArguments<'_>>(params) {
+        Ok(RawArguments {
+            arguments: Some(raw),
+        }) => literal::scan(raw.get()),
+        _ => NumberLiterals::default(),
+    }
 }
 
 /// `tools/call` params as rmcp reads them: `_meta` apart (it goes to the extensions), the
@@ -594,6 +628,23 @@ mod tests {
         ));
     }
 
+    /// The fast path's message without the number literals it records (the one thing it
+    /// adds to what rmcp's own parse builds).
+    fn without_literals(message: ClientMessage) -> ClientMessage {
+        let JsonRpcMessage::Request(mut request) = message else {
+            return message;
+        };
+        if let ClientRequest::CallToolRequest(call) = &mut request.request
+            && let Some(meta) = call.extensions.get_mut::<RequestMetaObject>()
+        {
+            meta.0.remove(crate::NUMBER_LITERALS_META_KEY);
+            if meta.0.is_empty() {
+                call.extensions.remove::<RequestMetaObject>();
+            }
+        }
+        JsonRpcMessage::Request(request)
+    }
+
     /// The fast path must build what rmcp's own parse builds, `_meta` included.
     #[test]
     fn the_fast_path_matches_the_general_parse() {
@@ -605,7 +656,7 @@ mod tests {
         ];
         for line in lines {
             let bytes = serde_json::to_vec(&line).expect("serializes");
-            let fast = message(&bytes);
+            let fast = without_literals(message(&bytes));
             let general: ClientMessage = serde_json::from_slice(&bytes).expect("rmcp parses it");
             assert_eq!(
                 serde_json::to_value(&fast).expect("serializes"),
@@ -628,6 +679,50 @@ mod tests {
                 general.extensions.get::<RequestMetaObject>()
             );
         }
+    }
+
+    fn recorded_literals(line: &str) -> Option<Value> {
+        let JsonRpcMessage::Request(request) = message(line.as_bytes()) else {
+            panic!("a request");
+        };
+        let ClientRequest::CallToolRequest(call) = request.request else {
+            panic!("a tool call");
+        };
+        call.extensions
+            .get::<RequestMetaObject>()
+            .and_then(|meta| meta.0.get(crate::NUMBER_LITERALS_META_KEY).cloned())
+    }
+
+    /// Numbers a JSON value cannot hold exactly keep their text in `_meta`; a value a
+    /// client put under the key is dropped.
+    #[test]
+    fn number_literals_are_recorded_and_cannot_be_forged() {
+        assert_eq!(
+            recorded_literals(
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":9007199254740993.0,"b":[1,-9223372036854775809],"c":7}}}"#
+            ),
+            Some(json!({"/a": "9007199254740993.0", "/b/1": "-9223372036854775809"}))
+        );
+        // No float: nothing scanned, nothing recorded.
+        assert_eq!(
+            recorded_literals(
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}"#
+            ),
+            None
+        );
+        // A forged entry is removed, with or without floats; other `_meta` stays.
+        assert_eq!(
+            recorded_literals(
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","_meta":{"progressToken":"p","fusion/number_literals":{"/a":"1"}},"arguments":{"a":1,"b":2}}}"#
+            ),
+            None
+        );
+        assert_eq!(
+            recorded_literals(
+                r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"fusion\/number_literals":{"/a":"1"}},"name":"add","arguments":{"a":2.50}}}"#
+            ),
+            Some(json!({"/a": "2.50"}))
+        );
     }
 
     #[test]

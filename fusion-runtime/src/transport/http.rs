@@ -5,6 +5,8 @@
 //! shutdown on SIGTERM/SIGINT that lets the calls in flight finish.
 
 use std::{
+    borrow::Cow,
+    collections::{BTreeMap, HashMap},
     net::SocketAddr,
     process::ExitCode,
     sync::{
@@ -27,10 +29,18 @@ use futures_util::StreamExt as _;
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
+use serde::de::IgnoredAny;
+use serde_json::{
+    Map, Value,
+    value::{RawValue, to_raw_value},
+};
 use tokio_util::sync::CancellationToken;
 
 use super::signals::Signals;
-use crate::server::{Server, ServerBuilder};
+use crate::{
+    server::{Server, ServerBuilder},
+    validate::{NUMBER_LITERALS_META_KEY, literal},
+};
 
 /// How [`Server::serve_http_with`] serves: the address, the MCP path, who may connect,
 /// limits, and the session mode.
@@ -676,7 +686,7 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
         return next.run(request).await;
     }
     let json_body = is_json(request.headers());
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let bytes = match collect_limited(&parts.headers, body, state.max_body_bytes).await {
         Ok(bytes) => bytes,
         Err(rejection) => return rejection,
@@ -688,6 +698,15 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
             &format!("Parse error: the body is not JSON ({error})"),
         );
     }
+    let bytes = if json_body {
+        let recorded = record_number_literals(bytes);
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(recorded.len()));
+        recorded
+    } else {
+        bytes
+    };
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
@@ -701,6 +720,78 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
         );
     }
     response
+}
+
+/// A `tools/call` body with the number literals of its arguments recorded in
+/// `params._meta` (see [`crate::validate::literal`]), the way the stdio transport records
+/// them: only the literals a JSON value cannot hold exactly, and any value a client sent
+/// under the key removed. Other bodies, and calls without such numbers, pass unchanged.
+/// The arguments' text is kept byte for byte: only `_meta` is rewritten.
+fn record_number_literals(body: Bytes) -> Bytes {
+    /// The members that decide whether there is anything to record.
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        method: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        params: Option<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<&'a RawValue>,
+    }
+    // A batch, or a message rmcp will refuse anyway: rmcp answers it as it is.
+    let Ok(Message {
+        method: Some(method),
+        params: Some(params),
+    }) = serde_json::from_slice::<Message<'_>>(&body)
+    else {
+        return body;
+    };
+    if method != "tools/call" {
+        return body;
+    }
+    let Ok(members) = serde_json::from_str::<Params<'_>>(params.get()) else {
+        return body;
+    };
+    let literals = members
+        .arguments
+        .map(|raw| literal::scan(raw.get()))
+        .unwrap_or_default();
+    let forged = members.meta.is_some_and(|raw| {
+        serde_json::from_str::<HashMap<String, IgnoredAny>>(raw.get())
+            .is_ok_and(|meta| meta.contains_key(NUMBER_LITERALS_META_KEY))
+    });
+    if literals.is_empty() && !forged {
+        return body;
+    }
+    let rewritten = (|| {
+        let mut message = serde_json::from_slice::<BTreeMap<String, Box<RawValue>>>(&body).ok()?;
+        let mut params =
+            serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(members_text(&message)?)
+                .ok()?;
+        let mut meta = params
+            .get("_meta")
+            .and_then(|raw| serde_json::from_str::<Map<String, Value>>(raw.get()).ok())
+            .unwrap_or_default();
+        literals.store_in(&mut meta);
+        if meta.is_empty() {
+            params.remove("_meta");
+        } else {
+            params.insert("_meta".to_owned(), to_raw_value(&meta).ok()?);
+        }
+        message.insert("params".to_owned(), to_raw_value(&params).ok()?);
+        serde_json::to_vec(&message).ok()
+    })();
+    rewritten.map_or(body, Bytes::from)
+}
+
+/// The raw text of a message's `params`.
+fn members_text(message: &BTreeMap<String, Box<RawValue>>) -> Option<&str> {
+    message.get("params").map(|raw| raw.get())
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -940,6 +1031,47 @@ fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn recorded(body: &str) -> Value {
+        let rewritten = record_number_literals(Bytes::from(body.to_owned()));
+        serde_json::from_slice(&rewritten).expect("still JSON")
+    }
+
+    #[test]
+    fn tool_call_bodies_carry_their_number_literals() {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":9007199254740993.0,"b":-9223372036854775809}}}"#;
+        let message = recorded(body);
+        assert_eq!(
+            message["params"]["_meta"][NUMBER_LITERALS_META_KEY],
+            serde_json::json!({"/a": "9007199254740993.0", "/b": "-9223372036854775809"})
+        );
+        assert_eq!(message["params"]["name"], "add");
+        assert_eq!(message["id"], 1);
+        // The arguments' text is kept as sent (a re-serialized f64 would lose the digits).
+        let rewritten = record_number_literals(Bytes::from(body));
+        let text = String::from_utf8_lossy(&rewritten);
+        assert!(text.contains("9007199254740993.0"), "{text}");
+    }
+
+    #[test]
+    fn other_bodies_pass_unchanged_and_forged_literals_are_removed() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":1.5}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":1.5}}}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        ] {
+            let same = record_number_literals(Bytes::from(body));
+            assert_eq!(same, Bytes::from(body), "{body}");
+        }
+        let forged = recorded(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","_meta":{"progressToken":7,"fusion\/number_literals":{"/a":"3"}},"arguments":{"a":1,"b":2}}}"#,
+        );
+        assert_eq!(
+            forged["params"]["_meta"],
+            serde_json::json!({"progressToken": 7})
+        );
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

@@ -8,8 +8,14 @@
 //! schema declares, the runtime enforces.
 
 mod format;
+pub(crate) mod literal;
+pub(crate) mod number;
 
 use std::{collections::HashMap, fmt, fmt::Write as _};
+
+pub use literal::NUMBER_LITERALS_META_KEY;
+pub(crate) use literal::NumberLiterals;
+use number::{Exact, IntType, Wide};
 
 use regex::Regex;
 use serde::de::DeserializeOwned;
@@ -72,6 +78,12 @@ pub enum IssueCode {
     TooLarge,
     /// The value passed the schema but the Rust type refused it.
     Decode,
+    /// A number outside the range its Rust type holds (`300` for an `i8`, `1e39` for an
+    /// `f32`): refused, never clamped.
+    Range,
+    /// An integer sent as a float too large to be exact (`1e19` without the text it was
+    /// written as): it may already have been rounded, so it is refused.
+    Inexact,
 }
 
 impl IssueCode {
@@ -97,6 +109,8 @@ impl IssueCode {
             Self::TooDeep => "too_deep",
             Self::TooLarge => "too_large",
             Self::Decode => "decode",
+            Self::Range => "range",
+            Self::Inexact => "inexact",
         }
     }
 }
@@ -112,7 +126,11 @@ const PREVIEW_CHARS: usize = 60;
 
 /// Compact JSON of a value, cut to [`PREVIEW_CHARS`] characters with an ellipsis.
 pub(crate) fn preview(value: &Value) -> String {
-    let text = value.to_string();
+    cut(value.to_string())
+}
+
+/// `text` cut to [`PREVIEW_CHARS`] characters with an ellipsis.
+fn cut(text: String) -> String {
     if text.chars().count() <= PREVIEW_CHARS {
         return text;
     }
@@ -232,19 +250,19 @@ impl Types {
 type NodeId = usize;
 
 /// A numeric bound or value, exact for integers (an `i64` bound against a `u64` value must
-/// not round through `f64`).
+/// not round through `f64`, nor an `i128` value sent as `1.7e38`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Bound {
-    Int(i128),
+    Int(Wide),
     Float(f64),
 }
 
 impl Bound {
     fn of(number: &serde_json::Number) -> Option<Self> {
         if let Some(int) = number.as_i64() {
-            Some(Self::Int(i128::from(int)))
+            Some(Self::Int(Wide::from_i128(i128::from(int))))
         } else if let Some(int) = number.as_u64() {
-            Some(Self::Int(i128::from(int)))
+            Some(Self::Int(Wide::from_u128(u128::from(int))))
         } else {
             number.as_f64().map(Self::Float)
         }
@@ -252,7 +270,7 @@ impl Bound {
 
     fn as_f64(self) -> f64 {
         match self {
-            Self::Int(int) => int as f64,
+            Self::Int(int) => int.to_f64(),
             Self::Float(float) => float,
         }
     }
@@ -325,6 +343,20 @@ struct Node {
     unique_items: bool,
     pattern: Option<Regex>,
     format: Option<String>,
+    /// The Rust integer type a fixed-width `format` names (`int64` → `i64`): its range is
+    /// checked exactly, apart from the declared `minimum`/`maximum`.
+    int_type: Option<IntType>,
+    /// `"format": "float"`: an `f32`, which a finite number beyond its range would turn
+    /// into infinity.
+    float32: bool,
+}
+
+impl Node {
+    /// An integer and not any number: a float here must be an exact integer.
+    fn wants_integer(&self) -> bool {
+        self.types
+            .is_some_and(|types| types.0 & Types::INTEGER != 0 && types.0 & Types::NUMBER == 0)
+    }
 }
 
 /// A tool's input schema compiled for checking arguments.
@@ -335,6 +367,9 @@ pub struct Validator {
     /// The schema declares constraints (ranges, lengths, patterns) that a successful serde
     /// decode does not prove, so valid-looking arguments are walked as well.
     check_after_decode: bool,
+    /// The schema has an `f32`: serde turns a finite float beyond its range into infinity,
+    /// so arguments holding a float are walked after a successful decode as well.
+    has_float32: bool,
 }
 
 impl Validator {
@@ -348,15 +383,45 @@ impl Validator {
             constrained: false,
         };
         let root = compiler.compile_object(schema);
+        let has_float32 = compiler.nodes.iter().any(|node| node.float32);
         Self {
             nodes: compiler.nodes,
             root,
             check_after_decode: compiler.constrained,
+            has_float32,
         }
     }
 
     /// Decodes `args` into `A`, or returns every problem found.
+    ///
+    /// Numbers are judged by their value: an integer parameter takes `5.0` as `5` when the
+    /// float is an integer below 2^53 (so no rounding can have made it one), and refuses
+    /// larger floats, which may have been rounded on the way. Served calls are judged by
+    /// the literal the client sent instead (see [`NUMBER_LITERALS_META_KEY`]).
     pub fn decode<A: DeserializeOwned>(&self, args: &Value) -> Result<A, Vec<ArgIssue>> {
+        self.decode_with(args, &NumberLiterals::default())
+    }
+
+    /// [`decode`](Self::decode), judging numbers by the `literals` the transport recorded.
+    ///
+    /// Numbers arrive exactly as sent or are refused, never rounded, clamped or truncated:
+    /// - An integer parameter takes a float literal (`5.0`, `5e0`, `1.5e1`,
+    ///   `9007199254740993.0`) when its exact decimal value is an integer within the
+    ///   type's range, and receives exactly that integer; otherwise (a fraction, however
+    ///   small, or out of range) the call is refused with the range and the literal.
+    /// - `i128`/`u128` parameters receive their whole range exactly, beyond 64 bits too:
+    ///   those arguments are decoded from JSON text rebuilt with the literals, since a
+    ///   `serde_json::Value` holds only 64-bit integers.
+    /// - An `f32` parameter refuses a finite number beyond its range (`1e39`), which serde
+    ///   would turn into infinity.
+    /// - An `f64` (and an `f32` in range) takes the IEEE nearest value of the decimal
+    ///   literal, as every JSON parser does: that is what a float is. Literals beyond the
+    ///   `f64` range (`1e400`) are refused by the JSON parser itself.
+    pub(crate) fn decode_with<A: DeserializeOwned>(
+        &self,
+        args: &Value,
+        literals: &NumberLiterals,
+    ) -> Result<A, Vec<ArgIssue>> {
         if !args.is_object() {
             return Err(vec![ArgIssue {
                 path: String::new(),
@@ -368,8 +433,8 @@ impl Validator {
         }
         match A::deserialize(args) {
             Ok(decoded) => {
-                if self.check_after_decode {
-                    let issues = self.validate(args);
+                if self.check_after_decode || (self.has_float32 && literal::has_float(args)) {
+                    let issues = self.validate_with(args, Some(literals));
                     if !issues.is_empty() {
                         return Err(issues);
                     }
@@ -377,15 +442,31 @@ impl Validator {
                 Ok(decoded)
             }
             Err(error) => {
-                let issues = self.validate(args);
+                let issues = self.validate_with(args, Some(literals));
                 if issues.is_empty() {
                     // JSON Schema counts `5.0` as an integer and so does the validator;
-                    // serde does not. Send serde the integers the schema saw.
+                    // serde does not. Send serde the exact integers the schema saw.
                     let mut normalized = args.clone();
-                    if self.normalize_integers(self.root, &mut normalized)
-                        && let Ok(decoded) = A::deserialize(&normalized)
-                    {
-                        return Ok(decoded);
+                    let mut wide = HashMap::new();
+                    let mut normalize = Normalize {
+                        validator: self,
+                        literals,
+                        pointer: String::new(),
+                        wide: &mut wide,
+                    };
+                    if normalize.integers(self.root, &mut normalized) {
+                        let decoded = if wide.is_empty() {
+                            A::deserialize(&normalized).ok()
+                        } else {
+                            // Integers beyond 64 bits: serde_json's text parser reads them
+                            // exactly into `i128`/`u128`, a `Value` cannot hold them.
+                            let mut text = String::new();
+                            write_json(&normalized, &mut String::new(), &wide, literals, &mut text);
+                            serde_json::from_str::<A>(&text).ok()
+                        };
+                        if let Some(decoded) = decoded {
+                            return Ok(decoded);
+                        }
                     }
                     // The schema is looser than the Rust type (a custom `Deserialize`):
                     // serde's own words are the best we have.
@@ -402,64 +483,6 @@ impl Validator {
         }
     }
 
-    /// Rewrites integral floats (`5.0`) as integers wherever the schema expects an
-    /// integer. Returns whether anything changed.
-    fn normalize_integers(&self, id: NodeId, value: &mut Value) -> bool {
-        let node = &self.nodes[id];
-        let mut changed = false;
-        if let Some(reference) = node.reference {
-            changed |= self.normalize_integers(reference, value);
-        }
-        for &branch in node.any_of.iter().chain(&node.one_of).chain(&node.all_of) {
-            changed |= self.normalize_integers(branch, value);
-        }
-        let wants_integer = node
-            .types
-            .is_some_and(|types| types.0 & Types::INTEGER != 0 && types.0 & Types::NUMBER == 0);
-        match value {
-            Value::Number(number) if wants_integer && !number.is_i64() && !number.is_u64() => {
-                if let Some(float) = number.as_f64().filter(|f| f.fract() == 0.0) {
-                    let exact = if float < 0.0 && float >= i64::MIN as f64 {
-                        Some(Value::from(float as i64))
-                    } else if float >= 0.0 && float < u64::MAX as f64 {
-                        Some(Value::from(float as u64))
-                    } else {
-                        None
-                    };
-                    if let Some(exact) = exact {
-                        *value = exact;
-                        changed = true;
-                    }
-                }
-            }
-            Value::Object(object) => {
-                for (key, item) in object.iter_mut() {
-                    let sub = node
-                        .properties
-                        .iter()
-                        .find(|(name, _)| name == key)
-                        .map(|(_, sub)| *sub)
-                        .or(match node.additional {
-                            Additional::Schema(sub) => Some(sub),
-                            _ => None,
-                        });
-                    if let Some(sub) = sub {
-                        changed |= self.normalize_integers(sub, item);
-                    }
-                }
-            }
-            Value::Array(items) => {
-                if let Some(item_schema) = node.items {
-                    for item in items {
-                        changed |= self.normalize_integers(item_schema, item);
-                    }
-                }
-            }
-            _ => {}
-        }
-        changed
-    }
-
     /// Problems with the `default` values the schema publishes for its top-level
     /// properties: a default written as an expression is only known at run time.
     pub(crate) fn check_defaults(&self, schema: &Map<String, Value>) -> Vec<ArgIssue> {
@@ -470,6 +493,7 @@ impl Validator {
             nodes: &self.nodes,
             path: Vec::new(),
             issues: Vec::new(),
+            literals: None,
         };
         for (name, property) in properties {
             let Some(default) = property.get("default") else {
@@ -490,13 +514,146 @@ impl Validator {
 
     /// Every problem of `value` against the schema; empty when it conforms.
     pub fn validate(&self, value: &Value) -> Vec<ArgIssue> {
+        self.validate_with(value, None)
+    }
+
+    fn validate_with(&self, value: &Value, literals: Option<&NumberLiterals>) -> Vec<ArgIssue> {
         let mut walk = Walk {
             nodes: &self.nodes,
             path: Vec::new(),
             issues: Vec::new(),
+            literals,
         };
         walk.check(self.root, value);
         walk.issues
+    }
+}
+
+/// Rewrites the integers sent as floats (`5.0`, `9007199254740993.0`) as the exact
+/// integers they are, wherever the schema expects an integer; those beyond 64 bits are
+/// collected in `wide` by pointer, as digits.
+struct Normalize<'v> {
+    validator: &'v Validator,
+    literals: &'v NumberLiterals,
+    /// The JSON pointer of the value being normalized.
+    pointer: String,
+    wide: &'v mut HashMap<String, String>,
+}
+
+impl Normalize<'_> {
+    /// Returns whether anything changed.
+    fn integers(&mut self, id: NodeId, value: &mut Value) -> bool {
+        let node = &self.validator.nodes[id];
+        let mut changed = false;
+        if let Some(reference) = node.reference {
+            changed |= self.integers(reference, value);
+        }
+        for &branch in node.any_of.iter().chain(&node.one_of).chain(&node.all_of) {
+            changed |= self.integers(branch, value);
+        }
+        match value {
+            Value::Number(number) if node.wants_integer() && number.is_f64() => {
+                let literal = self.literals.get(&self.pointer);
+                if let IntegerView::Exact(int) = integer_view(number, literal) {
+                    match int.to_json() {
+                        Some(exact) => *value = exact,
+                        None => {
+                            self.wide.insert(self.pointer.clone(), int.to_string());
+                        }
+                    }
+                    changed = true;
+                }
+            }
+            Value::Object(object) => {
+                for (key, item) in object.iter_mut() {
+                    let sub = node
+                        .properties
+                        .iter()
+                        .find(|(name, _)| name == key)
+                        .map(|(_, sub)| *sub)
+                        .or(match node.additional {
+                            Additional::Schema(sub) => Some(sub),
+                            _ => None,
+                        });
+                    if let Some(sub) = sub {
+                        let len = self.pointer.len();
+                        self.pointer.push('/');
+                        self.pointer.push_str(&literal::pointer_segment(key));
+                        changed |= self.integers(sub, item);
+                        self.pointer.truncate(len);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item_schema) = node.items {
+                    for (index, item) in items.iter_mut().enumerate() {
+                        let len = self.pointer.len();
+                        let _ = write!(self.pointer, "/{index}");
+                        changed |= self.integers(item_schema, item);
+                        self.pointer.truncate(len);
+                    }
+                }
+            }
+            _ => {}
+        }
+        changed
+    }
+}
+
+/// `value` as JSON text, with the integers in `wide` written out at their pointers and
+/// every float that has a believed literal written as that literal, so that serde_json's
+/// text parser reads exactly what the client sent.
+fn write_json(
+    value: &Value,
+    pointer: &mut String,
+    wide: &HashMap<String, String>,
+    literals: &NumberLiterals,
+    out: &mut String,
+) {
+    if let Some(digits) = wide.get(pointer.as_str()) {
+        out.push_str(digits);
+        return;
+    }
+    match value {
+        Value::Object(object) => {
+            out.push('{');
+            for (index, (key, item)) in object.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&literal::pointer_segment(key));
+                write_json(item, pointer, wide, literals, out);
+                pointer.truncate(len);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                let len = pointer.len();
+                let _ = write!(pointer, "/{index}");
+                write_json(item, pointer, wide, literals, out);
+                pointer.truncate(len);
+            }
+            out.push(']');
+        }
+        Value::Number(number) if number.is_f64() => {
+            let literal = literals
+                .get(pointer)
+                .filter(|text| serde_json::from_str::<f64>(text).ok() == number.as_f64());
+            match literal {
+                Some(text) => out.push_str(text),
+                None => out.push_str(&number.to_string()),
+            }
+        }
+        other => out.push_str(&other.to_string()),
     }
 }
 
@@ -530,6 +687,7 @@ impl Limits {
             nodes: &[],
             path: Vec::new(),
             issues: Vec::new(),
+            literals: None,
         };
         walk.limits(self, args, 1);
         walk.issues
@@ -626,17 +784,21 @@ impl<'s> Compiler<'s> {
         };
         let count = |key: &str| schema.get(key).and_then(Value::as_u64);
         // Bounds implied by a fixed-width integer type are the type's own: serde enforces
-        // them, so they alone do not make the schema "constrained".
-        let implied = schema
-            .get("format")
-            .and_then(Value::as_str)
-            .and_then(integer_format_range);
-        let (implied_min, implied_max) = match implied {
-            Some((min, max)) => (Some(Bound::Int(min)), Some(Bound::Int(max))),
+        // them, so they alone do not make the schema "constrained". They are checked as
+        // the type's range (`int_type`); a declared bound equal to them (schemars writes
+        // `minimum: 0` for unsigned types) is the same rule, not another one.
+        let format = schema.get("format").and_then(Value::as_str);
+        node.int_type = format.and_then(IntType::of_format);
+        node.float32 = format == Some("float");
+        let (implied_min, implied_max) = match node.int_type {
+            Some(int_type) => (
+                Some(Bound::Int(int_type.min)),
+                Some(Bound::Int(int_type.max)),
+            ),
             None => (None, None),
         };
-        node.minimum = bound("minimum").or(implied_min);
-        node.maximum = bound("maximum").or(implied_max);
+        node.minimum = bound("minimum").filter(|declared| Some(*declared) != implied_min);
+        node.maximum = bound("maximum").filter(|declared| Some(*declared) != implied_max);
         node.exclusive_minimum = bound("exclusiveMinimum");
         node.exclusive_maximum = bound("exclusiveMaximum");
         node.multiple_of = schema
@@ -659,7 +821,7 @@ impl<'s> Compiler<'s> {
             .get("pattern")
             .and_then(Value::as_str)
             .and_then(|pattern| Regex::new(pattern).ok());
-        let declared_bounds = node.minimum != implied_min || node.maximum != implied_max;
+        let declared_bounds = node.minimum.is_some() || node.maximum.is_some();
         if declared_bounds
             || node.exclusive_minimum.is_some()
             || node.exclusive_maximum.is_some()
@@ -703,6 +865,77 @@ struct Walk<'a> {
     nodes: &'a [Node],
     path: Vec<Segment<'a>>,
     issues: Vec<ArgIssue>,
+    /// The number literals the transport recorded, to judge integers sent as floats.
+    literals: Option<&'a NumberLiterals>,
+}
+
+/// What a number at an integer parameter is, as exactly as it can be known.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum IntegerView {
+    /// Exactly this integer: a plain integer, a float whose literal says so, or an
+    /// integral float below 2^53 (which no rounding can have produced from another
+    /// integer).
+    Exact(Wide),
+    /// An integral float of 2^53 or more sent without its literal: close to this integer,
+    /// but possibly rounded.
+    Rounded(Wide),
+    /// Beyond ±`u128::MAX`: outside every integer type.
+    Huge { negative: bool },
+    /// Not an integer.
+    Fraction,
+}
+
+/// 2^53: below it, every integer is an `f64` of its own.
+const EXACT_F64_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
+/// The view of `number`, judged by `literal` when there is one that parses to the same
+/// `f64` (serde_json's own parse, the one that produced the value): a literal that does
+/// not is stale or forged, and ignored.
+fn integer_view(number: &serde_json::Number, literal: Option<&str>) -> IntegerView {
+    if let Some(int) = number.as_i64() {
+        return IntegerView::Exact(Wide::from_i128(i128::from(int)));
+    }
+    if let Some(int) = number.as_u64() {
+        return IntegerView::Exact(Wide::from_u128(u128::from(int)));
+    }
+    let Some(float) = number.as_f64() else {
+        return IntegerView::Fraction;
+    };
+    if let Some(exact) = literal
+        .filter(|text| serde_json::from_str::<f64>(text).ok() == Some(float))
+        .and_then(number::exact)
+    {
+        return match exact {
+            Exact::Integer(value) => IntegerView::Exact(value),
+            Exact::Huge { negative } => IntegerView::Huge { negative },
+            Exact::Fraction => IntegerView::Fraction,
+        };
+    }
+    if float.fract() != 0.0 || !float.is_finite() {
+        return IntegerView::Fraction;
+    }
+    match Wide::from_integral_f64(float) {
+        Some(value) if float.abs() < EXACT_F64_INTEGERS => IntegerView::Exact(value),
+        Some(value) => IntegerView::Rounded(value),
+        None => IntegerView::Huge {
+            negative: float < 0.0,
+        },
+    }
+}
+
+/// The JSON pointer (RFC 6901) of a path.
+fn pointer_of(path: &[Segment<'_>]) -> String {
+    let mut pointer = String::new();
+    for segment in path {
+        pointer.push('/');
+        match segment {
+            Segment::Key(key) => pointer.push_str(&literal::pointer_segment(key)),
+            Segment::Index(index) => {
+                let _ = write!(pointer, "{index}");
+            }
+        }
+    }
+    pointer
 }
 
 impl<'a> Walk<'a> {
@@ -734,7 +967,47 @@ impl<'a> Walk<'a> {
         received: Option<&Value>,
         hint: Option<String>,
     ) {
-        let received = received.map(|value| format!("{} ({})", preview(value), type_name(value)));
+        let received = received.map(|value| self.received(value));
+        self.report_as(code, expected, received, hint);
+    }
+
+    /// What came, for a message: a number as the client wrote it when the transport kept
+    /// its literal, otherwise the value's compact JSON.
+    fn received(&self, value: &Value) -> String {
+        match self.literal_of(value) {
+            Some(literal) => format!("{} (a number)", cut(literal.to_owned())),
+            None => format!("{} ({})", preview(value), type_name(value)),
+        }
+    }
+
+    /// The literal recorded for the float `value` at the current path, if it is believed
+    /// (it parses to the same `f64`).
+    fn literal_of(&self, value: &Value) -> Option<&'a str> {
+        let Value::Number(number) = value else {
+            return None;
+        };
+        let literals = self.literals.filter(|literals| !literals.is_empty())?;
+        if !number.is_f64() {
+            return None;
+        }
+        let float = number.as_f64()?;
+        literals
+            .get(&pointer_of(&self.path))
+            .filter(|text| serde_json::from_str::<f64>(text).ok() == Some(float))
+    }
+
+    /// The integer view of the number `value` at the current path.
+    fn integer_view(&self, number: &serde_json::Number, value: &Value) -> IntegerView {
+        integer_view(number, self.literal_of(value))
+    }
+
+    fn report_as(
+        &mut self,
+        code: IssueCode,
+        expected: String,
+        received: Option<String>,
+        hint: Option<String>,
+    ) {
         self.issues.push(ArgIssue {
             path: self.path(),
             code,
@@ -757,6 +1030,30 @@ impl<'a> Walk<'a> {
         }
         if let Some(reference) = node.reference {
             self.check(reference, value);
+        }
+        // An integer sent as a float is judged by what the client wrote, not by the `f64`
+        // it became: `4611686018427387903.5` is not an integer, though its `f64` is.
+        if let Value::Number(number) = value
+            && number.is_f64()
+            && node.wants_integer()
+            && self.integer_view(number, value) == IntegerView::Fraction
+        {
+            let expected = match (node.int_type, node.types) {
+                (Some(int_type), Some(types)) if types.allows_null() => {
+                    format!("{} or null", int_type.describe())
+                }
+                (Some(int_type), _) => int_type.describe(),
+                (None, Some(types)) => types.describe(),
+                (None, None) => "an integer".to_owned(),
+            };
+            let received = self.received(value);
+            self.report_as(
+                IssueCode::Type,
+                expected,
+                Some(received),
+                Some("send a whole number; this one has a fractional part".into()),
+            );
+            return;
         }
         if let Some(types) = node.types
             && !types.allows(value)
@@ -850,6 +1147,7 @@ impl<'a> Walk<'a> {
                 nodes: self.nodes,
                 path: self.path.clone(),
                 issues: Vec::new(),
+                literals: self.literals,
             };
             trial.check(branch, value);
             if trial.issues.is_empty() {
@@ -1064,7 +1362,24 @@ impl<'a> Walk<'a> {
         use std::cmp::Ordering::{Equal, Greater, Less};
         let node = &self.nodes[id];
         let Value::Number(raw) = value else { return };
-        let Some(number) = Bound::of(raw) else { return };
+        // At an integer parameter, the number's exact integer (a value beyond every type
+        // compares as an infinity); elsewhere the number as it is.
+        let view = node.wants_integer().then(|| self.integer_view(raw, value));
+        let number = match view {
+            Some(IntegerView::Exact(int) | IntegerView::Rounded(int)) => Bound::Int(int),
+            Some(IntegerView::Huge { negative }) => Bound::Float(if negative {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }),
+            // Reported by `check` already.
+            Some(IntegerView::Fraction) => return,
+            None => match Bound::of(raw) {
+                Some(number) => number,
+                None => return,
+            },
+        };
+        let before = self.issues.len();
         let checks = [
             (
                 node.minimum,
@@ -1100,6 +1415,65 @@ impl<'a> Walk<'a> {
                 self.report(code, format!("{words} {}", bound.text()), Some(value), None);
             }
         }
+        // The type's own range, when no declared bound said more already.
+        if let Some(view) = view
+            && self.issues.len() == before
+        {
+            let int_type = node.int_type.unwrap_or(number::JSON_INTEGERS);
+            let inside = match view {
+                IntegerView::Exact(int) | IntegerView::Rounded(int) => int_type.holds(int),
+                IntegerView::Huge { .. } | IntegerView::Fraction => false,
+            };
+            if !inside {
+                let hint = match view {
+                    IntegerView::Exact(int) | IntegerView::Rounded(int) if int < int_type.min => {
+                        format!(
+                            "it is below {}, the smallest {}",
+                            int_type.min, int_type.name
+                        )
+                    }
+                    IntegerView::Huge { negative: true } => {
+                        format!(
+                            "it is below {}, the smallest {}",
+                            int_type.min, int_type.name
+                        )
+                    }
+                    _ => format!(
+                        "it is above {}, the largest {}",
+                        int_type.max, int_type.name
+                    ),
+                };
+                let hint = format!("{hint}; send a value in range (it is never clamped)");
+                self.report(
+                    IssueCode::Range,
+                    int_type.describe(),
+                    Some(value),
+                    Some(hint),
+                );
+            } else if let IntegerView::Rounded(_) = view {
+                self.report(
+                    IssueCode::Inexact,
+                    format!("{}, sent exactly", int_type.describe()),
+                    Some(value),
+                    Some(
+                        "a float this large may already be rounded; write the integer out in \
+                         full, without a fraction or exponent"
+                            .into(),
+                    ),
+                );
+            }
+        }
+        if node.float32 && !node.wants_integer() && number::overflows_f32(number.as_f64()) {
+            self.report(
+                IssueCode::Range,
+                number::f32_range(),
+                Some(value),
+                Some(
+                    "it is beyond the largest f32 and would become infinity; send a smaller number"
+                        .into(),
+                ),
+            );
+        }
         let number = number.as_f64();
         if let Some(step) = node.multiple_of {
             let quotient = number / step;
@@ -1119,6 +1493,7 @@ impl<'a> Walk<'a> {
             nodes: self.nodes,
             path: Vec::new(),
             issues: Vec::new(),
+            literals: None,
         };
         trial.check(id, &Value::Null);
         trial.issues.is_empty()
