@@ -59,9 +59,7 @@ fn call_timeout(args: &[String]) -> Result<Option<std::time::Duration>, String> 
     let Some(at) = args.iter().position(|arg| arg == "--call-timeout-ms") else {
         return Ok(None);
     };
-    let text = args
-        .get(at + 1)
-        .ok_or("--call-timeout-ms needs a value")?;
+    let text = args.get(at + 1).ok_or("--call-timeout-ms needs a value")?;
     text.parse()
         .map(|ms| Some(std::time::Duration::from_millis(ms)))
         .map_err(|_| format!("--call-timeout-ms takes a number, not {text:?}"))

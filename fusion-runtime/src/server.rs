@@ -1033,7 +1033,13 @@ impl<C: Send + Sync + 'static> Server<C> {
             // Await: one run of the handler (decode, handler, timeout). Holds `_probe`; a
             // drop here drops the handler's future, and its destructors run.
             let outcome = self
-                .run_once(definition, context, call, args, run_deadline(runtime.policy))
+                .run_once(
+                    definition,
+                    context,
+                    call,
+                    args,
+                    run_deadline(runtime.policy),
+                )
                 .await;
             let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
             if let Some(circuit) = &runtime.circuit {

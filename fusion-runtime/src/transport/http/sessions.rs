@@ -182,8 +182,7 @@ fn error_stream(
     code: ErrorCode,
     message: String,
 ) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
-    let answer =
-        ServerJsonRpcMessage::error(ErrorData::new(code, message, None), Some(id.clone()));
+    let answer = ServerJsonRpcMessage::error(ErrorData::new(code, message, None), Some(id.clone()));
     stream::iter([ServerSseMessage::from_message(answer)])
 }
 
@@ -261,8 +260,9 @@ impl SessionManager for Sessions {
                         "Invalid Request: id {} already in use by a request in flight in this session; send each request with a new id",
                         quote_id(&request_id)
                     );
-                    return Ok(error_stream(request_id, ErrorCode::INVALID_REQUEST, text)
-                        .left_stream());
+                    return Ok(
+                        error_stream(request_id, ErrorCode::INVALID_REQUEST, text).left_stream()
+                    );
                 }
                 if state.in_flight.len() >= self.limits.max_in_flight {
                     let text = format!(
