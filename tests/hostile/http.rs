@@ -354,21 +354,24 @@ fn a_session_with_a_call_in_flight_is_not_idle() {
     assert_eq!(alive.status, 200, "{alive:?}");
 }
 
-/// Writes `head` then `body` in pieces, ignoring write errors (the server may answer and
-/// stop reading), then reads the answer.
+/// Writes `head` then `body` in pieces, stopping at the first failed write, then reads
+/// the answer; the answer, and whether the whole body could be sent (a server that
+/// closes while the client is still sending resets the connection).
 fn send_raw(
     addr: SocketAddr,
     head: &str,
     body: impl Iterator<Item = Vec<u8>>,
-) -> Result<RawResponse, String> {
+) -> Result<(RawResponse, bool), String> {
     let mut stream = TcpStream::connect_timeout(&addr, REQUEST).map_err(|e| e.to_string())?;
     stream.set_read_timeout(Some(REQUEST)).ok();
     stream.set_write_timeout(Some(Duration::from_secs(5))).ok();
     stream
         .write_all(head.as_bytes())
         .map_err(|e| e.to_string())?;
+    let mut sent_all = true;
     for piece in body {
         if stream.write_all(&piece).is_err() {
+            sent_all = false;
             break;
         }
     }
@@ -380,11 +383,14 @@ fn send_raw(
         .nth(1)
         .and_then(|code| code.parse().ok())
         .ok_or_else(|| format!("no HTTP response ({read:?}): {text:?}"))?;
-    Ok(RawResponse {
-        status,
-        headers: Vec::new(),
-        body: text,
-    })
+    Ok((
+        RawResponse {
+            status,
+            headers: Vec::new(),
+            body: text,
+        },
+        sent_all,
+    ))
 }
 
 #[test]
@@ -398,15 +404,19 @@ fn bodies_over_the_limit_get_413_before_the_connection_closes() {
         )
     };
     // Content-Length over the limit, the whole body sent anyway.
-    let declared = send_raw(
+    let (declared, sent_all) = send_raw(
         addr,
         &head(&format!("Content-Length: {big}\r\n")),
         (0..big / 65536).map(|_| vec![b' '; 65536]),
     )
     .expect("an answer, not a reset");
     assert_eq!(declared.status, 413, "{declared:?}");
+    assert!(
+        sent_all,
+        "the connection was reset while the body was being sent"
+    );
     // Chunked: 413 once the limit is crossed.
-    let chunked = send_raw(
+    let (chunked, sent_all) = send_raw(
         addr,
         &head("Transfer-Encoding: chunked\r\n"),
         (0..big / 16384)
@@ -420,9 +430,13 @@ fn bodies_over_the_limit_get_413_before_the_connection_closes() {
     )
     .expect("an answer, not a reset");
     assert_eq!(chunked.status, 413, "{chunked:?}");
+    assert!(
+        sent_all,
+        "the connection was reset while the body was being sent"
+    );
     // A client that waits for `100 Continue` gets the 413 without sending the body.
     let started = Instant::now();
-    let waiting = send_raw(
+    let (waiting, _) = send_raw(
         addr,
         &head(&format!(
             "Content-Length: {big}\r\nExpect: 100-continue\r\n"
