@@ -8,7 +8,11 @@
 //!
 //! `--http PORT` serves Streamable HTTP on 127.0.0.1:PORT instead (`0`: a free port, reported
 //! on stderr), for the HTTP tests (tests/http.rs), with `--bearer-token T`,
-//! `--max-body-bytes N`, `--shutdown-grace-ms N` and `--stateless`.
+//! `--max-body-bytes N`, `--shutdown-grace-ms N` and `--stateless`. Small limits for the
+//! hostile-peer tests (tests/hostile/http.rs): `--header-timeout-ms N`,
+//! `--max-connections N`, `--max-sessions N`, `--session-idle-ms N`,
+//! `--max-calls-per-session N` (the `HttpOptions` of the same names) and
+//! `--call-timeout-ms N` (the server's default call deadline, `ServerBuilder::timeout`).
 
 use fusion_tests::faults::{self, FaultCtx};
 
@@ -32,6 +36,14 @@ async fn main() -> std::process::ExitCode {
         builder =
             builder.setup(|| async { Err::<(), _>("the upstream credentials file is unreadable") });
     }
+    match call_timeout(&args) {
+        Ok(Some(limit)) => builder = builder.timeout(limit),
+        Ok(None) => {}
+        Err(message) => {
+            eprintln!("faults: {message}");
+            return std::process::ExitCode::from(fusion_runtime::EXIT_CONFIG);
+        }
+    }
     match http_options(&args) {
         Some(Ok(options)) => builder.serve_http_with(options).await,
         Some(Err(message)) => {
@@ -40,6 +52,17 @@ async fn main() -> std::process::ExitCode {
         }
         None => builder.serve_stdio().await,
     }
+}
+
+/// `--call-timeout-ms N`, the server's default deadline of a call.
+fn call_timeout(args: &[String]) -> Result<Option<std::time::Duration>, String> {
+    let Some(at) = args.iter().position(|arg| arg == "--call-timeout-ms") else {
+        return Ok(None);
+    };
+    let text = args.get(at + 1).ok_or("--call-timeout-ms needs a value")?;
+    text.parse()
+        .map(|ms| Some(std::time::Duration::from_millis(ms)))
+        .map_err(|_| format!("--call-timeout-ms takes a number, not {text:?}"))
 }
 
 /// The HTTP options when `--http PORT` is given.
@@ -79,6 +102,22 @@ fn http_options(args: &[String]) -> Option<Result<fusion_runtime::HttpOptions, S
         }
         if let Some(ms) = number("--shutdown-grace-ms")? {
             options = options.shutdown_grace(std::time::Duration::from_millis(ms));
+        }
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        if let Some(ms) = number("--header-timeout-ms")? {
+            options = options.header_read_timeout(std::time::Duration::from_millis(ms));
+        }
+        if let Some(n) = number("--max-connections")? {
+            options = options.max_connections(count(n));
+        }
+        if let Some(n) = number("--max-sessions")? {
+            options = options.max_sessions(count(n));
+        }
+        if let Some(ms) = number("--session-idle-ms")? {
+            options = options.session_idle_timeout(Some(std::time::Duration::from_millis(ms)));
+        }
+        if let Some(n) = number("--max-calls-per-session")? {
+            options = options.max_calls_per_session(count(n));
         }
         Ok(options)
     })())

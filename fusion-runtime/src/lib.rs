@@ -58,7 +58,7 @@ pub use error::{Failure, FailureKind};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use present::{Presentation, PresenterFn, UiBlock};
 pub use prompt::{IntoPromptMessages, PromptArg, PromptInfo};
-pub use recover::{CircuitPolicy, Policy, Reconnect, RetryPolicy};
+pub use recover::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use registry::{ACTION_KEY, Exposure};
 pub use resource::{IntoResourceContents, ResourceContent, ResourceInfo};
 pub use server::{BuildError, EXIT_FATAL, ISSUES_META_KEY, Server, ServerBuilder, StartupError};

@@ -107,7 +107,7 @@ mod tests {
 }
 
 pub(crate) use policy::{Admission, Circuit, Transition};
-pub use policy::{CircuitPolicy, Policy, Reconnect, RetryPolicy};
+pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 
 /// Reconnects a tool's resource once for all concurrent callers (what
 /// `#[mcp_tool(reconnect = field)]` generates a call to).
@@ -186,6 +186,18 @@ mod policy {
         /// How long the circuit stays open before a probe.
         pub cooldown: Duration,
     }
+
+    /// The deadline of one run of a handler when neither the tool (`#[mcp_tool(timeout =
+    /// "..")]`) nor the server ([`ServerBuilder::timeout`](crate::ServerBuilder::timeout))
+    /// sets one: 5 minutes.
+    ///
+    /// Without it a handler that never returns stays in flight for good: over Streamable
+    /// HTTP a client that leaves does not cancel its call (the protocol lets it resume the
+    /// stream), so hung calls would pile up and hold a SIGTERM drain. Five minutes is
+    /// generous: five times the 60 s the official TypeScript SDK waits by default, so no
+    /// client still waits for the answer when it fires. A tool that legitimately runs
+    /// longer says so with its own `timeout`.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
     /// The recovery policy of a tool: each part set on the tool wins over the server's.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -380,6 +380,16 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     }
 
     /// The default deadline of one run of a handler (a tool's `timeout = ".."` wins).
+    /// Without it, a run stops after [`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT) (5
+    /// minutes), so that no call stays in flight for good; `Duration::MAX` lifts the bound.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::Server;
+    ///
+    /// let server = Server::builder("calc", "1.0.0").timeout(Duration::from_secs(30)).build();
+    /// # drop(server);
+    /// ```
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.policy.timeout = Some(limit);
         self
@@ -1079,7 +1089,13 @@ impl<C: Send + Sync + 'static> Server<C> {
             // Await: one run of the handler (decode, handler, timeout). Holds `_probe`; a
             // drop here drops the handler's future, and its destructors run.
             let outcome = self
-                .run_once(definition, context, call, args, runtime.policy.timeout)
+                .run_once(
+                    definition,
+                    context,
+                    call,
+                    args,
+                    run_deadline(runtime.policy),
+                )
                 .await;
             let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
             if let Some(circuit) = &runtime.circuit {
@@ -1313,4 +1329,10 @@ impl std::fmt::Display for Target<'_> {
 struct Rendered {
     report: CallReport,
     failure: Option<Failure>,
+}
+
+/// The deadline of one run: the tool's or the server's `timeout`, else the generous
+/// default, so that no call is in flight for good (issue 15).
+fn run_deadline(policy: Policy) -> Option<Duration> {
+    Some(policy.timeout.unwrap_or(crate::recover::DEFAULT_TIMEOUT))
 }

@@ -1,1 +1,704 @@
-//! See `main.rs`.
+//! Streamable HTTP against hostile and vanished peers, in raw HTTP/1.1 where a client
+//! library would hide the behaviour: the fault server (`examples/faults.rs --http 0`)
+//! with small limits set by its flags. Every wait is bounded, and every server is killed
+//! when its test ends (`HttpServer` kills its process group on drop).
+
+use std::{
+    io::{Read as _, Write as _},
+    net::{SocketAddr, TcpStream},
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+
+use crate::support::{self, HttpServer, RawResponse, raw_http, try_raw_http};
+
+const START: Duration = Duration::from_secs(30);
+const REQUEST: Duration = Duration::from_secs(20);
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hostile-http","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn faults(args: &[&str]) -> HttpServer {
+    let mut command = Command::new(support::example_binary("faults"));
+    command
+        .args(["--http", "0"])
+        .args(args)
+        .env("RUST_LOG", "info");
+    HttpServer::start(command, START)
+}
+
+/// The headers every MCP POST carries, plus `extra`.
+fn mcp_headers<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    headers.extend_from_slice(extra);
+    headers
+}
+
+fn post_to(addr: SocketAddr, session: Option<&str>, body: &str, timeout: Duration) -> RawResponse {
+    let extra: Vec<(&str, &str)> = session
+        .map(|id| ("Mcp-Session-Id", id))
+        .into_iter()
+        .collect();
+    raw_http(
+        addr,
+        "POST",
+        "/mcp",
+        &mcp_headers(&extra),
+        body.as_bytes(),
+        timeout,
+    )
+}
+
+/// A POST whose client gives up after `wait` and leaves (closes its connection).
+fn post_and_leave(addr: SocketAddr, session: &str, body: &str, wait: Duration) {
+    let _ = try_raw_http(
+        addr,
+        "POST",
+        "/mcp",
+        &mcp_headers(&[("Mcp-Session-Id", session)]),
+        body.as_bytes(),
+        wait,
+    );
+}
+
+/// Initializes a session; its id.
+fn open_session(server: &HttpServer) -> String {
+    let init = post_to(server.addr(), None, INITIALIZE, REQUEST);
+    assert_eq!(init.status, 200, "{init:?}");
+    let id = init
+        .header("mcp-session-id")
+        .unwrap_or_else(|| panic!("no session id: {init:?}"))
+        .to_owned();
+    let ready = post_to(server.addr(), Some(&id), INITIALIZED, REQUEST);
+    assert_eq!(ready.status, 202, "{ready:?}");
+    id
+}
+
+fn call(id: u32, name: &str, arguments: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
+    )
+}
+
+fn metrics(server: &HttpServer) -> String {
+    raw_http(server.addr(), "GET", "/metrics", &[], b"", REQUEST).body
+}
+
+/// Waits (at most `limit`) until `done` holds; how long that took.
+fn wait_for(
+    limit: Duration,
+    what: &str,
+    server: &HttpServer,
+    mut done: impl FnMut() -> bool,
+) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < limit,
+            "{what}: not within {limit:?}\n--- server stderr ---\n{}",
+            server.stderr()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    start.elapsed()
+}
+
+fn hang_drops(server: &HttpServer) -> usize {
+    server.stderr().matches("hang dropped").count()
+}
+
+fn hangs_in_flight(server: &HttpServer, n: usize) -> bool {
+    metrics(server).contains(&format!(r#"fusion_tool_in_flight{{tool="hang"}} {n}"#))
+}
+
+#[test]
+fn a_duplicate_id_in_flight_gets_an_error_and_the_first_call_its_own_answer() {
+    let server = faults(&[]);
+    let session = open_session(&server);
+    let addr = server.addr();
+    let first = {
+        let session = session.clone();
+        thread::spawn(move || {
+            post_to(
+                addr,
+                Some(&session),
+                &call(43, "slow", r#"{"ms":600}"#),
+                REQUEST,
+            )
+        })
+    };
+    thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    let second = post_to(
+        addr,
+        Some(&session),
+        &call(43, "slow", r#"{"ms":1200}"#),
+        REQUEST,
+    );
+    let second_took = started.elapsed();
+    assert!(
+        second.body.contains("-32600")
+            && second.body.contains("id 43 already in use")
+            && second.body.contains(r#""id":43"#),
+        "the second request gets an error naming the id: {second:?}"
+    );
+    assert!(
+        !second.body.contains("slept"),
+        "the second request must not receive a call's result: {second:?}"
+    );
+    assert!(
+        second_took < Duration::from_millis(450),
+        "the error comes at once, not after the first call ({second_took:?})"
+    );
+    let first = first.join().expect("the first request's thread");
+    assert!(
+        first.body.contains("slept 600 ms") && first.body.contains(r#""id":43"#),
+        "the first call gets its own answer: {first:?}"
+    );
+    // The id is free again once answered.
+    let again = post_to(
+        addr,
+        Some(&session),
+        &call(43, "slow", r#"{"ms":1}"#),
+        REQUEST,
+    );
+    assert!(again.body.contains("slept 1 ms"), "{again:?}");
+}
+
+#[test]
+fn two_host_headers_get_400_on_every_route() {
+    let server = faults(&[]);
+    for (method, path, body) in [("POST", "/mcp", INITIALIZE), ("GET", "/healthz", "")] {
+        let response = raw_http(
+            server.addr(),
+            method,
+            path,
+            &mcp_headers(&[("Host", "localhost"), ("Host", "evil.com")]),
+            body.as_bytes(),
+            REQUEST,
+        );
+        assert_eq!(response.status, 400, "{method} {path}: {response:?}");
+        assert!(response.body.contains("more than one Host"), "{response:?}");
+    }
+}
+
+#[test]
+fn an_absolute_form_target_must_name_the_host_header() {
+    let server = faults(&[]);
+    let host = server.addr().to_string();
+    let elsewhere = raw_http(
+        server.addr(),
+        "POST",
+        "http://evil.com/mcp",
+        &mcp_headers(&[("Host", &host)]),
+        INITIALIZE.as_bytes(),
+        REQUEST,
+    );
+    assert_eq!(elsewhere.status, 400, "{elsewhere:?}");
+    assert!(elsewhere.body.contains("authority"), "{elsewhere:?}");
+    // The same authority in both is fine.
+    let same = raw_http(
+        server.addr(),
+        "GET",
+        &format!("http://{host}/healthz"),
+        &[("Host", &host)],
+        b"",
+        REQUEST,
+    );
+    assert_eq!(same.status, 200, "{same:?}");
+}
+
+#[test]
+fn slowloris_is_cut_after_the_header_timeout_while_others_are_served() {
+    let server = faults(&["--header-timeout-ms", "500"]);
+    let mut slow = TcpStream::connect_timeout(&server.addr(), REQUEST).expect("connect");
+    slow.set_read_timeout(Some(Duration::from_millis(100))).ok();
+    slow.set_write_timeout(Some(Duration::from_secs(1))).ok();
+    let header = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nX-Slow: {}",
+        server.addr(),
+        "a".repeat(200)
+    );
+    let started = Instant::now();
+    let mut served_meanwhile = false;
+    let mut cut = None;
+    for byte in header.bytes() {
+        if slow.write_all(&[byte]).is_err() {
+            cut = Some(started.elapsed());
+            break;
+        }
+        let mut buffer = [0_u8; 256];
+        match slow.read(&mut buffer) {
+            // Closed (or answered and closed): cut off.
+            Ok(_) => {
+                cut = Some(started.elapsed());
+                break;
+            }
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => {
+                cut = Some(started.elapsed());
+                break;
+            }
+        }
+        if !served_meanwhile && started.elapsed() > Duration::from_millis(200) {
+            // A normal client is served while the slow one is still sending.
+            let health = raw_http(server.addr(), "GET", "/healthz", &[], b"", REQUEST);
+            assert_eq!(health.status, 200, "{health:?}");
+            served_meanwhile = true;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "never cut off");
+    }
+    let cut = cut.expect("the slow client was never cut off while sending its headers");
+    assert!(served_meanwhile, "the normal client was not tried");
+    assert!(
+        cut >= Duration::from_millis(400) && cut < Duration::from_secs(3),
+        "cut after {cut:?}, expected about the 500 ms header timeout"
+    );
+}
+
+#[test]
+fn the_connection_cap_holds_new_connections_until_one_closes() {
+    let server = faults(&["--max-connections", "3"]);
+    let held: Vec<TcpStream> = (0..3)
+        .map(|_| TcpStream::connect_timeout(&server.addr(), REQUEST).expect("connect"))
+        .collect();
+    // Give the server time to accept the three.
+    thread::sleep(Duration::from_millis(200));
+    let refused = try_raw_http(
+        server.addr(),
+        "GET",
+        "/healthz",
+        &[],
+        b"",
+        Duration::from_millis(700),
+    );
+    assert!(
+        refused.is_err(),
+        "a fourth connection is served while three are held: {refused:?}"
+    );
+    drop(held);
+    wait_for(
+        Duration::from_secs(5),
+        "served once the held connections closed",
+        &server,
+        || {
+            try_raw_http(
+                server.addr(),
+                "GET",
+                "/healthz",
+                &[],
+                b"",
+                Duration::from_secs(1),
+            )
+            .is_ok_and(|health| health.status == 200)
+        },
+    );
+}
+
+#[test]
+fn sessions_are_capped_and_expire_when_idle() {
+    let server = faults(&["--max-sessions", "2", "--session-idle-ms", "600"]);
+    let first = open_session(&server);
+    let _second = open_session(&server);
+    let third = post_to(server.addr(), None, INITIALIZE, REQUEST);
+    assert_eq!(third.status, 503, "{third:?}");
+    assert!(
+        third.body.contains("maximum of 2 sessions") && third.header("retry-after").is_some(),
+        "{third:?}"
+    );
+    // Idle past the timeout (checked every quarter of it): the sessions end.
+    thread::sleep(Duration::from_millis(1200));
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let expired = post_to(server.addr(), Some(&first), ping, REQUEST);
+    assert_eq!(expired.status, 404, "{expired:?}");
+    let fresh = open_session(&server);
+    let pong = post_to(server.addr(), Some(&fresh), ping, REQUEST);
+    assert!(
+        pong.status == 200 && pong.body.contains(r#""id":2"#),
+        "{pong:?}"
+    );
+}
+
+#[test]
+fn a_session_with_a_call_in_flight_is_not_idle() {
+    let server = faults(&["--session-idle-ms", "300", "--call-timeout-ms", "5000"]);
+    let session = open_session(&server);
+    post_and_leave(
+        server.addr(),
+        &session,
+        &call(7, "hang", "{}"),
+        Duration::from_millis(200),
+    );
+    wait_for(
+        Duration::from_secs(5),
+        "the hang call runs",
+        &server,
+        || hangs_in_flight(&server, 1),
+    );
+    thread::sleep(Duration::from_millis(900));
+    assert_eq!(
+        hang_drops(&server),
+        0,
+        "the call was cut by the idle timeout"
+    );
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let alive = post_to(server.addr(), Some(&session), ping, REQUEST);
+    assert_eq!(alive.status, 200, "{alive:?}");
+}
+
+/// Writes `head` then `body` in pieces, stopping at the first failed write, then reads
+/// the answer; the answer, and whether the whole body could be sent (a server that
+/// closes while the client is still sending resets the connection).
+fn send_raw(
+    addr: SocketAddr,
+    head: &str,
+    body: impl Iterator<Item = Vec<u8>>,
+) -> Result<(RawResponse, bool), String> {
+    let mut stream = TcpStream::connect_timeout(&addr, REQUEST).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(Some(REQUEST)).ok();
+    stream.set_write_timeout(Some(Duration::from_secs(5))).ok();
+    stream
+        .write_all(head.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut sent_all = true;
+    for piece in body {
+        if stream.write_all(&piece).is_err() {
+            sent_all = false;
+            break;
+        }
+    }
+    let mut raw = Vec::new();
+    let read = stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("no HTTP response ({read:?}): {text:?}"))?;
+    Ok((
+        RawResponse {
+            status,
+            headers: Vec::new(),
+            body: text,
+        },
+        sent_all,
+    ))
+}
+
+#[test]
+fn bodies_over_the_limit_get_413_before_the_connection_closes() {
+    let server = faults(&["--max-body-bytes", "65536"]);
+    let addr = server.addr();
+    let big = 8 << 20;
+    let head = |framing: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{framing}\r\n"
+        )
+    };
+    // Content-Length over the limit, the whole body sent anyway.
+    let (declared, sent_all) = send_raw(
+        addr,
+        &head(&format!("Content-Length: {big}\r\n")),
+        (0..big / 65536).map(|_| vec![b' '; 65536]),
+    )
+    .expect("an answer, not a reset");
+    assert_eq!(declared.status, 413, "{declared:?}");
+    assert!(
+        sent_all,
+        "the connection was reset while the body was being sent"
+    );
+    // Chunked: 413 once the limit is crossed.
+    let (chunked, sent_all) = send_raw(
+        addr,
+        &head("Transfer-Encoding: chunked\r\n"),
+        (0..big / 16384)
+            .map(|_| {
+                let mut chunk = format!("{:x}\r\n", 16384).into_bytes();
+                chunk.extend(std::iter::repeat_n(b' ', 16384));
+                chunk.extend_from_slice(b"\r\n");
+                chunk
+            })
+            .chain(std::iter::once(b"0\r\n\r\n".to_vec())),
+    )
+    .expect("an answer, not a reset");
+    assert_eq!(chunked.status, 413, "{chunked:?}");
+    assert!(
+        sent_all,
+        "the connection was reset while the body was being sent"
+    );
+    // A client that waits for `100 Continue` gets the 413 without sending the body.
+    let started = Instant::now();
+    let (waiting, _) = send_raw(
+        addr,
+        &head(&format!(
+            "Content-Length: {big}\r\nExpect: 100-continue\r\n"
+        )),
+        std::iter::empty(),
+    )
+    .expect("an answer");
+    assert_eq!(waiting.status, 413, "{waiting:?}");
+    assert!(!waiting.body.contains("100 Continue"), "{waiting:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // The server still serves.
+    let ok = post_to(addr, None, INITIALIZE, REQUEST);
+    assert_eq!(ok.status, 200, "{ok:?}");
+}
+
+#[test]
+fn a_forged_session_gets_404_on_get_post_and_delete() {
+    let server = faults(&[]);
+    let forged = "0123456789abcdef-forged";
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let post = post_to(server.addr(), Some(forged), ping, REQUEST);
+    let get = raw_http(
+        server.addr(),
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), ("Mcp-Session-Id", forged)],
+        b"",
+        REQUEST,
+    );
+    let delete = raw_http(
+        server.addr(),
+        "DELETE",
+        "/mcp",
+        &[("Mcp-Session-Id", forged)],
+        b"",
+        REQUEST,
+    );
+    for (method, response) in [("POST", post), ("GET", get), ("DELETE", delete)] {
+        assert_eq!(response.status, 404, "{method}: {response:?}");
+    }
+    // A real session is deleted once; then it is unknown.
+    let session = open_session(&server);
+    let deleted = raw_http(
+        server.addr(),
+        "DELETE",
+        "/mcp",
+        &[("Mcp-Session-Id", &session)],
+        b"",
+        REQUEST,
+    );
+    assert_eq!(deleted.status, 204, "{deleted:?}");
+    let again = raw_http(
+        server.addr(),
+        "DELETE",
+        "/mcp",
+        &[("Mcp-Session-Id", &session)],
+        b"",
+        REQUEST,
+    );
+    assert_eq!(again.status, 404, "{again:?}");
+}
+
+#[test]
+fn a_call_whose_client_left_ends_at_the_call_deadline() {
+    let server = faults(&["--call-timeout-ms", "500"]);
+    let session = open_session(&server);
+    let started = Instant::now();
+    post_and_leave(
+        server.addr(),
+        &session,
+        &call(5, "hang", "{}"),
+        Duration::from_millis(200),
+    );
+    wait_for(
+        Duration::from_secs(5),
+        "the hang call is dropped at its deadline",
+        &server,
+        || hang_drops(&server) == 1,
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(450),
+        "dropped before its deadline ({took:?})"
+    );
+    wait_for(
+        Duration::from_secs(5),
+        "nothing left in flight",
+        &server,
+        || hangs_in_flight(&server, 0),
+    );
+}
+
+#[test]
+fn a_session_caps_its_calls_in_flight_with_an_immediate_error() {
+    let server = faults(&["--max-calls-per-session", "2"]);
+    let session = open_session(&server);
+    for id in [10, 11] {
+        post_and_leave(
+            server.addr(),
+            &session,
+            &call(id, "hang", "{}"),
+            Duration::from_millis(200),
+        );
+    }
+    wait_for(
+        Duration::from_secs(5),
+        "two hang calls run",
+        &server,
+        || hangs_in_flight(&server, 2),
+    );
+    let started = Instant::now();
+    let over = post_to(
+        server.addr(),
+        Some(&session),
+        &call(12, "hang", "{}"),
+        Duration::from_secs(5),
+    );
+    assert!(
+        over.body
+            .contains("too many requests in flight in this session")
+            && over.body.contains("the limit is 2")
+            && over.body.contains(r#""id":12"#),
+        "{over:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(hangs_in_flight(&server, 2), "the third call must not run");
+    // Another session has its own allowance.
+    let other = open_session(&server);
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let pong = post_to(server.addr(), Some(&other), ping, REQUEST);
+    assert!(
+        pong.body.contains(r#""id":2"#) && pong.body.contains("result"),
+        "{pong:?}"
+    );
+}
+
+#[test]
+fn a_deleted_session_cancels_its_calls_at_once() {
+    let server = faults(&[]);
+    let session = open_session(&server);
+    post_and_leave(
+        server.addr(),
+        &session,
+        &call(9, "hang", "{}"),
+        Duration::from_millis(200),
+    );
+    wait_for(
+        Duration::from_secs(5),
+        "the hang call runs",
+        &server,
+        || hangs_in_flight(&server, 1),
+    );
+    let deleted = raw_http(
+        server.addr(),
+        "DELETE",
+        "/mcp",
+        &[("Mcp-Session-Id", &session)],
+        b"",
+        REQUEST,
+    );
+    assert_eq!(deleted.status, 204, "{deleted:?}");
+    let took = wait_for(
+        Duration::from_secs(10),
+        "the deleted session's call is dropped",
+        &server,
+        || hang_drops(&server) == 1,
+    );
+    // rmcp alone lets it run for 5 s more.
+    assert!(
+        took < Duration::from_secs(1),
+        "dropped {took:?} after the DELETE"
+    );
+    wait_for(
+        Duration::from_secs(5),
+        "nothing left in flight",
+        &server,
+        || hangs_in_flight(&server, 0),
+    );
+}
+
+/// CPU time (user + system, in clock ticks) the process `pid` used so far.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+#[test]
+fn running_out_of_file_descriptors_neither_crashes_nor_spins_and_serving_resumes() {
+    // The child gets a soft and hard limit of 64 open files (a POSIX shell's `ulimit`,
+    // then `exec`, so the server keeps the shell's process id and group).
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\""])
+        .arg(support::example_binary("faults"))
+        .args(["--http", "0", "--header-timeout-ms", "2000"])
+        .env("RUST_LOG", "info");
+    let mut server = HttpServer::start(command, START);
+    let limits =
+        std::fs::read_to_string(format!("/proc/{}/limits", server.pid())).unwrap_or_default();
+    assert!(
+        limits
+            .lines()
+            .any(|line| line.starts_with("Max open files") && line.contains(" 64 ")),
+        "the child's file limit is not 64:\n{limits}"
+    );
+    // More connections than the server has descriptors; they send nothing.
+    let flood: Vec<TcpStream> = (0..200)
+        .filter_map(|_| TcpStream::connect_timeout(&server.addr(), Duration::from_secs(2)).ok())
+        .collect();
+    assert!(flood.len() > 64, "only {} flood connections", flood.len());
+    thread::sleep(Duration::from_millis(300));
+    let before = cpu_ticks(server.pid());
+    thread::sleep(Duration::from_secs(1));
+    let after = cpu_ticks(server.pid());
+    if let (Some(before), Some(after)) = (before, after) {
+        // 100 ticks a second on Linux: spinning on `accept` would use about 100.
+        assert!(
+            after - before < 30,
+            "the server spins while out of descriptors: {} ticks in 1 s",
+            after - before
+        );
+    }
+    assert!(
+        server.wait_exit(Duration::ZERO).is_none(),
+        "the server died:\n{}",
+        server.stderr()
+    );
+    drop(flood);
+    wait_for(
+        Duration::from_secs(15),
+        "a new client is served after the flood",
+        &server,
+        || {
+            try_raw_http(
+                server.addr(),
+                "GET",
+                "/healthz",
+                &[],
+                b"",
+                Duration::from_secs(1),
+            )
+            .is_ok_and(|health| health.status == 200)
+        },
+    );
+    let init = post_to(server.addr(), None, INITIALIZE, REQUEST);
+    assert_eq!(init.status, 200, "{init:?}");
+    assert!(
+        server.wait_exit(Duration::ZERO).is_none(),
+        "the server died:\n{}",
+        server.stderr()
+    );
+    assert!(!server.stderr().contains("panicked"), "{}", server.stderr());
+}

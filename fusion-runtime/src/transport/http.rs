@@ -2,7 +2,12 @@
 //! version negotiation) behind a small axum router that adds what a deployed server needs:
 //! Host and Origin validation (DNS rebinding), an optional bearer token, a body size limit,
 //! answers to bodies that are not JSON, `/healthz`, `/readyz`, `/metrics`, and a graceful
-//! shutdown on SIGTERM/SIGINT that lets the calls in flight finish.
+//! shutdown on SIGTERM/SIGINT that lets the calls in flight finish. Under the router,
+//! [`conn`] bounds connections (count, time to send headers); beside it, [`sessions`]
+//! bounds sessions (count, idleness, calls in flight, duplicate ids).
+
+mod conn;
+mod sessions;
 
 use std::{
     borrow::Cow,
@@ -26,9 +31,7 @@ use axum::{
     routing::get,
 };
 use futures_util::StreamExt as _;
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::de::IgnoredAny;
 use serde_json::{
     Map, Value,
@@ -36,6 +39,10 @@ use serde_json::{
 };
 use tokio_util::sync::CancellationToken;
 
+use self::{
+    conn::ConnLimits,
+    sessions::{SessionLimits, Sessions},
+};
 use super::signals::Signals;
 use crate::{
     server::{Server, ServerBuilder},
@@ -53,7 +60,28 @@ use crate::{
 /// | `GET /readyz` | `200` once started, `503` while draining after SIGTERM | none |
 ///
 /// A body that is not JSON gets `400` with a JSON-RPC `-32700` error, JSON that is not a
-/// JSON-RPC message `400` with `-32600`, a body over the limit `413`.
+/// JSON-RPC message `400` with `-32600`, a body over the limit `413`, a request with two
+/// `Host` headers (or an absolute-form URI whose authority is not its `Host`) `400`, and a
+/// request naming a session that does not exist (any method, `DELETE` included) `404`.
+///
+/// ## Limits against hostile or broken peers
+///
+/// | limit | default | over it |
+/// |---|---|---|
+/// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | the connection closes |
+/// | [`max_connections`](Self::max_connections) | 512 | new connections wait, unaccepted |
+/// | [`max_sessions`](Self::max_sessions) | 1024 | `initialize` gets `503` |
+/// | [`session_idle_timeout`](Self::session_idle_timeout) | 10 min | the session ends (then `404`) |
+/// | [`max_calls_per_session`](Self::max_calls_per_session) | 32 | the request gets a JSON-RPC error at once |
+/// | [`max_body_bytes`](Self::max_body_bytes) | 4 MiB | `413` |
+///
+/// Calls themselves are bounded by the server's call deadline
+/// ([`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT), 5 minutes, unless the tool or
+/// [`ServerBuilder::timeout`] sets another): over HTTP a client that leaves does not
+/// cancel its call, so the deadline is what ends a hung one. A session that ends (the
+/// client's `DELETE`, the idle timeout) cancels its calls at once, and a request that
+/// reuses the id of a request still in flight in its session gets a `-32600` error,
+/// while the first call goes on.
 ///
 /// The defaults suit a server on a developer's machine: bound to `127.0.0.1:8080`, MCP at
 /// `/mcp`, requests accepted only with a loopback `Host` (`localhost`, `127.0.0.1`, `::1`,
@@ -99,6 +127,11 @@ pub struct HttpOptions {
     json_response: Option<bool>,
     shutdown_grace: Duration,
     sse_keep_alive: Option<Duration>,
+    header_read_timeout: Duration,
+    max_connections: usize,
+    max_sessions: usize,
+    session_idle_timeout: Option<Duration>,
+    max_calls_per_session: usize,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -117,6 +150,11 @@ impl std::fmt::Debug for HttpOptions {
             .field("json_response", &self.json_response)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("sse_keep_alive", &self.sse_keep_alive)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_calls_per_session", &self.max_calls_per_session)
             .finish()
     }
 }
@@ -147,6 +185,11 @@ impl Default for HttpOptions {
             json_response: None,
             shutdown_grace: Duration::from_secs(10),
             sse_keep_alive: Some(Duration::from_secs(15)),
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 512,
+            max_sessions: 1024,
+            session_idle_timeout: Some(Duration::from_secs(600)),
+            max_calls_per_session: 32,
         }
     }
 }
@@ -260,6 +303,101 @@ impl HttpOptions {
     /// The interval of SSE keep-alive comments (15 s by default; `None` for none).
     pub fn sse_keep_alive(mut self, interval: Option<Duration>) -> Self {
         self.sse_keep_alive = interval;
+        self
+    }
+
+    /// How long a client may take to send a request's headers (10 s by default); the
+    /// connection closes after it. The same bound applies to a keep-alive connection
+    /// between two requests.
+    ///
+    /// Without it a client that sends one header byte a second (slowloris) holds a
+    /// connection, and a file descriptor, for as long as it likes. Headers are a few
+    /// hundred bytes: a real client sends them in milliseconds, even over a slow link, so
+    /// 10 s leaves ample room while a flood of stalled clients is cut within seconds.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().header_read_timeout(Duration::from_secs(5));
+    /// # drop(options);
+    /// ```
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// The most connections served at once (512 by default, at least 1). At the cap
+    /// the server stops accepting: new connections wait in the kernel's backlog until
+    /// one closes, and cost no file descriptor meanwhile.
+    ///
+    /// 512 is half the usual soft limit on open files (1024), which leaves descriptors
+    /// for the tools' own files, sockets and database pools; a server that raises its
+    /// limit can raise this one. Each open SSE stream (a session's `GET`, a call's
+    /// answer) holds a connection.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_connections(4096);
+    /// # drop(options);
+    /// ```
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// The most sessions open at once (1024 by default); over it, an `initialize` gets
+    /// `503 Service Unavailable` with `Retry-After`. A session costs about 56 kB, so the
+    /// default bounds them to about 56 MB. No effect in [`stateless`](Self::stateless) mode.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_sessions(100);
+    /// # drop(options);
+    /// ```
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// How long a session may stay idle, with no request from its client and no call
+    /// in flight, before it ends (10 minutes by default; `None` keeps idle sessions
+    /// for good). Its next request then gets `404`, upon which MCP clients initialize a
+    /// new session.
+    ///
+    /// Clients that leave without `DELETE` are the common case; without expiry their
+    /// sessions would fill [`max_sessions`](Self::max_sessions) for good. Ten minutes
+    /// outlasts a person's pause in a conversation with an agent.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().session_idle_timeout(Some(Duration::from_secs(60)));
+    /// # drop(options);
+    /// ```
+    pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// The most requests in flight in one session (32 by default, at least 1). A request
+    /// over it gets a JSON-RPC error (`-32000`) at once that says so.
+    ///
+    /// A client that leaves does not cancel its calls over HTTP, so without a cap a
+    /// client could leave hung calls behind without bound (about 35 kB each). Agents
+    /// rarely run more than a few calls at once; 32 leaves room for bursts.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_calls_per_session(8);
+    /// # drop(options);
+    /// ```
+    pub fn max_calls_per_session(mut self, calls: usize) -> Self {
+        self.max_calls_per_session = calls.max(1);
         self
     }
 
@@ -397,19 +535,33 @@ impl<C: Send + Sync + 'static> Server<C> {
         let bound = listener.local_addr().unwrap_or(options.addr);
         let hosts = options.effective_hosts(bound);
         let sessions = CancellationToken::new();
+        let session_manager = Arc::new(Sessions::new(SessionLimits {
+            max_sessions: options.max_sessions,
+            idle_timeout: options.session_idle_timeout,
+            max_in_flight: options.max_calls_per_session,
+        }));
         let state = Arc::new(HttpState {
             hosts: hosts.clone(),
             origins: options.allowed_origins.clone(),
             token: options.bearer_token.clone(),
             max_body_bytes: options.max_body_bytes,
             draining: AtomicBool::new(false),
+            sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
         });
-        let router = self.router(&options, &hosts, Arc::clone(&state), sessions.clone());
+        let router = self.router(
+            &options,
+            &hosts,
+            Arc::clone(&state),
+            Arc::clone(&session_manager),
+            sessions.clone(),
+        );
+        let reaper = tokio::spawn(Arc::clone(&session_manager).reap());
         let stop = CancellationToken::new();
-        let serving = axum::serve(listener, router)
-            .with_graceful_shutdown(stop.clone().cancelled_owned())
-            .into_future();
-        let mut serving = tokio::spawn(serving);
+        let limits = ConnLimits {
+            header_read_timeout: options.header_read_timeout,
+            max_connections: options.max_connections,
+        };
+        let mut serving = tokio::spawn(conn::serve(listener, router, limits, stop.clone()));
         let url = url_of(bound, &options.path);
         tracing::info!(
             target: "fusion::server",
@@ -463,11 +615,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
             ended = &mut serving => {
                 match ended {
-                    Ok(Ok(())) => ExitCode::SUCCESS,
-                    Ok(Err(error)) => {
-                        eprintln!("fusion: the HTTP server failed: {error}");
-                        ExitCode::FAILURE
-                    }
+                    Ok(()) => ExitCode::SUCCESS,
                     Err(error) => {
                         eprintln!("fusion: the HTTP server task failed: {error}");
                         ExitCode::FAILURE
@@ -494,6 +642,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             tracing::warn!(target: "fusion::server", "connections still open after the close timeout; stopping anyway");
             serving.abort();
         }
+        reaper.abort();
         tracing::info!(target: "fusion::server", "stopped");
         code
     }
@@ -503,12 +652,13 @@ impl<C: Send + Sync + 'static> Server<C> {
         options: &HttpOptions,
         hosts: &[String],
         state: Arc<HttpState>,
+        session_manager: Arc<Sessions>,
         sessions: CancellationToken,
     ) -> Router {
         let factory = self.clone();
         let mcp = StreamableHttpService::new(
             move || Ok(factory.clone()),
-            Arc::new(LocalSessionManager::default()),
+            session_manager,
             options.rmcp_config(hosts, sessions),
         );
         let metrics_server = self.clone();
@@ -554,6 +704,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 )
             })
             .layer(middleware::from_fn_with_state(closing, close_when_draining))
+            .layer(middleware::from_fn(check_framing))
     }
 
     /// Calls running now, over every tool.
@@ -631,6 +782,8 @@ struct HttpState {
     token: Option<String>,
     max_body_bytes: usize,
     draining: AtomicBool,
+    /// The sessions, in stateful mode.
+    sessions: Option<Arc<Sessions>>,
 }
 
 /// While draining, every HTTP/1 answer closes its connection, so that clients and proxies
@@ -652,8 +805,61 @@ async fn close_when_draining(
     response
 }
 
-/// Host, Origin and bearer token for every protected route; for a POST, the body's size
-/// and that it is JSON.
+/// RFC 9112 §3.2: a request with more than one `Host`, or whose absolute-form target
+/// names another authority than its `Host`, gets `400`, on every route. hyper accepts
+/// both, and a proxy and this server could then disagree on which host was asked for.
+async fn check_framing(request: Request, next: Next) -> Response {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return bad_request("Bad Request: more than one Host header\n").into_response();
+    }
+    if let (Some(target), Some(host)) = (request.uri().authority(), first) {
+        let same = host
+            .to_str()
+            .ok()
+            .and_then(|text| Authority::try_from(text).ok())
+            .is_some_and(|host| {
+                normalize_host(host.host()) == normalize_host(target.host())
+                    && host.port_u16() == target.port_u16()
+            });
+        if !same {
+            return bad_request(
+                "Bad Request: the request target's authority is not the Host header\n",
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// The session a request names, if any (`None` also for a value that is not text, which
+/// rmcp treats as absent).
+fn session_of(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("mcp-session-id")
+        .map(|value| value.to_str().unwrap_or(""))
+}
+
+/// `404` for a request naming a session that does not exist (MCP: the client then
+/// initializes a new one).
+fn unknown_session() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        "Not Found: no session with this Mcp-Session-Id (it ended or never existed); send `initialize` without it to start a new one\n",
+    )
+        .into_response()
+}
+
+/// Just the `method` of a JSON-RPC message, read without building the rest.
+#[derive(serde::Deserialize)]
+struct MethodOnly {
+    #[serde(default)]
+    method: Option<String>,
+}
+
+/// Host, Origin and bearer token for every protected route; the session a request names;
+/// for a POST, the body's size and that it is JSON.
 async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
     if let Err(rejection) = check_host(&state.hosts, request.uri(), request.headers()) {
         return *rejection;
@@ -672,6 +878,14 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
             "Unauthorized: send `Authorization: Bearer <token>`\n",
         )
             .into_response();
+    }
+    let session = session_of(request.headers()).map(str::to_owned);
+    // rmcp answers 404 for an unknown session on GET and POST, but ends it without a
+    // word on DELETE (204 for a forged id): one check here, for every method.
+    if let (Some(sessions), Some(id)) = (&state.sessions, &session)
+        && !sessions.exists(id)
+    {
+        return unknown_session();
     }
     if request.method() == Method::DELETE {
         // rmcp ends a session with 202; the Python SDK expects 200 or 204 (and logs a
@@ -697,6 +911,25 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
             -32700,
             &format!("Parse error: the body is not JSON ({error})"),
         );
+    }
+    if let Some(sessions) = &state.sessions
+        && session.is_none()
+        && sessions.is_full()
+        && serde_json::from_slice::<MethodOnly>(&bytes)
+            .is_ok_and(|message| message.method.as_deref() == Some("initialize"))
+    {
+        let mut response = jsonrpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            &format!(
+                "the server holds its maximum of {} sessions; retry later",
+                sessions.max_sessions()
+            ),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return response;
     }
     let bytes = if json_body {
         let recorded = record_number_literals(bytes);
@@ -806,24 +1039,44 @@ fn is_json(headers: &HeaderMap) -> bool {
         })
 }
 
-/// The whole body, or `413` as soon as it is larger than `limit`.
+/// How long the rest of a body over the limit is read and thrown away after the `413`,
+/// so that the connection closes cleanly and the client reads its answer. Closing a
+/// socket with unread bytes sends a reset, which can destroy the `413` in the client's
+/// buffers before it reads it (nginx's "lingering close" does the same).
+const LINGER: Duration = Duration::from_secs(2);
+
+/// The whole body, or `413` as soon as it is larger than `limit`: at once when
+/// `Content-Length` says so (without reading the body), else when the limit is crossed.
 async fn collect_limited(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Response> {
     let too_large = || {
-        (
+        let mut response = (
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("Payload Too Large: the request body exceeds {limit} bytes\n"),
         )
-            .into_response()
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
     };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.trim().parse::<u64>().ok());
+    let mut stream = body.into_data_stream();
     if declared.is_some_and(|length| length > limit as u64) {
+        // A client that waits for `100 Continue` never sends the body: it gets the 413
+        // instead, and nothing needs reading. Any other client is sending it now.
+        let waits = headers
+            .get(header::EXPECT)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("100-continue"));
+        if !waits {
+            linger(stream);
+        }
         return Err(too_large());
     }
     let mut collected = Vec::with_capacity(declared.map_or(0, |length| length as usize));
-    let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|error| {
             (
@@ -833,11 +1086,23 @@ async fn collect_limited(headers: &HeaderMap, body: Body, limit: usize) -> Resul
                 .into_response()
         })?;
         if collected.len() + chunk.len() > limit {
+            linger(stream);
             return Err(too_large());
         }
         collected.extend_from_slice(&chunk);
     }
     Ok(Bytes::from(collected))
+}
+
+/// Reads and drops the rest of a refused body for at most [`LINGER`], off the request's
+/// task, so that the answer goes out now.
+fn linger(mut stream: axum::body::BodyDataStream) {
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(LINGER, async {
+            while let Some(Ok(_)) = stream.next().await {}
+        })
+        .await;
+    });
 }
 
 fn jsonrpc_error(status: StatusCode, code: i64, message: &str) -> Response {

@@ -1,0 +1,106 @@
+//! The connection loop under the router: what `axum::serve` does, plus the two bounds a
+//! server facing hostile peers needs (issue 15). Headers must arrive within a timeout
+//! (hyper's `header_read_timeout`, which also closes a keep-alive connection that sends
+//! no next request in that time), and at most `max_connections` connections are served
+//! at once: at the cap the loop stops accepting, so new connections wait in the kernel's
+//! backlog until one closes, instead of costing a file descriptor each.
+
+use std::{sync::Arc, time::Duration};
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    server::graceful::GracefulShutdown,
+    service::TowerToHyperService,
+};
+use tokio::{net::TcpListener, sync::Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// The bounds of the connection loop.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ConnLimits {
+    pub(super) header_read_timeout: Duration,
+    pub(super) max_connections: usize,
+}
+
+/// How long the loop waits after `accept` fails for want of resources (no file
+/// descriptor left, no memory) before it tries again: long enough not to spin, short
+/// enough to serve again soon after the flood ends.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Serves `router` on `listener` until `stop` is cancelled; then stops accepting and
+/// waits for the open connections to finish (idle ones close at once, busy ones after
+/// their answer).
+pub(super) async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnLimits,
+    stop: CancellationToken,
+) {
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let mut starved_since: Option<tokio::time::Instant> = None;
+    loop {
+        // A slot first: at the cap, connections wait in the backlog, unaccepted.
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            () = stop.cancelled() => break,
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stop.cancelled() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => {
+                if let Some(since) = starved_since.take() {
+                    tracing::info!(target: "fusion::server", starved_ms = since.elapsed().as_millis() as u64, "accepting connections again");
+                }
+                stream
+            }
+            Err(error) => {
+                // A connection reset before it was accepted concerns that peer only.
+                if !matches!(
+                    error.kind(),
+                    std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::Interrupted
+                ) {
+                    if starved_since.is_none() {
+                        starved_since = Some(tokio::time::Instant::now());
+                        tracing::warn!(target: "fusion::server", %error, "cannot accept connections (out of file descriptors?); retrying every 100 ms");
+                    }
+                    // Sleeping (not spinning) while no descriptor is free; the ones in
+                    // use free up as their connections end or time out.
+                    tokio::select! {
+                        () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+                        () = stop.cancelled() => break,
+                    }
+                }
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let connection = builder.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(router.clone()),
+        );
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // The slot is held for the connection's whole life and given back on drop.
+            let _slot = slot;
+            if let Err(error) = connection.await {
+                tracing::debug!(target: "fusion::server", %error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}

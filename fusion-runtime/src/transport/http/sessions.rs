@@ -1,0 +1,414 @@
+//! Sessions of Streamable HTTP: rmcp's `LocalSessionManager`, wrapped to bound what a
+//! session may hold and to end its calls with it (issue 15).
+//!
+//! - **Duplicate ids.** rmcp routes an answer by its JSON-RPC id, so a second request
+//!   with an id still in flight takes over the first one's stream: it receives the first
+//!   call's result, and the first stream never ends. A request whose id is in flight gets
+//!   a `-32600` error on its own stream instead; the first call goes on.
+//! - **Calls in flight per session** are capped: over the cap a request gets an error at
+//!   once.
+//! - **Sessions** are capped, and a session idle (no request, no call in flight) for the
+//!   idle timeout ends.
+//! - **A session that ends cancels its calls at once.** rmcp lets the handlers of a
+//!   closed session run for up to 5 s more; the transport here hands the service a
+//!   `notifications/cancelled` for each call in flight before it reports the end.
+
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
+
+use futures_util::{Stream, StreamExt as _, stream};
+use rmcp::{
+    RoleServer,
+    model::{
+        CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage,
+        ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, Notification, RequestId,
+        ServerJsonRpcMessage,
+    },
+    transport::{
+        Transport, WorkerTransport,
+        streamable_http_server::session::{
+            ServerSseMessage, SessionId, SessionManager,
+            local::{
+                LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
+                LocalSessionWorkerError, SessionConfig, SessionError,
+            },
+        },
+    },
+};
+use tokio::time::Instant;
+
+/// The JSON-RPC code of an answer to a request over the session's cap of calls in flight
+/// (the implementation-defined server error range of JSON-RPC 2.0).
+const BUSY: ErrorCode = ErrorCode(-32000);
+
+/// The limits a [`Sessions`] enforces.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SessionLimits {
+    pub(super) max_sessions: usize,
+    pub(super) idle_timeout: Option<Duration>,
+    pub(super) max_in_flight: usize,
+}
+
+/// What one session holds besides rmcp's worker.
+#[derive(Debug)]
+struct Entry {
+    state: Mutex<EntryState>,
+}
+
+#[derive(Debug)]
+struct EntryState {
+    /// The ids of the requests in flight.
+    in_flight: HashSet<RequestId>,
+    /// The last request of the client or answer of the server.
+    last_active: Instant,
+}
+
+impl Entry {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(EntryState {
+                in_flight: HashSet::new(),
+                last_active: Instant::now(),
+            }),
+        })
+    }
+
+    /// The state; a panic elsewhere while holding the lock leaves sets that are still
+    /// consistent (each change is one insert or remove), so a poisoned lock is used as is.
+    fn lock(&self) -> MutexGuard<'_, EntryState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn touch(&self) {
+        self.lock().last_active = Instant::now();
+    }
+
+    /// The call `id` was answered (or cancelled): its id is free again.
+    fn finish(&self, id: &RequestId) {
+        let mut state = self.lock();
+        state.in_flight.remove(id);
+        state.last_active = Instant::now();
+    }
+
+    fn idle_for(&self, now: Instant) -> Option<Duration> {
+        let state = self.lock();
+        state
+            .in_flight
+            .is_empty()
+            .then(|| now.saturating_duration_since(state.last_active))
+    }
+}
+
+/// The session manager of [`super`]: rmcp's local one, with limits.
+#[derive(Debug)]
+pub(super) struct Sessions {
+    inner: LocalSessionManager,
+    entries: Mutex<HashMap<SessionId, Arc<Entry>>>,
+    limits: SessionLimits,
+}
+
+impl Sessions {
+    pub(super) fn new(limits: SessionLimits) -> Self {
+        let mut config = SessionConfig::default();
+        // rmcp's own idle timer also fires while a call runs without messages, which
+        // would cancel a long call; the reaper here counts calls in flight as activity.
+        config.keep_alive = None;
+        let mut inner = LocalSessionManager::default();
+        inner.session_config = config;
+        Self {
+            inner,
+            entries: Mutex::new(HashMap::new()),
+            limits,
+        }
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<Entry>>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn entry(&self, id: &SessionId) -> Option<Arc<Entry>> {
+        self.entries().get(id).cloned()
+    }
+
+    /// Whether a new session would exceed the cap.
+    pub(super) fn is_full(&self) -> bool {
+        self.entries().len() >= self.limits.max_sessions
+    }
+
+    /// Whether `id` names a session that exists now.
+    pub(super) fn exists(&self, id: &str) -> bool {
+        self.entries().keys().any(|known| known.as_ref() == id)
+    }
+
+    pub(super) fn max_sessions(&self) -> usize {
+        self.limits.max_sessions
+    }
+
+    /// Ends the sessions idle for longer than the idle timeout, every `period`, until
+    /// the task is aborted.
+    pub(super) async fn reap(self: Arc<Self>) {
+        let Some(idle) = self.limits.idle_timeout else {
+            return;
+        };
+        // A quarter of the timeout: a session ends at most 25% late.
+        let period = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
+        let mut ticks = tokio::time::interval(period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let now = Instant::now();
+            let expired: Vec<SessionId> = self
+                .entries()
+                .iter()
+                .filter(|(_, entry)| entry.idle_for(now).is_some_and(|idle_for| idle_for >= idle))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in expired {
+                tracing::info!(target: "fusion::server", session = %id, idle_ms = idle.as_millis() as u64, "session expired after its idle timeout");
+                if let Err(error) = self.close_session(&id).await {
+                    tracing::warn!(target: "fusion::server", session = %id, %error, "cannot close an expired session");
+                }
+            }
+        }
+    }
+}
+
+/// One SSE message answering request `id` with an error.
+fn error_stream(
+    id: RequestId,
+    code: ErrorCode,
+    message: String,
+) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
+    let answer = ServerJsonRpcMessage::error(ErrorData::new(code, message, None), Some(id.clone()));
+    stream::iter([ServerSseMessage::from_message(answer)])
+}
+
+/// A request id as the client wrote it, cut to a readable length.
+fn quote_id(id: &RequestId) -> String {
+    const MAX: usize = 60;
+    let text = serde_json::to_string(id).unwrap_or_else(|_| id.to_string());
+    if text.chars().count() <= MAX {
+        return text;
+    }
+    let cut: String = text.chars().take(MAX).collect();
+    format!("{cut}…")
+}
+
+impl SessionManager for Sessions {
+    type Error = LocalSessionManagerError;
+    type Transport = SessionTransport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        // The guard answers 503 before this in the common case; this holds the cap when
+        // several initializations race.
+        if self.is_full() {
+            return Err(SessionError::Io(std::io::Error::other(format!(
+                "the session limit ({}) is reached",
+                self.limits.max_sessions
+            )))
+            .into());
+        }
+        let (id, transport) = self.inner.create_session().await?;
+        let entry = Entry::new();
+        self.entries().insert(id.clone(), Arc::clone(&entry));
+        Ok((
+            id,
+            SessionTransport {
+                inner: transport,
+                entry,
+                pending: VecDeque::new(),
+                ended: false,
+            },
+        ))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        if let Some(entry) = self.entry(id) {
+            entry.touch();
+        }
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.entries().remove(id);
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let claimed = match (&message, self.entry(id)) {
+            (JsonRpcMessage::Request(request), Some(entry)) => {
+                let request_id = request.id.clone();
+                let mut state = entry.lock();
+                state.last_active = Instant::now();
+                if state.in_flight.contains(&request_id) {
+                    let text = format!(
+                        "Invalid Request: id {} already in use by a request in flight in this session; send each request with a new id",
+                        quote_id(&request_id)
+                    );
+                    return Ok(
+                        error_stream(request_id, ErrorCode::INVALID_REQUEST, text).left_stream()
+                    );
+                }
+                if state.in_flight.len() >= self.limits.max_in_flight {
+                    let text = format!(
+                        "too many requests in flight in this session (the limit is {}): wait for an answer, or cancel a request, before sending another",
+                        self.limits.max_in_flight
+                    );
+                    return Ok(error_stream(request_id, BUSY, text).left_stream());
+                }
+                state.in_flight.insert(request_id.clone());
+                Some((entry.clone(), request_id))
+            }
+            _ => None,
+        };
+        match self.inner.create_stream(id, message).await {
+            Ok(answers) => Ok(answers.right_stream()),
+            Err(error) => {
+                if let Some((entry, request_id)) = claimed {
+                    entry.finish(&request_id);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        if let Some(entry) = self.entry(id) {
+            entry.touch();
+            // rmcp sends no answer for a cancelled request: its id is free from now on.
+            if let JsonRpcMessage::Notification(notification) = &message
+                && let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                && let Some(request_id) = &cancelled.params.request_id
+            {
+                entry.finish(request_id);
+            }
+        }
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        if let Some(entry) = self.entry(id) {
+            entry.touch();
+        }
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        if let Some(entry) = self.entry(id) {
+            entry.touch();
+        }
+        self.inner.resume(id, last_event_id).await
+    }
+}
+
+/// rmcp's session transport, seen by the service: it frees a request's id once its
+/// answer is routed, and cancels the calls in flight when the session ends.
+pub(super) struct SessionTransport {
+    inner: WorkerTransport<LocalSessionWorker>,
+    entry: Arc<Entry>,
+    /// Cancellations still to hand to the service after the session ended.
+    pending: VecDeque<ClientJsonRpcMessage>,
+    ended: bool,
+}
+
+fn cancellation(id: RequestId) -> ClientJsonRpcMessage {
+    let params = CancelledNotificationParam::new(
+        Some(id),
+        Some("the session ended (deleted by the client, expired, or closed)".to_owned()),
+    );
+    let notification: CancelledNotification = Notification::new(params);
+    ClientJsonRpcMessage::notification(ClientNotification::CancelledNotification(notification))
+}
+
+impl Transport<RoleServer> for SessionTransport {
+    type Error = LocalSessionWorkerError;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone(),
+            _ => None,
+        };
+        let entry = Arc::clone(&self.entry);
+        let send = self.inner.send(item);
+        async move {
+            // The id is freed once the session routed the answer, not before: a request
+            // reusing the id earlier would take over this answer's stream.
+            let sent = send.await;
+            if let Some(id) = answered {
+                entry.finish(&id);
+            }
+            sent
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        // Cancel-safe: the service polls this in a `select!`. The only await is rmcp's
+        // channel receive, and the state changes after it are synchronous.
+        if let Some(message) = self.pending.pop_front() {
+            return Some(message);
+        }
+        if self.ended {
+            return None;
+        }
+        if let Some(message) = self.inner.receive().await {
+            return Some(message);
+        }
+        // The session ended. rmcp would let its handlers run for up to 5 s before
+        // cancelling them; cancel each call in flight now instead (issue 15).
+        self.ended = true;
+        let in_flight: Vec<RequestId> = self.entry.lock().in_flight.drain().collect();
+        if !in_flight.is_empty() {
+            tracing::info!(target: "fusion::server", calls = in_flight.len(), "session ended: cancelling its calls in flight");
+        }
+        self.pending = in_flight.into_iter().map(cancellation).collect();
+        self.pending.pop_front()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_ids_are_cut_in_messages() {
+        assert_eq!(quote_id(&RequestId::Number(43)), "43");
+        assert_eq!(quote_id(&RequestId::String("a".into())), "\"a\"");
+        let long = RequestId::String("x".repeat(1000).into());
+        assert!(quote_id(&long).chars().count() <= 61);
+    }
+}
