@@ -273,6 +273,9 @@ fn a_full_stdout_exits_1_naming_the_cause() {
     );
 }
 
+/// The answer a line must get: its id and error code, or none at all.
+type Expected = Option<(Value, i64)>;
+
 /// Lines every MCP server meets sooner or later, each with the answer it must get (`None`:
 /// JSON-RPC forbids an answer), then a ping that proves the server is still there.
 #[test]
@@ -286,7 +289,7 @@ fn the_classics_get_the_right_answer_and_the_server_goes_on() {
         "{{\"jsonrpc\":\"2.0\",\"id\":\"giant\",\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{}\"}}}}}}",
         "a".repeat(17 << 20)
     );
-    let cases: Vec<(&str, String, Option<(Value, i64)>)> = vec![
+    let cases: Vec<(&str, String, Expected)> = vec![
         ("garbage", "}{ not json".into(), Some((Value::Null, -32700))),
         ("stray bytes", "\u{1}\u{2}\u{3}".into(), Some((Value::Null, -32700))),
         ("a batch", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]".into(), Some((Value::Null, -32600))),

@@ -5,7 +5,7 @@ use std::{
     io::{BufRead as _, BufReader, Write as _},
     path::Path,
     process::{Child, ChildStdin, Command, ExitStatus, Stdio},
-    sync::mpsc::{self, Receiver, RecvTimeoutError},
+    sync::mpsc::{self, Receiver},
     thread,
     time::{Duration, Instant},
 };
@@ -142,10 +142,7 @@ impl StdioPeer {
         if !self.stash.is_empty() {
             return Some(self.stash.remove(0));
         }
-        match self.answers.recv_timeout(timeout) {
-            Ok(answer) => Some(answer),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.answers.recv_timeout(timeout).ok()
     }
 
     /// The answer whose id is `id`, within `timeout`; `None` when none came.
