@@ -146,9 +146,9 @@ fn a_failing_setup_step_refuses_to_start_with_78() {
     );
 }
 
-#[test]
-fn a_fatal_error_logs_one_event_and_exits_70() {
-    let mut server = Faults::spawn(&[]);
+/// Calls the tool that fails fatally; its answer and the server's stderr, once the server
+/// has exited with 70.
+fn call_fatal(mut server: Faults) -> (Value, String) {
     server.initialize();
     server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "fail_with", "arguments": {"kind": "fatal"}}}));
@@ -159,6 +159,12 @@ fn a_fatal_error_logs_one_event_and_exits_70() {
     let (code, _) = server.wait_exit(Duration::from_secs(10));
     let stderr = server.stderr();
     assert_eq!(code, Some(70), "{stderr}");
+    (answer, stderr)
+}
+
+#[test]
+fn a_fatal_error_logs_one_event_and_exits_70() {
+    let (_, stderr) = call_fatal(Faults::spawn(&[]));
     let fatal: Vec<Value> = stderr
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
@@ -181,21 +187,11 @@ fn a_fatal_error_logs_one_event_and_exits_70() {
 /// A fatal error whose event no subscriber takes still says why the process ended: one
 /// plain stderr line with the tool, the error, the correlation id and the exit code.
 fn assert_fatal_is_loud(args: &[&str], filter: &str) {
-    let mut server = Faults::spawn_logging(args, filter);
-    server.initialize();
-    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "fail_with", "arguments": {"kind": "fatal"}}}));
-    let answer = server
-        .next(Duration::from_secs(10))
-        .expect("the fatal call is answered");
-    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let (answer, stderr) = call_fatal(Faults::spawn_logging(args, filter));
     let text = answer["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let (code, _) = server.wait_exit(Duration::from_secs(10));
-    let stderr = server.stderr();
-    assert_eq!(code, Some(70), "{stderr}");
     let lines: Vec<&str> = stderr
         .lines()
         .filter(|line| line.starts_with("fusion: fatal error"))

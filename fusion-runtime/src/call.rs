@@ -106,6 +106,11 @@ impl Call {
         &self.inner.numbers
     }
 
+    /// Whether the call came over a transport (not from the in-memory tester).
+    pub(crate) fn is_served(&self) -> bool {
+        self.inner.peer.is_some()
+    }
+
     /// The JSON-RPC id of the request, when served over a transport.
     pub fn request_id(&self) -> Option<&str> {
         self.inner.request_id.as_deref()

@@ -29,6 +29,12 @@ pub enum Claim {
 
 /// Where results are kept per key. Implement it over a shared store (a database table, a
 /// cache) when several replicas serve the same clients.
+///
+/// Every claim that returns [`Claim::Run`] is ended by exactly one `complete` or `release`,
+/// also when the call's future is dropped (the runtime releases it in a guard's `Drop`).
+/// `claim` itself must be cancel-safe: a `claim` future dropped while it waits must hold
+/// nothing, and one dropped as it returns `Run` must not leave the key claimed (claim in
+/// the last step, with no `.await` after it).
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Claims `key` for one run, or returns the stored result. A claim held by a call still
     /// running makes this wait for it.

@@ -380,8 +380,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     }
 
     /// The default deadline of one run of a handler (a tool's `timeout = ".."` wins).
-    /// Without it, a run stops after [`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT) (5
-    /// minutes), so that no call stays in flight for good; `Duration::MAX` lifts the bound.
+    /// Without it, a run served over a transport stops after
+    /// [`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT) (5 minutes), so that no call stays in
+    /// flight for good; `Duration::MAX` lifts the bound. (In the [`Tester`](crate::testing::Tester)
+    /// only a timeout that is set applies.)
     ///
     /// ```
     /// use std::time::Duration;
@@ -602,9 +604,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     }
 }
 
-/// The log event of a call whose future was dropped before it ended: without it, a client
-/// that went away would leave no trace of its call in the log.
-struct UnfinishedCall<'a> {
+/// The one log event of a call. If the call's future is dropped before it ends (the client
+/// went away, a session closed), `Drop` logs it as cancelled: without that, such a call
+/// would leave no trace in the log.
+struct CallLog<'a> {
     tool: &'a str,
     action: Option<&'a str>,
     request_id: Option<&'a str>,
@@ -613,30 +616,50 @@ struct UnfinishedCall<'a> {
     redactor: &'a Redactor,
     started: Instant,
     ok_level: tracing::Level,
-    /// Cleared once the call reaches its end (no `.await` after that).
+    /// Cleared once the event is logged.
     armed: bool,
 }
 
-impl Drop for UnfinishedCall<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let failure = Failure::new(FailureKind::Cancelled);
+impl CallLog<'_> {
+    /// Logs the call's event and returns its latency.
+    fn finish(
+        &mut self,
+        outcome: &'static str,
+        attempts: u32,
+        failure: Option<&Failure>,
+        message: &str,
+    ) -> Duration {
+        self.armed = false;
+        let latency = self.started.elapsed();
         crate::log::call_event(&crate::log::CallRecord {
             tool: self.tool,
             action: self.action,
             request_id: self.request_id,
             args: self.args,
             correlation_id: self.correlation_id,
-            latency: self.started.elapsed(),
-            outcome: "cancelled",
-            attempts: 0,
-            failure: Some(&failure),
-            message: "the call was dropped before it ended (the client went away or the transport stopped)",
+            latency,
+            outcome,
+            attempts,
+            failure,
+            message,
             redactor: self.redactor,
             ok_level: self.ok_level,
         });
+        latency
+    }
+}
+
+impl Drop for CallLog<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let failure = Failure::new(FailureKind::Cancelled);
+            self.finish(
+                "cancelled",
+                0,
+                Some(&failure),
+                "the call was dropped before it ended (the client went away or the transport stopped)",
+            );
+        }
     }
 }
 
@@ -789,7 +812,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let in_flight = handler.map(|index| self.inner.metrics[index].start());
         // A call whose future is dropped before it ends (the client went away, the session
         // closed) is still logged, once, as cancelled.
-        let mut unfinished = UnfinishedCall {
+        let mut log = CallLog {
             tool,
             action: target.action,
             request_id: call.request_id(),
@@ -816,25 +839,10 @@ impl<C: Send + Sync + 'static> Server<C> {
             match claimed {
                 Some(Claim::Replay(stored)) => match CallReport::from_json(stored) {
                     Some(report) => {
-                        unfinished.armed = false;
-                        let latency = started.elapsed();
+                        let latency = log.finish("replayed", 0, None, "");
                         if let Some(in_flight) = in_flight {
                             in_flight.finish("replayed", latency, 0);
                         }
-                        crate::log::call_event(&crate::log::CallRecord {
-                            tool,
-                            action: target.action,
-                            request_id: call.request_id(),
-                            args: &args,
-                            correlation_id: &correlation_id,
-                            latency,
-                            outcome: "replayed",
-                            attempts: 0,
-                            failure: None,
-                            message: "",
-                            redactor: &redactor,
-                            ok_level: self.inner.ok_level,
-                        });
                         return report;
                     }
                     // A stored result this build cannot read: run again, and store anew.
@@ -859,7 +867,6 @@ impl<C: Send + Sync + 'static> Server<C> {
             },
         };
         // No `.await` from here on: the call ends in this poll.
-        unfinished.armed = false;
         let (mut rendered, mut outcome_name) =
             self.render(&target, handler, outcome, &correlation_id, &redactor);
         if outcome_name == "ok" && attempts > 1 {
@@ -873,24 +880,15 @@ impl<C: Send + Sync + 'static> Server<C> {
                 claim.release();
             }
         }
-        let latency = started.elapsed();
+        let latency = log.finish(
+            outcome_name,
+            attempts,
+            rendered.failure.as_ref(),
+            rendered.report.data.as_str().unwrap_or(""),
+        );
         if let Some(in_flight) = in_flight {
             in_flight.finish(outcome_name, latency, attempts);
         }
-        crate::log::call_event(&crate::log::CallRecord {
-            tool,
-            action: target.action,
-            request_id: call.request_id(),
-            args: &args,
-            correlation_id: &correlation_id,
-            latency,
-            outcome: outcome_name,
-            attempts,
-            failure: rendered.failure.as_ref(),
-            message: rendered.report.data.as_str().unwrap_or(""),
-            redactor: &redactor,
-            ok_level: self.inner.ok_level,
-        });
         if let Some(failure) = rendered
             .failure
             .as_ref()
@@ -1094,7 +1092,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                     context,
                     call,
                     args,
-                    run_deadline(runtime.policy),
+                    run_deadline(runtime.policy, call),
                 )
                 .await;
             let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
@@ -1331,8 +1329,11 @@ struct Rendered {
     failure: Option<Failure>,
 }
 
-/// The deadline of one run: the tool's or the server's `timeout`, else the generous
-/// default, so that no call is in flight for good (issue 15).
-fn run_deadline(policy: Policy) -> Option<Duration> {
-    Some(policy.timeout.unwrap_or(crate::recover::DEFAULT_TIMEOUT))
+/// The deadline of one run: the tool's or the server's `timeout`; for a call served over a
+/// transport, else the generous default, so that no call is in flight for good. In the
+/// tester the test decides how long it waits (and its runtime may have no timers).
+fn run_deadline(policy: Policy, call: &Call) -> Option<Duration> {
+    policy
+        .timeout
+        .or_else(|| call.is_served().then_some(crate::recover::DEFAULT_TIMEOUT))
 }

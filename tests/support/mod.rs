@@ -240,6 +240,16 @@ fn collect(drain: Drain, deadline: Instant) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// Sends `signal` (e.g. `"TERM"`) to process `pid`, with the system's `kill`.
+pub(crate) fn send_signal(pid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
 fn kill_tree(child: &mut Child) {
     #[cfg(unix)]
     {
@@ -401,12 +411,7 @@ impl HttpServer {
 
     /// Sends `signal` (e.g. `"TERM"`) to the server process.
     pub(crate) fn signal(&self, signal: &str) {
-        let _ = Command::new("kill")
-            .args([format!("-{signal}"), self.pid().to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        send_signal(self.pid(), signal);
     }
 
     /// Waits at most `timeout` for the process to exit; its status, or `None` (still running).

@@ -212,12 +212,7 @@ impl StdioPeer {
 
     /// Sends `signal` (e.g. `"TERM"`) to the server.
     pub(crate) fn signal(&self, signal: &str) {
-        let _ = Command::new("kill")
-            .args([format!("-{signal}"), self.pid().to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        super::send_signal(self.pid(), signal);
     }
 
     /// Waits at most `limit` for the server to exit.
