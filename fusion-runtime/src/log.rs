@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::Failure;
+use crate::{
+    error::Failure,
+    validate::{ArgIssue, IssueCode},
+};
 
 /// The `tracing` target of per-call events.
 pub const CALL_TARGET: &str = "fusion::call";
@@ -75,15 +78,50 @@ pub const REDACTED: &str = "[redacted]";
 #[derive(Debug, Default)]
 pub(crate) struct Redactor {
     keys: Vec<String>,
+    /// Secret values of at least 4 characters, and their escaped spellings (as JSON and
+    /// Rust's `{:?}` write them), longest first: replaced wherever they appear.
     values: Vec<String>,
+    /// Every secret value, short ones too: a problem report about a secret that quotes one
+    /// of them, or 8 bytes of one, is withheld (see [`Redactor::issues`]).
+    all: Vec<String>,
 }
+
+/// The shortest stretch of a secret that counts as quoting it: long enough that ordinary
+/// words do not match by chance, short enough that a cut prefix is caught.
+const QUOTE_WINDOW: usize = 8;
+
+/// The most characters of a hint, or of a tool's own complaint, that a problem report
+/// keeps: they may quote the input (serde's "invalid value: string ..."), which can be as
+/// long as a string may be.
+const ISSUE_TEXT_CHARS: usize = 300;
 
 impl Redactor {
     /// Collects the secret values of `args` for the keys a tool marked `secret`.
     pub(crate) fn new(keys: &[String], args: &Value) -> Self {
-        let mut values = Vec::new();
+        let mut all = Vec::new();
         if !keys.is_empty() {
-            collect(args, keys, false, &mut values, 0);
+            collect(args, keys, false, &mut all, 0);
+        }
+        all.sort();
+        all.dedup();
+        let mut values = Vec::new();
+        for value in &all {
+            // Short values (a PIN's digits) would redact unrelated text; they are still
+            // hidden by key in the logged arguments, and withheld from problem reports.
+            if value.chars().count() < 4 {
+                continue;
+            }
+            values.push(value.clone());
+            // A message that quotes the value escaped (a JSON preview, serde's `{:?}`)
+            // does not contain it as sent.
+            let json = Value::String(value.clone()).to_string();
+            let debug = format!("{value:?}");
+            for quoted in [json, debug] {
+                let inner = &quoted[1..quoted.len() - 1];
+                if inner != value.as_str() {
+                    values.push(inner.to_owned());
+                }
+            }
         }
         // Longest first, so a secret that contains another is replaced whole.
         values.sort_by_key(|value| std::cmp::Reverse(value.len()));
@@ -91,6 +129,7 @@ impl Redactor {
         Self {
             keys: keys.to_vec(),
             values,
+            all,
         }
     }
 
@@ -123,8 +162,85 @@ impl Redactor {
         }
     }
 
+    /// Makes argument problems safe to show, before they are rendered into the message,
+    /// `_meta` and the log. Whole secret values are replaced first, then text that may
+    /// quote input is cut (in this order: a cut first would leave a prefix that no longer
+    /// matches the whole value). A problem at a secret's path never shows what was received,
+    /// and a hint or a tool's own complaint there that quotes the secret (whole, or any 8
+    /// bytes of it) is withheld: the validator already reports secrets without their
+    /// content, and this also covers the limit checks and `validate = ..` functions.
+    pub(crate) fn issues(&self, issues: &mut [ArgIssue]) {
+        for issue in issues {
+            let at_secret = self.touches_secret(&issue.path);
+            if !self.values.is_empty() {
+                issue.expected = self.text(&issue.expected);
+                issue.received = issue.received.as_deref().map(|text| self.text(text));
+                issue.hint = issue.hint.as_deref().map(|text| self.text(text));
+            }
+            issue.hint = issue.hint.as_deref().map(cut_text);
+            if matches!(issue.code, IssueCode::Custom | IssueCode::Decode) {
+                issue.expected = cut_text(&issue.expected);
+            }
+            if !at_secret {
+                continue;
+            }
+            if let Some(received) = &mut issue.received
+                && !received.starts_with(REDACTED)
+            {
+                // "<preview> (a string)": keep the type, which says what to fix.
+                *received = match received.rsplit_once(" (") {
+                    Some((_, kind)) => format!("{REDACTED} ({kind}"),
+                    None => REDACTED.to_owned(),
+                };
+            }
+            if issue.hint.as_deref().is_some_and(|hint| self.quotes(hint)) {
+                issue.hint = None;
+            }
+            if issue.code == IssueCode::Custom && self.quotes(&issue.expected) {
+                issue.expected =
+                    "a value the tool's own check accepts (its reason quoted the secret value, so it is not shown)"
+                        .to_owned();
+            }
+        }
+    }
+
+    /// Whether a problem's path (`creds.token`, `items[2].pin`) goes through a secret key.
+    fn touches_secret(&self, path: &str) -> bool {
+        !self.keys.is_empty()
+            && path
+                .split(['.', '[', ']'])
+                .any(|segment| self.is_secret_key(segment))
+    }
+
+    /// Whether `text` quotes a secret: one of fewer than 8 bytes whole, or any 8-byte
+    /// stretch of a longer one. One pass over each secret, whatever its length.
+    fn quotes(&self, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        let windows: std::collections::HashSet<&[u8]> = bytes.windows(QUOTE_WINDOW).collect();
+        self.all.iter().any(|secret| {
+            if secret.len() < QUOTE_WINDOW {
+                text.contains(secret.as_str())
+            } else {
+                secret
+                    .as_bytes()
+                    .windows(QUOTE_WINDOW)
+                    .any(|window| windows.contains(window))
+            }
+        })
+    }
+
     fn is_secret_key(&self, key: &str) -> bool {
         self.keys.iter().any(|secret| secret == key)
+    }
+}
+
+/// Text of a problem report cut to [`ISSUE_TEXT_CHARS`] characters.
+fn cut_text(text: &str) -> String {
+    let kept = crate::echo::prefix(text, ISSUE_TEXT_CHARS);
+    if kept.len() == text.len() {
+        text.to_owned()
+    } else {
+        format!("{kept}…")
     }
 }
 
@@ -133,12 +249,8 @@ fn collect(value: &Value, keys: &[String], secret: bool, out: &mut Vec<String>, 
         return;
     }
     match value {
-        // Short values (a PIN's digits) would redact unrelated text; they are still
-        // hidden by key in the logged arguments.
-        Value::String(text) if secret && text.chars().count() >= 4 => out.push(text.clone()),
-        Value::Number(number) if secret && number.to_string().len() >= 4 => {
-            out.push(number.to_string())
-        }
+        Value::String(text) if secret && !text.is_empty() => out.push(text.clone()),
+        Value::Number(number) if secret => out.push(number.to_string()),
         Value::Array(items) => items
             .iter()
             .for_each(|item| collect(item, keys, secret, out, depth + 1)),
@@ -158,9 +270,10 @@ fn collect(value: &Value, keys: &[String], secret: bool, out: &mut Vec<String>, 
 }
 
 /// The arguments as the log shows them: compact JSON with `secret` values replaced by
-/// `"[redacted]"`, long strings cut to 200 characters, arrays and objects to their first
-/// 20 entries, and nesting to 8 levels, so a hostile argument can neither flood the log
-/// nor exhaust the stack while rendering.
+/// `"[redacted]"`, long strings cut to 200 characters, keys over
+/// [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) cut, arrays and objects to their first 20
+/// entries, and nesting to 8 levels, so a hostile argument can neither flood the log nor
+/// exhaust the stack while rendering.
 pub(crate) fn render_args(args: &Value, redactor: &Redactor) -> String {
     fn shrink(value: &Value, depth: usize, redactor: &Redactor) -> Value {
         const MAX_CHARS: usize = 200;
@@ -198,7 +311,8 @@ pub(crate) fn render_args(args: &Value, redactor: &Redactor) -> String {
                         } else {
                             shrink(item, depth + 1, redactor)
                         };
-                        (key.clone(), shown)
+                        // Keys are the client's too, and cut like values.
+                        (crate::echo::key(key).into_owned(), shown)
                     })
                     .collect();
                 if entries.len() > MAX_ENTRIES {
@@ -267,7 +381,11 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
     }
     let correlation_id = correlation_id.as_str();
     let latency_us = u64::try_from(record.latency.as_micros()).unwrap_or(u64::MAX);
-    let action = record.action.unwrap_or("");
+    // The client's names, cut: an unknown tool's name may be megabytes.
+    let tool = crate::echo::name(tool);
+    let tool = tool.as_ref();
+    let action = crate::echo::name(record.action.unwrap_or(""));
+    let action = action.as_ref();
     let request_id = record.request_id.unwrap_or("");
     let arguments = render_args(args, redactor);
     macro_rules! event {

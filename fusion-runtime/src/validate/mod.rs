@@ -111,12 +111,31 @@ impl fmt::Display for IssueCode {
 const PREVIEW_CHARS: usize = 60;
 
 /// Compact JSON of a value, cut to [`PREVIEW_CHARS`] characters with an ellipsis.
+///
+/// Serialization stops once enough is written, so a preview of a 15 MiB value costs what a
+/// preview of a short one does.
 pub(crate) fn preview(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() <= PREVIEW_CHARS {
+    // A character is at most 4 bytes, and an escape (`\u001f`) at most 6: room for
+    // `PREVIEW_CHARS` characters of any kind, and one more to know whether there is more.
+    let mut sink = crate::echo::Bounded::new((PREVIEW_CHARS + 1) * 6);
+    // An error means the sink is full (a `Value` always serializes): the start is enough.
+    let _ = serde_json::to_writer(&mut sink, value);
+    let full = !sink.is_full();
+    // The sink may end inside a character; drop the partial one.
+    let text = match String::from_utf8(sink.bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let valid = error.utf8_error().valid_up_to();
+            let mut bytes = error.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+    };
+    let shown = crate::echo::prefix(&text, PREVIEW_CHARS);
+    if full && shown.len() == text.len() {
         return text;
     }
-    let mut cut: String = text.chars().take(PREVIEW_CHARS).collect();
+    let mut cut = shown.to_owned();
     cut.push('…');
     cut
 }
@@ -139,11 +158,22 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// The closest of `candidates` to `word`, if one is close enough to be a likely typo.
+/// The longest word [`closest`] compares, in bytes. Jaro-Winkler allocates and walks both
+/// words for every candidate, so a suggestion for a 15 MiB key cost seconds; a word this
+/// long is no typo of a name anyway.
+const MAX_SUGGEST_BYTES: usize = crate::echo::MAX_KEY_BYTES;
+
+/// The closest of `candidates` to `word`, if one is close enough to be a likely typo. No
+/// suggestion for a word over [`MAX_SUGGEST_BYTES`], nor for candidates over it (a server's
+/// own names, bounded, but the cost must not depend on anyone's input).
 pub(crate) fn closest<'a>(
     word: &str,
     candidates: impl Iterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    if word.len() > MAX_SUGGEST_BYTES {
+        return None;
+    }
+    let candidates = candidates.filter(|candidate| candidate.len() <= MAX_SUGGEST_BYTES);
     let folded = fold(word);
     let mut best: Option<(f64, &str)> = None;
     for candidate in candidates {
@@ -325,6 +355,8 @@ struct Node {
     unique_items: bool,
     pattern: Option<Regex>,
     format: Option<String>,
+    /// `writeOnly: true`: an `#[arg(secret)]` value, never quoted in a problem report.
+    secret: bool,
 }
 
 /// A tool's input schema compiled for checking arguments.
@@ -470,6 +502,7 @@ impl Validator {
             nodes: &self.nodes,
             path: Vec::new(),
             issues: Vec::new(),
+            secret: false,
         };
         for (name, property) in properties {
             let Some(default) = property.get("default") else {
@@ -494,6 +527,7 @@ impl Validator {
             nodes: &self.nodes,
             path: Vec::new(),
             issues: Vec::new(),
+            secret: false,
         };
         walk.check(self.root, value);
         walk.issues
@@ -502,6 +536,9 @@ impl Validator {
 
 /// Limits that protect the server from arguments built to exhaust it. Checked before
 /// decoding; a breach is an argument problem like any other, with the path of the value.
+///
+/// Keys longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES), at any depth, are breaches
+/// too (`too_large`), whatever these limits say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// How deep objects and arrays may nest (the arguments object is depth 1).
@@ -530,6 +567,7 @@ impl Limits {
             nodes: &[],
             path: Vec::new(),
             issues: Vec::new(),
+            secret: false,
         };
         walk.limits(self, args, 1);
         walk.issues
@@ -614,6 +652,7 @@ impl<'s> Compiler<'s> {
         if let Some(Value::String(reference)) = schema.get("$ref") {
             node.reference = self.resolve(reference);
         }
+        node.secret = schema.get("writeOnly") == Some(&Value::Bool(true));
         self.constraints(schema, &mut node);
         self.nodes[id] = node;
         id
@@ -703,6 +742,8 @@ struct Walk<'a> {
     nodes: &'a [Node],
     path: Vec<Segment<'a>>,
     issues: Vec<ArgIssue>,
+    /// Inside a secret value: problems name its type, never its content.
+    secret: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -710,6 +751,10 @@ impl<'a> Walk<'a> {
         let mut text = String::new();
         for segment in &self.path {
             match segment {
+                // A key over the limit is quoted cut (`is_plain_key` would read it whole).
+                Segment::Key(key) if key.len() > crate::echo::MAX_KEY_BYTES => {
+                    let _ = write!(text, "[{}]", Value::String(crate::echo::key(key).into()));
+                }
                 Segment::Key(key) if is_plain_key(key) => {
                     if !text.is_empty() {
                         text.push('.');
@@ -734,7 +779,11 @@ impl<'a> Walk<'a> {
         received: Option<&Value>,
         hint: Option<String>,
     ) {
-        let received = received.map(|value| format!("{} ({})", preview(value), type_name(value)));
+        let received = received.map(|value| match self.secret {
+            // Not even a prefix: a secret that fails a check is still a secret.
+            true => format!("{} ({})", crate::log::REDACTED, type_name(value)),
+            false => format!("{} ({})", preview(value), type_name(value)),
+        });
         self.issues.push(ArgIssue {
             path: self.path(),
             code,
@@ -745,6 +794,16 @@ impl<'a> Walk<'a> {
     }
 
     fn check(&mut self, id: NodeId, value: &'a Value) {
+        if self.nodes[id].secret && !self.secret {
+            self.secret = true;
+            self.check_node(id, value);
+            self.secret = false;
+        } else {
+            self.check_node(id, value);
+        }
+    }
+
+    fn check_node(&mut self, id: NodeId, value: &'a Value) {
         let node = &self.nodes[id];
         if node.never {
             self.report(
@@ -761,7 +820,12 @@ impl<'a> Walk<'a> {
         if let Some(types) = node.types
             && !types.allows(value)
         {
-            let hint = type_hint(types, value);
+            // The type hints quote the value ("send 1234 without quotes").
+            let hint = if self.secret {
+                None
+            } else {
+                type_hint(types, value)
+            };
             let code = if value.is_null() {
                 IssueCode::Null
             } else {
@@ -832,7 +896,21 @@ impl<'a> Walk<'a> {
             Value::Object(object) => {
                 for (key, item) in object {
                     self.path.push(Segment::Key(key));
-                    self.limits(limits, item, depth + 1);
+                    if key.len() > crate::echo::MAX_KEY_BYTES {
+                        // Refused before any decode, did-you-mean or schema walk reads it;
+                        // the path quotes it cut. Its value is not looked at.
+                        self.report(
+                            IssueCode::TooLarge,
+                            format!("a key of at most {} bytes", crate::echo::MAX_KEY_BYTES),
+                            None,
+                            Some(format!(
+                                "the key has {} bytes; no parameter has a name this long, remove it",
+                                key.len()
+                            )),
+                        );
+                    } else {
+                        self.limits(limits, item, depth + 1);
+                    }
                     self.path.pop();
                 }
             }
@@ -850,6 +928,7 @@ impl<'a> Walk<'a> {
                 nodes: self.nodes,
                 path: self.path.clone(),
                 issues: Vec::new(),
+                secret: self.secret,
             };
             trial.check(branch, value);
             if trial.issues.is_empty() {
@@ -1119,6 +1198,7 @@ impl<'a> Walk<'a> {
             nodes: self.nodes,
             path: Vec::new(),
             issues: Vec::new(),
+            secret: false,
         };
         trial.check(id, &Value::Null);
         trial.issues.is_empty()
@@ -1201,6 +1281,8 @@ fn type_hint(types: Types, value: &Value) -> Option<String> {
                 Ok(number) if types.0 & Types::NUMBER == 0 && number.fract() != 0.0 => {
                     Some("send a whole number without quotes".into())
                 }
+                // A long number is not repeated whole: the hint must stay short.
+                Ok(_) if trimmed.len() > PREVIEW_CHARS => Some("send the number without quotes".into()),
                 Ok(_) => Some(format!("send {trimmed} without quotes")),
                 Err(_) => None,
             }
