@@ -280,8 +280,12 @@ pub(crate) fn render_args(args: &Value, redactor: &Redactor) -> String {
         const MAX_ENTRIES: usize = 20;
         const MAX_DEPTH: usize = 8;
         match value {
-            Value::String(text) if text.chars().count() > MAX_CHARS => {
-                let cut: String = text.chars().take(MAX_CHARS).collect();
+            // Found without counting every character of a long string.
+            Value::String(text)
+                if text.len() > MAX_CHARS
+                    && crate::echo::prefix(text, MAX_CHARS).len() < text.len() =>
+            {
+                let cut = crate::echo::prefix(text, MAX_CHARS);
                 Value::String(format!("{cut}… ({} bytes in all)", text.len()))
             }
             Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => {

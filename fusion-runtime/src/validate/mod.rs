@@ -1282,7 +1282,9 @@ fn type_hint(types: Types, value: &Value) -> Option<String> {
                     Some("send a whole number without quotes".into())
                 }
                 // A long number is not repeated whole: the hint must stay short.
-                Ok(_) if trimmed.len() > PREVIEW_CHARS => Some("send the number without quotes".into()),
+                Ok(_) if trimmed.len() > PREVIEW_CHARS => {
+                    Some("send the number without quotes".into())
+                }
                 Ok(_) => Some(format!("send {trimmed} without quotes")),
                 Err(_) => None,
             }
