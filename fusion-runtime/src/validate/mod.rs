@@ -118,8 +118,8 @@ pub(crate) fn preview(value: &Value) -> String {
     // A character is at most 4 bytes, and an escape (`\u001f`) at most 6: room for
     // `PREVIEW_CHARS` characters of any kind, and one more to know whether there is more.
     let mut sink = crate::echo::Bounded::new((PREVIEW_CHARS + 1) * 6);
-    // An error means the sink is full (a `Value` always serializes): the start is enough.
-    let _ = serde_json::to_writer(&mut sink, value);
+    // An error means the sink is full: the start is enough.
+    let _ = write_preview(value, &mut sink);
     let full = !sink.is_full();
     // The sink may end inside a character; drop the partial one.
     let text = match String::from_utf8(sink.bytes) {
@@ -138,6 +138,44 @@ pub(crate) fn preview(value: &Value) -> String {
     let mut cut = shown.to_owned();
     cut.push('…');
     cut
+}
+
+/// Writes the compact JSON of `value` into `sink` until it is full. Strings and keys are
+/// cut to one character more than a preview shows before they are serialized: serde_json
+/// scans a whole string for escapes before writing any of it, so a 15 MiB string would
+/// cost a full scan (a second of an unoptimized build) for 60 characters.
+fn write_preview(value: &Value, sink: &mut crate::echo::Bounded) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let text = |text: &str, sink: &mut crate::echo::Bounded| {
+        serde_json::to_writer(sink, crate::echo::prefix(text, PREVIEW_CHARS + 1))
+            .map_err(std::io::Error::other)
+    };
+    match value {
+        Value::String(string) => text(string, sink),
+        Value::Array(items) => {
+            sink.write_all(b"[")?;
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    sink.write_all(b",")?;
+                }
+                write_preview(item, sink)?;
+            }
+            sink.write_all(b"]")
+        }
+        Value::Object(entries) => {
+            sink.write_all(b"{")?;
+            for (index, (key, item)) in entries.iter().enumerate() {
+                if index > 0 {
+                    sink.write_all(b",")?;
+                }
+                text(key, sink)?;
+                sink.write_all(b":")?;
+                write_preview(item, sink)?;
+            }
+            sink.write_all(b"}")
+        }
+        scalar => serde_json::to_writer(sink, scalar).map_err(std::io::Error::other),
+    }
 }
 
 /// The JSON type of a value, with its article, as the messages name it.
@@ -899,15 +937,16 @@ impl<'a> Walk<'a> {
                     if key.len() > crate::echo::MAX_KEY_BYTES {
                         // Refused before any decode, did-you-mean or schema walk reads it;
                         // the path quotes it cut. Its value is not looked at.
-                        self.report(
-                            IssueCode::TooLarge,
-                            format!("a key of at most {} bytes", crate::echo::MAX_KEY_BYTES),
-                            None,
-                            Some(format!(
-                                "the key has {} bytes; no parameter has a name this long, remove it",
-                                key.len()
-                            )),
-                        );
+                        self.issues.push(ArgIssue {
+                            path: self.path(),
+                            code: IssueCode::TooLarge,
+                            expected: format!(
+                                "a key of at most {} bytes",
+                                crate::echo::MAX_KEY_BYTES
+                            ),
+                            received: Some(format!("a key of {} bytes", key.len())),
+                            hint: Some("no parameter has a name this long; remove it".into()),
+                        });
                     } else {
                         self.limits(limits, item, depth + 1);
                     }
@@ -1436,6 +1475,87 @@ mod tests {
     fn previews_are_truncated() {
         let long = Value::String("x".repeat(500));
         assert!(preview(&long).chars().count() <= PREVIEW_CHARS + 1);
+    }
+
+    #[test]
+    fn previews_are_exact_when_short_and_cut_when_long() {
+        assert_eq!(preview(&json!({"a": [1, "b"]})), r#"{"a":[1,"b"]}"#);
+        // Exactly the preview's length: shown whole, no ellipsis.
+        let fits = Value::String("y".repeat(PREVIEW_CHARS - 2));
+        assert_eq!(
+            preview(&fits),
+            format!("\"{}\"", "y".repeat(PREVIEW_CHARS - 2))
+        );
+        // One character more: cut, with an ellipsis.
+        let over = Value::String("y".repeat(PREVIEW_CHARS - 1));
+        assert_eq!(
+            preview(&over),
+            format!("\"{}…", "y".repeat(PREVIEW_CHARS - 1))
+        );
+        // Huge strings and keys, anywhere, cost what short ones do, and cut on characters.
+        let giant = "é".repeat(1 << 20);
+        let nested = json!([{ giant.clone(): giant.clone() }]);
+        let shown = preview(&nested);
+        assert!(shown.starts_with("[{\"ééé"), "{shown}");
+        assert!(shown.ends_with('…'), "{shown}");
+        assert_eq!(shown.chars().count(), PREVIEW_CHARS + 1);
+        let many = Value::Array(vec![Value::from(1); 1 << 20]);
+        assert_eq!(preview(&many).chars().count(), PREVIEW_CHARS + 1);
+    }
+
+    #[test]
+    fn suggestions_only_for_bounded_words() {
+        let names = ["user_id", "limit"];
+        let giant = format!("user_id{}", "x".repeat(crate::echo::MAX_KEY_BYTES));
+        assert_eq!(closest(&giant, names.iter().copied()), None);
+        let near = format!("user_i{}", "d".repeat(3));
+        assert_eq!(closest(&near, names.iter().copied()), Some("user_id"));
+    }
+
+    #[test]
+    fn giant_keys_are_refused_before_decoding_and_quoted_cut() {
+        let key = "k".repeat(crate::echo::MAX_KEY_BYTES + 1);
+        let args = json!({"ok": 1, "nested": {key.clone(): 2}});
+        let issues = Limits::default().check(&args);
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].code, IssueCode::TooLarge);
+        assert_eq!(
+            issues[0].path,
+            format!("nested[\"{}… (257 bytes in all)\"]", "k".repeat(60))
+        );
+        // At the limit: accepted.
+        let fits = json!({"k".repeat(crate::echo::MAX_KEY_BYTES): 1});
+        assert!(Limits::default().check(&fits).is_empty());
+    }
+
+    #[test]
+    fn secret_values_are_never_quoted() {
+        let v = validator(json!({
+            "type": "object",
+            "properties": {
+                "pin": {"type": "integer", "writeOnly": true},
+                "creds": {"type": "object", "properties": {
+                    "token": {"type": "string", "pattern": "^[0-9]+$", "writeOnly": true}}}
+            }
+        }));
+        let issues = v.validate(&json!({"pin": "1234", "creds": {"token": "abc-secret"}}));
+        assert_eq!(issues.len(), 2, "{issues:?}");
+        for issue in &issues {
+            assert_eq!(
+                issue
+                    .received
+                    .as_deref()
+                    .map(|r| r.starts_with("[redacted] (")),
+                Some(true)
+            );
+            let shown = format!("{issue:?}");
+            assert!(
+                !shown.contains("1234") && !shown.contains("abc-secret"),
+                "{shown}"
+            );
+        }
+        // The type hint would have quoted the PIN ("send 1234 without quotes").
+        assert_eq!(issues[0].hint, None);
     }
 
     #[test]
