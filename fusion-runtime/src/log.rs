@@ -539,3 +539,126 @@ pub(crate) fn startup_failed(error: &crate::server::StartupError) {
         "start-up failed: not serving"
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn issue(path: &str, code: IssueCode, expected: &str, received: &str, hint: &str) -> ArgIssue {
+        ArgIssue {
+            path: path.into(),
+            code,
+            expected: expected.into(),
+            received: Some(received.into()),
+            hint: Some(hint.into()),
+        }
+    }
+
+    #[test]
+    fn escaped_spellings_of_a_secret_are_redacted_too() {
+        let secret = "pa\"ss\\word";
+        let redactor = Redactor::new(&["password".into()], &json!({"password": secret}));
+        // As sent, as JSON writes it, as `{:?}` writes it.
+        for text in [
+            format!("got {secret}"),
+            format!("got {}", Value::String(secret.into())),
+            format!("got {secret:?}"),
+        ] {
+            let shown = redactor.text(&text);
+            assert!(!shown.contains("ss"), "{shown}");
+            assert!(shown.contains(REDACTED), "{shown}");
+        }
+    }
+
+    #[test]
+    fn problems_at_a_secret_never_quote_it() {
+        let secret = "Zq7-very-secret-token-value";
+        let args = json!({"creds": [{"token": secret}], "other": "x"});
+        let redactor = Redactor::new(&["token".into()], &args);
+        let prefix = &secret[..12];
+        let mut issues = vec![
+            // A limit check, which knows no schema, quoted a prefix.
+            issue(
+                "creds[0].token",
+                IssueCode::TooLarge,
+                "a string of at most 16 bytes",
+                &format!("\"{prefix}… (a string)"),
+                "send less",
+            ),
+            // A tool's own check quoted a prefix in its complaint.
+            issue(
+                "creds[0].token",
+                IssueCode::Custom,
+                &format!("token {prefix}… was revoked"),
+                "",
+                &format!("use another than {prefix}"),
+            ),
+            // Elsewhere, nothing changes.
+            issue(
+                "other",
+                IssueCode::Type,
+                "an integer",
+                "\"x\" (a string)",
+                "send 1",
+            ),
+        ];
+        redactor.issues(&mut issues);
+        assert_eq!(issues[0].received.as_deref(), Some("[redacted] (a string)"));
+        assert_eq!(issues[0].hint.as_deref(), Some("send less"));
+        assert!(
+            issues[1]
+                .expected
+                .starts_with("a value the tool's own check accepts")
+        );
+        assert_eq!(issues[1].hint, None);
+        assert_eq!(issues[2].received.as_deref(), Some("\"x\" (a string)"));
+        assert_eq!(issues[2].hint.as_deref(), Some("send 1"));
+        let shown = format!("{issues:?}");
+        assert!(!shown.contains(&secret[..8]), "{shown}");
+    }
+
+    #[test]
+    fn short_secrets_are_withheld_from_problems_but_not_replaced_in_text() {
+        let redactor = Redactor::new(&["pin".into()], &json!({"pin": "42"}));
+        // Replacing "42" everywhere would garble unrelated text...
+        assert_eq!(redactor.text("at most 42 items"), "at most 42 items");
+        // ...but a complaint about the PIN that quotes it is withheld.
+        let mut issues = vec![issue("pin", IssueCode::Custom, "PIN 42 is locked", "", "")];
+        redactor.issues(&mut issues);
+        assert!(!issues[0].expected.contains("42"), "{:?}", issues[0]);
+    }
+
+    #[test]
+    fn text_that_quotes_input_is_cut_after_redaction() {
+        let secret = "s".repeat(500);
+        let redactor = Redactor::new(&["key".into()], &json!({"key": secret}));
+        let mut issues = vec![issue(
+            "",
+            IssueCode::Decode,
+            "arguments the tool's types accept",
+            "",
+            &format!("invalid value: {secret} and {}", "y".repeat(5000)),
+        )];
+        redactor.issues(&mut issues);
+        let hint = issues[0].hint.as_deref().unwrap_or("");
+        assert!(
+            hint.starts_with("invalid value: [redacted] and yyy"),
+            "{hint}"
+        );
+        assert!(
+            hint.chars().count() <= ISSUE_TEXT_CHARS + 1,
+            "{}",
+            hint.len()
+        );
+    }
+
+    #[test]
+    fn logged_keys_are_cut() {
+        let key = "k".repeat(1 << 20);
+        let shown = render_args(&json!({ key: 1 }), &Redactor::default());
+        assert!(shown.len() < 200, "{}", shown.len());
+        assert!(shown.contains("(1048576 bytes in all)"), "{shown}");
+    }
+}
