@@ -21,7 +21,8 @@ pub enum FailureKind {
     InvalidArguments(Vec<ArgIssue>),
     /// No tool of that name is registered.
     UnknownTool {
-        /// The name the client asked for.
+        /// The name the client asked for; cut (a prefix and its size) when it is longer
+        /// than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) and than every tool's name.
         requested: String,
         /// The names that exist.
         available: Vec<String>,
@@ -37,7 +38,7 @@ pub enum FailureKind {
     UnknownAction {
         /// The tool.
         tool: String,
-        /// The action the client asked for.
+        /// The action the client asked for; cut as [`FailureKind::UnknownTool`]'s is.
         requested: String,
         /// The actions that exist (empty for a tool without actions).
         available: Vec<String>,
@@ -217,7 +218,7 @@ impl Failure {
                 requested,
                 available,
             } => unknown_choice(
-                &format!("Unknown tool `{requested}`."),
+                &format!("Unknown tool `{}`.", crate::echo::name(requested)),
                 "Available tools",
                 requested,
                 available,
@@ -235,14 +236,18 @@ impl Failure {
                 requested,
                 available,
             } if available.is_empty() => format!(
-                "Tool `{tool}` has no actions, so action `{requested}` does not exist. Call `{tool}` without an action."
+                "Tool `{tool}` has no actions, so action `{}` does not exist. Call `{tool}` without an action.",
+                crate::echo::name(requested)
             ),
             FailureKind::UnknownAction {
                 tool,
                 requested,
                 available,
             } => unknown_choice(
-                &format!("Unknown action `{requested}` for tool `{tool}`."),
+                &format!(
+                    "Unknown action `{}` for tool `{tool}`.",
+                    crate::echo::name(requested)
+                ),
                 "Valid actions",
                 requested,
                 available,

@@ -32,6 +32,7 @@
 mod call;
 mod classify;
 mod constraint;
+mod echo;
 mod error;
 pub mod idempotency;
 pub mod log;
@@ -54,6 +55,7 @@ pub use call::{Call, ClientRequestError, Elicitation, ElicitationAction, LogLeve
 pub use classify::{
     Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
 };
+pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
 pub use error::{Failure, FailureKind};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use present::{Presentation, PresenterFn, UiBlock};

@@ -606,6 +606,8 @@ impl<C: Send + Sync + 'static> Server<C> {
 
 /// The message of a failed `prompts/get`, as the client reads it.
 pub(crate) fn prompt_error_message(name: &str, error: &PromptError) -> String {
+    // The client's name, cut like a tool name.
+    let name = crate::echo::name(name);
     match error {
         PromptError::NotFound(names) => {
             let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();

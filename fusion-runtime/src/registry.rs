@@ -11,6 +11,7 @@ use std::{collections::HashMap, sync::Arc};
 use serde_json::{Map, Value};
 
 use crate::{
+    echo::MAX_NAME_BYTES,
     error::FailureKind,
     server::BuildError,
     tool::{Annotations, ToolDefinition},
@@ -44,6 +45,11 @@ pub(crate) struct Registry<C> {
     groups: HashMap<&'static str, Vec<(&'static str, usize)>>,
     /// The `tools/list` answer, in registration order.
     pub(crate) wire: Vec<rmcp::model::Tool>,
+    /// The longest tool name looked up ([`MAX_NAME_BYTES`], or the longest name this server
+    /// has): a longer one cannot match, so it is refused before hashing it.
+    max_tool_bytes: usize,
+    /// The same for action names.
+    max_action_bytes: usize,
 }
 
 impl<C> Registry<C> {
@@ -109,11 +115,23 @@ impl<C> Registry<C> {
         if !errors.is_empty() {
             return Err(errors);
         }
+        let max_tool_bytes = entries
+            .keys()
+            .map(String::len)
+            .chain(groups.keys().map(|group| group.len()))
+            .fold(MAX_NAME_BYTES, usize::max);
+        let max_action_bytes = groups
+            .values()
+            .flatten()
+            .map(|(action, _)| action.len())
+            .fold(MAX_NAME_BYTES, usize::max);
         Ok(Self {
             handlers,
             entries,
             groups,
             wire,
+            max_tool_bytes,
+            max_action_bytes,
         })
     }
 
@@ -164,6 +182,16 @@ impl<C> Registry<C> {
         action: Option<&str>,
         args: &mut Value,
     ) -> Result<(usize, Option<&'static str>), FailureKind> {
+        if tool.len() > self.max_tool_bytes {
+            // No tool has a name this long: refused without hashing it or comparing it with
+            // the tool names, and quoted cut.
+            return Err(FailureKind::UnknownTool {
+                requested: crate::echo::name(tool).into_owned(),
+                available: self.names(),
+            });
+        }
+        let action = action.map(|action| self.bounded_action(action));
+        let action = action.as_deref();
         match self.entries.get(tool) {
             Some(Entry::Single(index)) => {
                 let handler = &self.handlers[*index];
@@ -186,14 +214,14 @@ impl<C> Registry<C> {
                         take_action(args);
                         Some(action.to_owned())
                     }
-                    None => take_action(args),
+                    None => self.take_action(args),
                 };
                 pick(tool, actions, requested)
             }
             None => match (self.groups.get(tool), action) {
                 // Flat exposure, addressed as (group, action): the tester's `call_action`.
                 (Some(actions), Some(action)) => pick(tool, actions, Some(action.to_owned())),
-                (Some(actions), None) => pick(tool, actions, take_action(args)),
+                (Some(actions), None) => pick(tool, actions, self.take_action(args)),
                 (None, _) => Err(FailureKind::UnknownTool {
                     requested: tool.to_owned(),
                     available: self.names(),
@@ -203,17 +231,36 @@ impl<C> Registry<C> {
     }
 }
 
+impl<C> Registry<C> {
+    /// An action name as it is matched: whole when it could be one of ours, else cut (it
+    /// can match none, and the cut form is what the message quotes).
+    fn bounded_action<'a>(&self, action: &'a str) -> std::borrow::Cow<'a, str> {
+        if action.len() > self.max_action_bytes {
+            std::borrow::Cow::Owned(crate::echo::name(action).into_owned())
+        } else {
+            std::borrow::Cow::Borrowed(action)
+        }
+    }
+
+    /// Removes and returns the `action` property of an arguments object, bounded as
+    /// [`Self::bounded_action`] says.
+    fn take_action(&self, args: &mut Value) -> Option<String> {
+        take_action(args).map(|action| self.bounded_action(&action).into_owned())
+    }
+}
+
 enum Listed {
     Single(usize, String),
     Group(&'static str),
 }
 
-/// Removes and returns the `action` property of an arguments object.
+/// Removes and returns the `action` property of an arguments object. An action that is not
+/// a string is named by a preview of its JSON (bounded, however large the value).
 fn take_action(args: &mut Value) -> Option<String> {
     let object = args.as_object_mut()?;
     match object.remove(ACTION_KEY) {
         Some(Value::String(action)) => Some(action),
-        Some(other) => Some(other.to_string()),
+        Some(other) => Some(crate::validate::preview(&other)),
         None => None,
     }
 }

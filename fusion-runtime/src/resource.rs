@@ -679,6 +679,8 @@ impl<C: Send + Sync + 'static> Server<C> {
 
 /// The message of a failed read, as the client reads it.
 pub(crate) fn read_error_message(uri: &str, error: &ReadError) -> String {
+    // The client's URI, quoted whole up to a generous URI length and cut beyond it.
+    let uri = crate::echo::cut(uri, 2048);
     match error {
         ReadError::NotFound => format!("no resource has the URI `{uri}`"),
         ReadError::InvalidUri(details) => {

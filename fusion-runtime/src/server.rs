@@ -1208,10 +1208,15 @@ impl<C: Send + Sync + 'static> Server<C> {
         correlation_id: &recover::CorrelationId,
         redactor: &Redactor,
     ) -> (Rendered, &'static str) {
-        let failure = match outcome {
+        let mut failure = match outcome {
             Outcome::Success(output) => return (self.render_success(handler, output), "ok"),
             Outcome::Failure(failure) => failure,
         };
+        // Before the issues become text: a secret that failed a check is not quoted, and
+        // text that quotes input is cut (after the redaction, which needs whole values).
+        if let FailureKind::InvalidArguments(issues) = &mut failure.kind {
+            redactor.issues(issues);
+        }
         // What the model reads never repeats a secret argument, even when an error
         // message or an invalid value quotes it.
         let message = redactor.text(&failure.message(target, correlation_id.as_str()));
@@ -1316,10 +1321,13 @@ pub(crate) struct Target<'a> {
 }
 
 impl std::fmt::Display for Target<'_> {
+    /// Names as the client sent them, cut when over the name limit (an unknown tool's name
+    /// is the client's, of any size).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tool = crate::echo::name(self.tool);
         match self.action {
-            Some(action) => write!(f, "`{}` (action `{action}`)", self.tool),
-            None => write!(f, "`{}`", self.tool),
+            Some(action) => write!(f, "`{tool}` (action `{}`)", crate::echo::name(action)),
+            None => write!(f, "`{tool}`"),
         }
     }
 }

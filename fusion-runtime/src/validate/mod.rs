@@ -125,18 +125,80 @@ impl fmt::Display for IssueCode {
 const PREVIEW_CHARS: usize = 60;
 
 /// Compact JSON of a value, cut to [`PREVIEW_CHARS`] characters with an ellipsis.
+///
+/// Serialization stops once enough is written, so a preview of a 15 MiB value costs what a
+/// preview of a short one does.
 pub(crate) fn preview(value: &Value) -> String {
-    cut(value.to_string())
-}
-
-/// `text` cut to [`PREVIEW_CHARS`] characters with an ellipsis.
-fn cut(text: String) -> String {
-    if text.chars().count() <= PREVIEW_CHARS {
+    // A character is at most 4 bytes, and an escape (`\u001f`) at most 6: room for
+    // `PREVIEW_CHARS` characters of any kind, and one more to know whether there is more.
+    let mut sink = crate::echo::Bounded::new((PREVIEW_CHARS + 1) * 6);
+    // An error means the sink is full: the start is enough.
+    let _ = write_preview(value, &mut sink);
+    let full = !sink.is_full();
+    // The sink may end inside a character; drop the partial one.
+    let text = match String::from_utf8(sink.bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let valid = error.utf8_error().valid_up_to();
+            let mut bytes = error.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+    };
+    let shown = crate::echo::prefix(&text, PREVIEW_CHARS);
+    if full && shown.len() == text.len() {
         return text;
     }
-    let mut cut: String = text.chars().take(PREVIEW_CHARS).collect();
+    let mut cut = shown.to_owned();
     cut.push('…');
     cut
+}
+
+/// `text` (a number's literal) cut to [`PREVIEW_CHARS`] characters with an ellipsis.
+fn cut(text: String) -> String {
+    let shown = crate::echo::prefix(&text, PREVIEW_CHARS);
+    if shown.len() == text.len() {
+        return text;
+    }
+    format!("{shown}…")
+}
+
+/// Writes the compact JSON of `value` into `sink` until it is full. Strings and keys are
+/// cut to one character more than a preview shows before they are serialized: serde_json
+/// scans a whole string for escapes before writing any of it, so a 15 MiB string would
+/// cost a full scan (a second of an unoptimized build) for 60 characters.
+fn write_preview(value: &Value, sink: &mut crate::echo::Bounded) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let text = |text: &str, sink: &mut crate::echo::Bounded| {
+        serde_json::to_writer(sink, crate::echo::prefix(text, PREVIEW_CHARS + 1))
+            .map_err(std::io::Error::other)
+    };
+    match value {
+        Value::String(string) => text(string, sink),
+        Value::Array(items) => {
+            sink.write_all(b"[")?;
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    sink.write_all(b",")?;
+                }
+                write_preview(item, sink)?;
+            }
+            sink.write_all(b"]")
+        }
+        Value::Object(entries) => {
+            sink.write_all(b"{")?;
+            for (index, (key, item)) in entries.iter().enumerate() {
+                if index > 0 {
+                    sink.write_all(b",")?;
+                }
+                text(key, sink)?;
+                sink.write_all(b":")?;
+                write_preview(item, sink)?;
+            }
+            sink.write_all(b"}")
+        }
+        scalar => serde_json::to_writer(sink, scalar).map_err(std::io::Error::other),
+    }
 }
 
 /// The JSON type of a value, with its article, as the messages name it.
@@ -157,11 +219,22 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// The closest of `candidates` to `word`, if one is close enough to be a likely typo.
+/// The longest word [`closest`] compares, in bytes. Jaro-Winkler allocates and walks both
+/// words for every candidate, so a suggestion for a 15 MiB key cost seconds; a word this
+/// long is no typo of a name anyway.
+const MAX_SUGGEST_BYTES: usize = crate::echo::MAX_KEY_BYTES;
+
+/// The closest of `candidates` to `word`, if one is close enough to be a likely typo. No
+/// suggestion for a word over [`MAX_SUGGEST_BYTES`], nor for candidates over it (a server's
+/// own names, bounded, but the cost must not depend on anyone's input).
 pub(crate) fn closest<'a>(
     word: &str,
     candidates: impl Iterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    if word.len() > MAX_SUGGEST_BYTES {
+        return None;
+    }
+    let candidates = candidates.filter(|candidate| candidate.len() <= MAX_SUGGEST_BYTES);
     let folded = fold(word);
     let mut best: Option<(f64, &str)> = None;
     for candidate in candidates {
@@ -349,6 +422,8 @@ struct Node {
     /// `"format": "float"`: an `f32`, which a finite number beyond its range would turn
     /// into infinity.
     float32: bool,
+    /// `writeOnly: true`: an `#[arg(secret)]` value, never quoted in a problem report.
+    secret: bool,
 }
 
 impl Node {
@@ -494,6 +569,7 @@ impl Validator {
             path: Vec::new(),
             issues: Vec::new(),
             literals: None,
+            secret: false,
         };
         for (name, property) in properties {
             let Some(default) = property.get("default") else {
@@ -523,6 +599,7 @@ impl Validator {
             path: Vec::new(),
             issues: Vec::new(),
             literals,
+            secret: false,
         };
         walk.check(self.root, value);
         walk.issues
@@ -659,6 +736,9 @@ fn write_json(
 
 /// Limits that protect the server from arguments built to exhaust it. Checked before
 /// decoding; a breach is an argument problem like any other, with the path of the value.
+///
+/// Keys longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES), at any depth, are breaches
+/// too (`too_large`), whatever these limits say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// How deep objects and arrays may nest (the arguments object is depth 1).
@@ -688,6 +768,7 @@ impl Limits {
             path: Vec::new(),
             issues: Vec::new(),
             literals: None,
+            secret: false,
         };
         walk.limits(self, args, 1);
         walk.issues
@@ -772,6 +853,7 @@ impl<'s> Compiler<'s> {
         if let Some(Value::String(reference)) = schema.get("$ref") {
             node.reference = self.resolve(reference);
         }
+        node.secret = schema.get("writeOnly") == Some(&Value::Bool(true));
         self.constraints(schema, &mut node);
         self.nodes[id] = node;
         id
@@ -867,6 +949,8 @@ struct Walk<'a> {
     issues: Vec<ArgIssue>,
     /// The number literals the transport recorded, to judge integers sent as floats.
     literals: Option<&'a NumberLiterals>,
+    /// Inside a secret value: problems name its type, never its content.
+    secret: bool,
 }
 
 /// What a number at an integer parameter is, as exactly as it can be known.
@@ -943,6 +1027,10 @@ impl<'a> Walk<'a> {
         let mut text = String::new();
         for segment in &self.path {
             match segment {
+                // A key over the limit is quoted cut (`is_plain_key` would read it whole).
+                Segment::Key(key) if key.len() > crate::echo::MAX_KEY_BYTES => {
+                    let _ = write!(text, "[{}]", Value::String(crate::echo::key(key).into()));
+                }
                 Segment::Key(key) if is_plain_key(key) => {
                     if !text.is_empty() {
                         text.push('.');
@@ -974,6 +1062,10 @@ impl<'a> Walk<'a> {
     /// What came, for a message: a number as the client wrote it when the transport kept
     /// its literal, otherwise the value's compact JSON.
     fn received(&self, value: &Value) -> String {
+        if self.secret {
+            // Not even a prefix: a secret that fails a check is still a secret.
+            return format!("{} ({})", crate::log::REDACTED, type_name(value));
+        }
         match self.literal_of(value) {
             Some(literal) => format!("{} (a number)", cut(literal.to_owned())),
             None => format!("{} ({})", preview(value), type_name(value)),
@@ -1018,6 +1110,16 @@ impl<'a> Walk<'a> {
     }
 
     fn check(&mut self, id: NodeId, value: &'a Value) {
+        if self.nodes[id].secret && !self.secret {
+            self.secret = true;
+            self.check_node(id, value);
+            self.secret = false;
+        } else {
+            self.check_node(id, value);
+        }
+    }
+
+    fn check_node(&mut self, id: NodeId, value: &'a Value) {
         let node = &self.nodes[id];
         if node.never {
             self.report(
@@ -1058,7 +1160,12 @@ impl<'a> Walk<'a> {
         if let Some(types) = node.types
             && !types.allows(value)
         {
-            let hint = type_hint(types, value);
+            // The type hints quote the value ("send 1234 without quotes").
+            let hint = if self.secret {
+                None
+            } else {
+                type_hint(types, value)
+            };
             let code = if value.is_null() {
                 IssueCode::Null
             } else {
@@ -1129,7 +1236,22 @@ impl<'a> Walk<'a> {
             Value::Object(object) => {
                 for (key, item) in object {
                     self.path.push(Segment::Key(key));
-                    self.limits(limits, item, depth + 1);
+                    if key.len() > crate::echo::MAX_KEY_BYTES {
+                        // Refused before any decode, did-you-mean or schema walk reads it;
+                        // the path quotes it cut. Its value is not looked at.
+                        self.issues.push(ArgIssue {
+                            path: self.path(),
+                            code: IssueCode::TooLarge,
+                            expected: format!(
+                                "a key of at most {} bytes",
+                                crate::echo::MAX_KEY_BYTES
+                            ),
+                            received: Some(format!("a key of {} bytes", key.len())),
+                            hint: Some("no parameter has a name this long; remove it".into()),
+                        });
+                    } else {
+                        self.limits(limits, item, depth + 1);
+                    }
                     self.path.pop();
                 }
             }
@@ -1148,6 +1270,7 @@ impl<'a> Walk<'a> {
                 path: self.path.clone(),
                 issues: Vec::new(),
                 literals: self.literals,
+                secret: self.secret,
             };
             trial.check(branch, value);
             if trial.issues.is_empty() {
@@ -1494,6 +1617,7 @@ impl<'a> Walk<'a> {
             path: Vec::new(),
             issues: Vec::new(),
             literals: None,
+            secret: false,
         };
         trial.check(id, &Value::Null);
         trial.issues.is_empty()
@@ -1575,6 +1699,10 @@ fn type_hint(types: Types, value: &Value) -> Option<String> {
             match trimmed.parse::<f64>() {
                 Ok(number) if types.0 & Types::NUMBER == 0 && number.fract() != 0.0 => {
                     Some("send a whole number without quotes".into())
+                }
+                // A long number is not repeated whole: the hint must stay short.
+                Ok(_) if trimmed.len() > PREVIEW_CHARS => {
+                    Some("send the number without quotes".into())
                 }
                 Ok(_) => Some(format!("send {trimmed} without quotes")),
                 Err(_) => None,
@@ -1727,6 +1855,87 @@ mod tests {
     fn previews_are_truncated() {
         let long = Value::String("x".repeat(500));
         assert!(preview(&long).chars().count() <= PREVIEW_CHARS + 1);
+    }
+
+    #[test]
+    fn previews_are_exact_when_short_and_cut_when_long() {
+        assert_eq!(preview(&json!({"a": [1, "b"]})), r#"{"a":[1,"b"]}"#);
+        // Exactly the preview's length: shown whole, no ellipsis.
+        let fits = Value::String("y".repeat(PREVIEW_CHARS - 2));
+        assert_eq!(
+            preview(&fits),
+            format!("\"{}\"", "y".repeat(PREVIEW_CHARS - 2))
+        );
+        // One character more: cut, with an ellipsis.
+        let over = Value::String("y".repeat(PREVIEW_CHARS - 1));
+        assert_eq!(
+            preview(&over),
+            format!("\"{}…", "y".repeat(PREVIEW_CHARS - 1))
+        );
+        // Huge strings and keys, anywhere, cost what short ones do, and cut on characters.
+        let giant = "é".repeat(1 << 20);
+        let nested = json!([{ giant.clone(): giant.clone() }]);
+        let shown = preview(&nested);
+        assert!(shown.starts_with("[{\"ééé"), "{shown}");
+        assert!(shown.ends_with('…'), "{shown}");
+        assert_eq!(shown.chars().count(), PREVIEW_CHARS + 1);
+        let many = Value::Array(vec![Value::from(1); 1 << 20]);
+        assert_eq!(preview(&many).chars().count(), PREVIEW_CHARS + 1);
+    }
+
+    #[test]
+    fn suggestions_only_for_bounded_words() {
+        let names = ["user_id", "limit"];
+        let giant = format!("user_id{}", "x".repeat(crate::echo::MAX_KEY_BYTES));
+        assert_eq!(closest(&giant, names.iter().copied()), None);
+        let near = format!("user_i{}", "d".repeat(3));
+        assert_eq!(closest(&near, names.iter().copied()), Some("user_id"));
+    }
+
+    #[test]
+    fn giant_keys_are_refused_before_decoding_and_quoted_cut() {
+        let key = "k".repeat(crate::echo::MAX_KEY_BYTES + 1);
+        let args = json!({"ok": 1, "nested": {key.clone(): 2}});
+        let issues = Limits::default().check(&args);
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].code, IssueCode::TooLarge);
+        assert_eq!(
+            issues[0].path,
+            format!("nested[\"{}… (257 bytes in all)\"]", "k".repeat(60))
+        );
+        // At the limit: accepted.
+        let fits = json!({"k".repeat(crate::echo::MAX_KEY_BYTES): 1});
+        assert!(Limits::default().check(&fits).is_empty());
+    }
+
+    #[test]
+    fn secret_values_are_never_quoted() {
+        let v = validator(json!({
+            "type": "object",
+            "properties": {
+                "pin": {"type": "integer", "writeOnly": true},
+                "creds": {"type": "object", "properties": {
+                    "token": {"type": "string", "pattern": "^[0-9]+$", "writeOnly": true}}}
+            }
+        }));
+        let issues = v.validate(&json!({"pin": "1234", "creds": {"token": "abc-secret"}}));
+        assert_eq!(issues.len(), 2, "{issues:?}");
+        for issue in &issues {
+            assert_eq!(
+                issue
+                    .received
+                    .as_deref()
+                    .map(|r| r.starts_with("[redacted] (")),
+                Some(true)
+            );
+            let shown = format!("{issue:?}");
+            assert!(
+                !shown.contains("1234") && !shown.contains("abc-secret"),
+                "{shown}"
+            );
+        }
+        // The type hint would have quoted the PIN ("send 1234 without quotes").
+        assert_eq!(issues[0].hint, None);
     }
 
     #[test]
