@@ -94,6 +94,8 @@ impl IdempotencyStore for MemoryStore {
                         }
                     }
                 };
+                // Await: waits for the running claim to end. Holds only a receiver clone; a
+                // drop here leaves the store unchanged.
                 match waiter
                     .wait_for(Option::is_some)
                     .await
