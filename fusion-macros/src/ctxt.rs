@@ -1,5 +1,10 @@
 //! Collects every user error of one macro invocation, so all of them are reported in one
-//! compile (after serde_derive's `Ctxt`).
+//! compile (after serde_derive's `internals/ctxt.rs`).
+//!
+//! A `Ctxt` must be consumed by [`Ctxt::check`] or [`Ctxt::into_compile_errors`]: one that
+//! is dropped unchecked panics, because an error recorded there would otherwise vanish and
+//! the macro would expand as if the input were valid. The panic is a bug in this crate,
+//! found by its own tests, never a message for users.
 
 use std::fmt::Display;
 
@@ -10,6 +15,8 @@ use quote::ToTokens;
 #[derive(Default)]
 pub(crate) struct Ctxt {
     errors: Option<syn::Error>,
+    /// Set by the consuming methods; [`Drop`] panics while it is false.
+    checked: bool,
 }
 
 impl Ctxt {
@@ -31,16 +38,32 @@ impl Ctxt {
         }
     }
 
-    /// Whether any error was recorded.
-    pub(crate) fn has_errors(&self) -> bool {
-        self.errors.is_some()
+    /// Closes the context: every recorded error, combined into one, or `Ok` when the input
+    /// was valid.
+    pub(crate) fn check(mut self) -> syn::Result<()> {
+        self.checked = true;
+        self.errors.take().map_or(Ok(()), Err)
     }
 
-    /// The recorded errors as `compile_error!` invocations (empty when there are none).
+    /// Closes the context: the recorded errors as `compile_error!` invocations (empty when
+    /// there are none), for macros that emit the item whether or not it was valid.
     pub(crate) fn into_compile_errors(self) -> TokenStream {
-        self.errors
+        self.check()
+            .err()
             .map(|errors| errors.to_compile_error())
             .unwrap_or_default()
+    }
+}
+
+impl Drop for Ctxt {
+    fn drop(&mut self) {
+        // Not while unwinding from another panic: a second panic would abort the compiler
+        // and hide the first one's message.
+        if !self.checked && !std::thread::panicking() {
+            panic!(
+                "fusion-macros: a `Ctxt` was dropped without `check()`; its errors would be lost"
+            );
+        }
     }
 }
 
@@ -88,5 +111,33 @@ mod tests {
         assert_eq!(closest("nmae", &keys), Some("name"));
         assert_eq!(closest("timeout", &keys), None);
         assert_eq!(closest("maximum", &["min", "max"]), Some("max"));
+    }
+
+    #[test]
+    fn check_returns_every_error() {
+        let mut cx = Ctxt::default();
+        cx.error_at(proc_macro2::Span::call_site(), "first");
+        cx.error_at(proc_macro2::Span::call_site(), "second");
+        let errors = cx.check().err().map(|errors| errors.into_iter().count());
+        assert_eq!(errors, Some(2));
+        assert!(Ctxt::default().check().is_ok());
+    }
+
+    #[test]
+    #[should_panic(expected = "dropped without `check()`")]
+    fn unchecked_drop_panics() {
+        let mut cx = Ctxt::default();
+        cx.error_at(proc_macro2::Span::call_site(), "lost");
+    }
+
+    #[test]
+    fn unchecked_drop_while_panicking_does_not_abort() {
+        // A second panic during unwinding would abort the test process instead of failing
+        // this one; reaching the assertion proves the drop stayed quiet.
+        let result = std::panic::catch_unwind(|| {
+            let _cx = Ctxt::default();
+            panic!("the first panic");
+        });
+        assert!(result.is_err());
     }
 }

@@ -12,20 +12,23 @@ use crate::ctxt::Ctxt;
 /// internal, so the error type's other uses (`?`, the tool it is returned from) do not
 /// cascade into more errors.
 pub(crate) fn expand(input: TokenStream) -> TokenStream {
-    let mut cx = Ctxt::default();
     let input: syn::DeriveInput = match syn::parse2(input) {
         Ok(input) => input,
         Err(error) => return error.to_compile_error(),
     };
+    let mut cx = Ctxt::default();
     let parsed = parse::parse(&input, &mut cx);
     if let Some(parsed) = &parsed {
         valid::check(parsed, &mut cx);
     }
-    match parsed {
-        Some(parsed) if !cx.has_errors() => expand::expand(&input, &parsed),
-        parsed => {
+    match (parsed, cx.check()) {
+        (Some(parsed), Ok(())) => expand::expand(&input, &parsed),
+        (parsed, result) => {
             let krate = parsed.and_then(|p| p.krate);
-            let mut out = cx.into_compile_errors();
+            let mut out = result
+                .err()
+                .map(|errors| errors.to_compile_error())
+                .unwrap_or_default();
             out.extend(expand::fallback(&input, krate.as_ref()));
             out
         }

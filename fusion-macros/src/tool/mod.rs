@@ -23,10 +23,12 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return out;
     };
     valid::check(&tool, &mut cx);
-    if cx.has_errors() {
-        let mut out = cx.into_compile_errors();
-        tool.item.to_tokens(&mut out);
-        return out;
+    match cx.check() {
+        Ok(()) => expand::expand(&tool),
+        Err(errors) => {
+            let mut out = errors.to_compile_error();
+            tool.item.to_tokens(&mut out);
+            out
+        }
     }
-    expand::expand(&tool)
 }
