@@ -7,6 +7,8 @@
 mod classify;
 mod constraint;
 mod ctxt;
+mod duration;
+mod krate;
 mod mcp_type;
 mod symbol;
 mod tool;

@@ -9,7 +9,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
-use syn::{Fields, Item, LitStr, Path, Token};
+use syn::{Fields, Item, Path, Token};
 
 use crate::{constraint, ctxt::Ctxt, symbol};
 
@@ -49,10 +49,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             return out;
         }
     };
-    let private = krate.map_or_else(
-        || quote!(::fusion_runtime::__private),
-        |path| quote!(#path::__private),
-    );
+    let private = crate::krate::private(krate.as_ref());
     let mut methods = TokenStream::new();
     let mut checks = TokenStream::new();
     let mut any_constraint = false;
@@ -119,12 +116,7 @@ fn parse_attr(attr: TokenStream, cx: &mut Ctxt) -> Option<Path> {
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident(symbol::CRATE) {
             // crate = "path" | crate = path
-            let value = meta.value()?;
-            krate = Some(if value.peek(LitStr) {
-                value.parse::<LitStr>()?.parse::<Path>()?
-            } else {
-                value.parse::<Path>()?
-            });
+            krate = Some(crate::krate::parse(&meta)?);
         } else {
             cx.error_spanned_by(
                 &meta.path,
@@ -172,11 +164,11 @@ fn point_derives_at_reexports(item: &mut Item, private: &TokenStream) {
         .any(|d| d == "Serialize" || d == "Deserialize")
         && !names_crate("serde")
     {
-        let path = format!("{private}::serde").replace(' ', "");
+        let path = crate::krate::reexport(private, "serde");
         added.push(syn::parse_quote!(#[serde(crate = #path)]));
     }
     if derives.iter().any(|d| d == "JsonSchema") && !names_crate("schemars") {
-        let path = format!("{private}::schemars").replace(' ', "");
+        let path = crate::krate::reexport(private, "schemars");
         added.push(syn::parse_quote!(#[schemars(crate = #path)]));
     }
     attrs.extend(added);

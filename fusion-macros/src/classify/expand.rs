@@ -6,11 +6,10 @@ use quote::{format_ident, quote};
 use syn::{DeriveInput, Path};
 
 use super::parse::{ClassAttr, Input};
-use crate::symbol;
+use crate::{krate, symbol};
 
 pub(crate) fn expand(input: &DeriveInput, parsed: &Input) -> TokenStream {
-    let krate = krate(parsed.krate.as_ref());
-    let private = quote!(#krate::__private);
+    let private = krate::private(parsed.krate.as_ref());
     let type_class = parsed.type_classes.first();
     let type_fatal = type_class.is_some_and(|c| c.class == symbol::FATAL);
     let arms = parsed.variants.iter().map(|variant| {
@@ -35,7 +34,7 @@ pub(crate) fn expand(input: &DeriveInput, parsed: &Input) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
     quote! {
-        impl #impl_generics #krate::Classify for #ident #type_generics #where_clause {
+        impl #impl_generics #private::Classify for #ident #type_generics #where_clause {
             fn classification(&self) -> #private::Classification {
                 #[allow(unreachable_patterns)]
                 match self {
@@ -48,20 +47,16 @@ pub(crate) fn expand(input: &DeriveInput, parsed: &Input) -> TokenStream {
 
 /// On errors: an impl that says "internal" for every value, so uses of the type compile.
 pub(crate) fn fallback(input: &DeriveInput, krate: Option<&Path>) -> TokenStream {
-    let krate = self::krate(krate);
+    let private = krate::private(krate);
     let ident = &input.ident;
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
     quote! {
-        impl #impl_generics #krate::Classify for #ident #type_generics #where_clause {
-            fn classification(&self) -> #krate::__private::Classification {
-                #krate::__private::Classification::of(#krate::__private::ErrorClass::Internal)
+        impl #impl_generics #private::Classify for #ident #type_generics #where_clause {
+            fn classification(&self) -> #private::Classification {
+                #private::Classification::of(#private::ErrorClass::Internal)
             }
         }
     }
-}
-
-fn krate(path: Option<&Path>) -> TokenStream {
-    path.map_or_else(|| quote!(::fusion_runtime), |path| quote!(#path))
 }
 
 fn classification(private: &TokenStream, class: &ClassAttr) -> TokenStream {

@@ -3,7 +3,7 @@
 use proc_macro2::Span;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, LitStr, Member, Path};
 
-use crate::{ctxt::Ctxt, symbol};
+use crate::{ctxt::Ctxt, duration, symbol};
 
 /// A class attribute (`#[transient(code = rate_limited, retry_after = "2s")]`).
 pub(crate) struct ClassAttr {
@@ -83,12 +83,8 @@ fn class_attrs(attrs: &[Attribute], cx: &mut Ctxt, krate: &mut Option<Path>) -> 
             // #[classify(crate = "path")]
             let result = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident(symbol::CRATE) {
-                    let value = meta.value()?;
-                    *krate = Some(if value.peek(LitStr) {
-                        value.parse::<LitStr>()?.parse::<Path>()?
-                    } else {
-                        value.parse::<Path>()?
-                    });
+                    // crate = "my::path" | crate = my::path
+                    *krate = Some(crate::krate::parse(&meta)?);
                     Ok(())
                 } else {
                     Err(meta.error("`#[classify(..)]` takes only `crate = \"path\"`; the class is its own attribute, such as `#[transient]`"))
@@ -119,11 +115,11 @@ fn class_attrs(attrs: &[Attribute], cx: &mut Ctxt, krate: &mut Option<Path>) -> 
                 } else if meta.path.is_ident(symbol::RETRY_AFTER) {
                     // retry_after = "2s"
                     let text: LitStr = meta.value()?.parse()?;
-                    match crate::tool::parse_millis(&text.value()) {
+                    match duration::parse_millis(&text.value()) {
                         Some(millis) => class.retry_after = Some((millis, text.span())),
                         None => cx.error_spanned_by(
                             &text,
-                            "not a duration; write a whole number and a unit: `\"250ms\"`, `\"5s\"` or `\"2m\"`",
+                            format!("`{}` is not a duration; {}", text.value(), duration::EXPECTED),
                         ),
                     }
                 } else {

@@ -9,19 +9,14 @@
 //! The generated code is small: an argument struct (derives do the decoding and the
 //! schema), the body, and calls into `__private` helpers that own everything else.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, LitStr, ReturnType, Type, spanned::Spanned as _};
 
 use super::parse::{Flag, ToolFn};
 
 pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
-    let krate = tool
-        .attrs
-        .krate
-        .as_ref()
-        .map_or_else(|| quote!(::fusion_runtime), |path| quote!(#path));
-    let private = quote!(#krate::__private);
+    let private = crate::krate::private(tool.attrs.krate.as_ref());
     let item = &tool.item;
     let vis = &item.vis;
     let ident = &item.sig.ident;
@@ -143,14 +138,8 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
         let ty = &param.ty;
         quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();)
     });
-    let serde_crate = LitStr::new(
-        &format!("{}::serde", private_path_text(&krate)),
-        Span::call_site(),
-    );
-    let schemars_crate = LitStr::new(
-        &format!("{}::schemars", private_path_text(&krate)),
-        Span::call_site(),
-    );
+    let serde_crate = crate::krate::reexport(&private, "serde");
+    let schemars_crate = crate::krate::reexport(&private, "schemars");
 
     // The body, as written, under a hidden name.
     let mut body_fn = item.clone();
@@ -364,11 +353,6 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
             }
         };
     }
-}
-
-/// The runtime's path as text, for serde's and schemars' `crate = "..."` attributes.
-fn private_path_text(krate: &TokenStream) -> String {
-    format!("{krate}::__private").replace(' ', "")
 }
 
 fn option_lit(value: Option<&LitStr>) -> TokenStream {

@@ -2,8 +2,6 @@
 
 mod expand;
 mod parse;
-
-pub(crate) use parse::parse_millis;
 mod valid;
 
 use proc_macro2::TokenStream;

@@ -7,7 +7,7 @@ use syn::{
     meta::ParseNestedMeta, parse::Parser as _,
 };
 
-use crate::{ctxt::Ctxt, symbol};
+use crate::{ctxt::Ctxt, duration, symbol};
 
 /// A boolean key: written bare (`read_only`) or with a value (`read_only = false`).
 #[derive(Clone, Copy)]
@@ -298,15 +298,7 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
                 set_once(cx, &meta, &mut attrs.idempotency_key, string_value(&meta)?)
             }
             // crate = "my::path" | crate = my::path
-            symbol::CRATE => {
-                let value = meta.value()?;
-                let path = if value.peek(LitStr) {
-                    value.parse::<LitStr>()?.parse::<Path>()?
-                } else {
-                    value.parse::<Path>()?
-                };
-                set_once(cx, &meta, &mut attrs.krate, path);
-            }
+            symbol::CRATE => set_once(cx, &meta, &mut attrs.krate, crate::krate::parse(&meta)?),
             _ => {
                 let shown = quote::ToTokens::to_token_stream(&meta.path)
                     .to_string()
@@ -340,13 +332,14 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
 /// as zero, so parsing goes on.
 fn duration_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Millis> {
     let text: LitStr = meta.value()?.parse()?;
-    let millis = parse_millis(&text.value());
+    let millis = duration::parse_millis(&text.value());
     if millis.is_none() {
         cx.error_spanned_by(
             &text,
             format!(
-                "`{}` is not a duration; write a whole number and a unit: `\"250ms\"`, `\"5s\"` or `\"2m\"`",
-                text.value()
+                "`{}` is not a duration; {}",
+                text.value(),
+                duration::EXPECTED
             ),
         );
     }
@@ -355,19 +348,6 @@ fn duration_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Mill
         span: text.span(),
         valid: millis.is_some(),
     })
-}
-
-/// The grammar of `fusion_runtime::__private::parse_duration`, checked at compile time.
-pub(crate) fn parse_millis(text: &str) -> Option<u64> {
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    match unit {
-        "ms" => Some(number),
-        "s" => number.checked_mul(1000),
-        "m" => number.checked_mul(60_000),
-        _ => None,
-    }
 }
 
 fn count_value(meta: &ParseNestedMeta<'_>) -> syn::Result<(u32, Span)> {
