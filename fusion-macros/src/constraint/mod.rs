@@ -5,6 +5,6 @@ mod expand;
 mod parse;
 mod valid;
 
-pub(crate) use expand::field_code;
+pub(crate) use expand::{FieldCode, field_code};
 pub(crate) use parse::{Constraints, parse_arg_attrs};
 pub(crate) use valid::check;

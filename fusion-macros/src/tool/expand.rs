@@ -7,99 +7,224 @@
 //!   works: a call expression auto-dereferences its callee.
 //!
 //! The generated code is small: an argument struct (derives do the decoding and the
-//! schema), the body, and calls into `__private` helpers that own everything else.
+//! schema), the body, and calls into `__private` helpers that own everything else. Each
+//! part has its own function below, in the order the parts appear in the output:
+//! [`unit_struct`], [`type_checks`], [`args_struct`], [`body_fn`], [`direct_call`],
+//! [`invoker`] and [`tool_impl`], which carries the [`descriptor`] (with its
+//! [`annotations`] and [`policy`]).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::{Ident, LitStr, ReturnType, Type, spanned::Spanned as _};
+use syn::{Attribute, Ident, ItemFn, LitStr, ReturnType, Type, spanned::Spanned as _};
 
-use super::parse::{Flag, ToolFn};
+use super::parse::{CircuitAttr, Flag, Millis, Param, Retry, ToolAttrs, ToolFn};
+use crate::{constraint::FieldCode, krate};
+
+/// The generated struct that holds the decoded arguments.
+const ARGS: &str = "__FusionArgs";
+/// The user's function, renamed.
+const BODY: &str = "__fusion_body";
 
 pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
-    let private = crate::krate::private(tool.attrs.krate.as_ref());
-    let item = &tool.item;
-    let vis = &item.vis;
-    let ident = &item.sig.ident;
-    let body_ident = format_ident!("__fusion_body");
-    let args_ident = format_ident!("__FusionArgs");
+    let plan = Plan::new(tool);
+    let unit_struct = unit_struct(&plan);
+    let shadow = shadow(&plan);
+    let type_checks = type_checks(&plan);
+    let args_struct = args_struct(&plan);
+    let body_fn = body_fn(&plan);
+    let direct_call = direct_call(&plan);
+    let invoker = invoker(&plan);
+    let tool_impl = tool_impl(&plan);
+    quote! {
+        #unit_struct
 
-    // The unit struct keeps the function's docs and visibility.
-    let docs: Vec<_> = item
-        .attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("doc"))
-        .collect();
-    let other_attrs: Vec<_> = item
-        .attrs
-        .iter()
-        .filter(|attr| !attr.path().is_ident("doc"))
-        .collect();
-    let description = tool
-        .attrs
-        .description
-        .as_ref()
-        .map(LitStr::value)
-        .or_else(|| tool.doc.clone())
-        .unwrap_or_default();
+        const _: () = {
+            #shadow
+            #type_checks
+            #args_struct
+            #body_fn
+            #direct_call
+            #invoker
+            #tool_impl
+        };
+    }
+}
+
+/// What several parts need, worked out once from the parsed function.
+struct Plan<'a> {
+    tool: &'a ToolFn,
+    /// `<crate>::__private`.
+    private: TokenStream,
+    /// The function's name, which the unit struct takes over.
+    ident: &'a Ident,
+    args_ident: Ident,
+    body_ident: Ident,
+    /// The tool's name on the wire.
+    name: String,
+    /// The return type (`()` when none is written).
+    ret: Type,
+    /// The type behind the `#[ctx]` reference, when there is one.
+    ctx_type: Option<Type>,
+    has_call: bool,
+    /// The parameters decoded from the call's arguments, in the user's order.
+    arg_params: Vec<&'a Param>,
+    /// What each parameter is called when the body is invoked: the arguments keep their
+    /// names; the context and the request get hidden ones.
+    call_idents: Vec<Ident>,
+    /// The code of each argument's `#[arg(..)]` constraints, in `arg_params`' order.
+    constraint_code: Vec<FieldCode>,
+}
+
+impl<'a> Plan<'a> {
+    fn new(tool: &'a ToolFn) -> Self {
+        let private = krate::private(tool.attrs.krate.as_ref());
+        let item = &tool.item;
+        let ident = &item.sig.ident;
+        let args_ident = format_ident!("{ARGS}");
+        let name = tool
+            .attrs
+            .name
+            .as_ref()
+            .map(LitStr::value)
+            .unwrap_or_else(|| unraw(ident));
+        let ret = match &item.sig.output {
+            ReturnType::Default => syn::parse_quote!(()),
+            ReturnType::Type(_, ty) => (**ty).clone(),
+        };
+        let ctx_type = tool
+            .params
+            .iter()
+            .find(|param| param.ctx.is_some())
+            .and_then(|param| match &*param.ty {
+                Type::Reference(reference) => Some((*reference.elem).clone()),
+                _ => None,
+            });
+        let arg_params: Vec<&Param> = tool
+            .params
+            .iter()
+            .filter(|param| param.ctx.is_none() && param.call.is_none())
+            .collect();
+        let call_idents = tool
+            .params
+            .iter()
+            .map(|param| {
+                if param.ctx.is_some() {
+                    format_ident!("__fusion_ctx")
+                } else if param.call.is_some() {
+                    format_ident!("__fusion_call")
+                } else {
+                    param.ident.clone()
+                }
+            })
+            .collect();
+        let constraint_code = arg_params
+            .iter()
+            .map(|param| {
+                crate::constraint::field_code(
+                    &private,
+                    &args_ident,
+                    &param.ident,
+                    &param.ty,
+                    &param.constraints,
+                )
+            })
+            .collect();
+        Plan {
+            tool,
+            private,
+            ident,
+            args_ident,
+            body_ident: format_ident!("{BODY}"),
+            name,
+            ret,
+            ctx_type,
+            has_call: tool.params.iter().any(|param| param.call.is_some()),
+            arg_params,
+            call_idents,
+            constraint_code,
+        }
+    }
+
+    fn attrs(&self) -> &'a ToolAttrs {
+        &self.tool.attrs
+    }
+
+    /// `description = ".."`, else the doc comment (`valid.rs` requires one of them).
+    fn description(&self) -> String {
+        self.attrs()
+            .description
+            .as_ref()
+            .map(LitStr::value)
+            .or_else(|| self.tool.doc.clone())
+            .unwrap_or_default()
+    }
+
+    /// The context type of the `Tool<C>` impl: the `#[ctx]` type, or any `C` when the tool
+    /// takes no context.
+    fn context(&self) -> TokenStream {
+        match &self.ctx_type {
+            Some(ty) => quote!(#ty),
+            None => quote!(__FusionC),
+        }
+    }
+}
+
+/// The unit struct that stands for the tool, with the function's docs and visibility.
+fn unit_struct(plan: &Plan<'_>) -> TokenStream {
+    let item = &plan.tool.item;
+    let docs: Vec<&Attribute> = item.attrs.iter().filter(|attr| is_doc(attr)).collect();
     let struct_doc = if docs.is_empty() {
+        let description = plan.description();
         quote!(#[doc = #description])
     } else {
         quote!(#(#docs)*)
     };
-    let name = tool
-        .attrs
-        .name
-        .as_ref()
-        .map(LitStr::value)
-        .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
+    let vis = &item.vis;
+    let ident = plan.ident;
+    quote! {
+        #struct_doc
+        #[allow(non_camel_case_types)]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #ident;
+    }
+}
 
-    let ret: Type = match &item.sig.output {
-        ReturnType::Default => syn::parse_quote!(()),
-        ReturnType::Type(_, ty) => (**ty).clone(),
-    };
+/// A parameter named like the tool itself would be read as the unit struct in a pattern
+/// ("`name` is interpreted as a unit struct"); a function item of that name in the
+/// generated block shadows the struct's value, and bindings may shadow functions.
+fn shadow(plan: &Plan<'_>) -> Option<TokenStream> {
+    let ident = plan.ident;
+    plan.tool
+        .params
+        .iter()
+        .any(|param| param.ident == *ident)
+        .then(|| quote!(#[allow(dead_code)] fn #ident() {}))
+}
 
-    // Parameters: the context (at most one) and the arguments, in the user's order.
-    let ctx_param = tool.params.iter().find(|param| param.ctx.is_some());
-    let ctx_type = ctx_param.and_then(|param| match &*param.ty {
-        Type::Reference(reference) => Some((*reference.elem).clone()),
-        _ => None,
+/// rustc's checks, each spanned at the user's token: that every argument type can be
+/// decoded, and that it can carry its `#[arg(..)]` constraints.
+fn type_checks(plan: &Plan<'_>) -> TokenStream {
+    let private = &plan.private;
+    let argument_checks = plan.arg_params.iter().map(|param| {
+        let ty = &param.ty;
+        quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();)
     });
-    let has_call = tool.params.iter().any(|param| param.call.is_some());
-    let arg_params: Vec<_> = tool
-        .params
-        .iter()
-        .filter(|param| param.ctx.is_none() && param.call.is_none())
-        .collect();
-    let arg_idents: Vec<&Ident> = arg_params.iter().map(|param| &param.ident).collect();
-    let call_idents: Vec<Ident> = tool
-        .params
-        .iter()
-        .map(|param| {
-            if param.ctx.is_some() {
-                format_ident!("__fusion_ctx")
-            } else if param.call.is_some() {
-                format_ident!("__fusion_call")
-            } else {
-                param.ident.clone()
-            }
-        })
-        .collect();
+    let constraint_checks = plan.constraint_code.iter().map(|code| &code.checks);
+    quote! {
+        #(#argument_checks)*
+        #(#constraint_checks)*
+    }
+}
 
-    let constraint_code: Vec<_> = arg_params
+/// The struct the call's JSON arguments decode into; its derives make the input schema.
+/// Unknown arguments are refused, and serde and schemars are the runtime's re-exports.
+fn args_struct(plan: &Plan<'_>) -> TokenStream {
+    let private = &plan.private;
+    let args_ident = &plan.args_ident;
+    let fields = plan
+        .arg_params
         .iter()
-        .map(|param| {
-            crate::constraint::field_code(
-                &private,
-                &args_ident,
-                &param.ident,
-                &param.ty,
-                &param.constraints,
-            )
-        })
-        .collect();
-    let fields = arg_params
-        .iter()
-        .zip(&constraint_code)
+        .zip(&plan.constraint_code)
         .map(|(param, code)| {
             let docs = &param.docs;
             let field_attrs = &param.field_attrs;
@@ -108,52 +233,48 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
             let ty = &param.ty;
             quote!(#(#docs)* #(#field_attrs)* #constraint_attrs #ident: #ty,)
         });
-    let constraint_methods = constraint_code.iter().map(|code| &code.methods);
-    let constraint_checks = constraint_code.iter().map(|code| &code.checks);
-    // `validate = path` checks run on the decoded arguments, before the body.
-    let custom_checks: Vec<TokenStream> = arg_params
-        .iter()
-        .flat_map(|param| {
-            let ident = &param.ident;
-            let name = ident.to_string().trim_start_matches("r#").to_owned();
-            let private = &private;
-            param.constraints.validators().map(
-                move |path| quote!(#private::custom_check(&#ident, #name, #path, __fusion_issues);),
-            )
-        })
-        .collect();
-    let run_custom_checks = if custom_checks.is_empty() {
-        quote!()
-    } else {
-        quote! {
-            if let ::core::option::Option::Some(__fusion_failure) =
-                #private::run_custom_checks(|__fusion_issues| { #(#custom_checks)* })
-            {
-                return #private::boxed(async move { __fusion_failure });
-            }
+    let constraint_methods = plan.constraint_code.iter().map(|code| &code.methods);
+    let serde_crate = krate::reexport(private, "serde");
+    let schemars_crate = krate::reexport(private, "schemars");
+    quote! {
+        #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[schemars(crate = #schemars_crate)]
+        struct #args_ident {
+            #(#fields)*
         }
-    };
-    // rustc reports a parameter type that cannot be decoded here, at the user's type.
-    let argument_checks = arg_params.iter().map(|param| {
-        let ty = &param.ty;
-        quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();)
-    });
-    let serde_crate = crate::krate::reexport(&private, "serde");
-    let schemars_crate = crate::krate::reexport(&private, "schemars");
 
-    // The body, as written, under a hidden name.
-    let mut body_fn = item.clone();
-    body_fn.sig.ident = body_ident.clone();
+        impl #args_ident {
+            #(#constraint_methods)*
+        }
+    }
+}
+
+/// The body, as written, under a hidden name. Its attributes other than the docs stay on
+/// it (`#[allow]`, `#[cfg_attr]`, `#[tracing::instrument]`), since they are about the code.
+fn body_fn(plan: &Plan<'_>) -> ItemFn {
+    let mut body_fn = plan.tool.item.clone();
+    body_fn.sig.ident = plan.body_ident.clone();
     body_fn.vis = syn::Visibility::Inherited;
-    body_fn.attrs = other_attrs.into_iter().cloned().collect();
+    body_fn.attrs.retain(|attr| !is_doc(attr));
     // A tool takes one parameter per argument, and that may be many.
     body_fn
         .attrs
         .push(syn::parse_quote!(#[allow(clippy::too_many_arguments)]));
+    body_fn
+}
 
-    // The function-pointer type the struct dereferences to. A `&Ctx` parameter lends the
-    // future its lifetime; without one the future owns everything.
-    let pointer_inputs = tool.params.iter().map(|param| {
+/// `Deref` from the unit struct to a function pointer that calls the body, so the tool
+/// stays callable as the function it was written as.
+fn direct_call(plan: &Plan<'_>) -> TokenStream {
+    let private = &plan.private;
+    let ident = plan.ident;
+    let ret = &plan.ret;
+    let body_ident = &plan.body_ident;
+    let call_idents = &plan.call_idents;
+    // A `&Ctx` (or `&Call`) parameter lends the future its lifetime; without one the
+    // future owns everything.
+    let pointer_inputs = plan.tool.params.iter().map(|param| {
         match (param.ctx.is_some() || param.call.is_some(), &*param.ty) {
             (true, Type::Reference(reference)) => {
                 let elem = &reference.elem;
@@ -165,206 +286,280 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
             }
         }
     });
-    let pointer_type = if ctx_type.is_some() || has_call {
+    let pointer_type = if plan.ctx_type.is_some() || plan.has_call {
         quote!(for<'__fusion_ctx> fn(#(#pointer_inputs),*) -> #private::CallFuture<'__fusion_ctx, #ret>)
     } else {
         quote!(fn(#(#pointer_inputs),*) -> #private::CallFuture<'static, #ret>)
     };
-    let sig_span = item.sig.span();
-    let direct_call = quote_spanned! {sig_span=>
+    // Spanned at the signature, so a body whose future is not `Send` is reported there.
+    let call = quote_spanned! {plan.tool.item.sig.span()=>
         const __FUSION_CALL: #pointer_type =
             |#(#call_idents),*| #private::boxed_call(#body_ident(#(#call_idents),*));
     };
+    quote! {
+        impl ::core::ops::Deref for #ident {
+            type Target = #pointer_type;
+            fn deref(&self) -> &Self::Target {
+                #call
+                &__FUSION_CALL
+            }
+        }
+    }
+}
 
-    let duration = |millis: u64| quote!(::core::time::Duration::from_millis(#millis));
-    let policy = {
-        let timeout = match tool.attrs.timeout {
-            Some(timeout) => {
-                let limit = duration(timeout.millis);
-                quote!(::core::option::Option::Some(#limit))
-            }
-            None => quote!(::core::option::Option::None),
-        };
-        let retry = match &tool.attrs.retry {
-            Some(retry) => {
-                let attempts = retry.attempts.map_or(1, |(n, _)| n);
-                let backoff = duration(retry.backoff.map_or(100, |b| b.millis));
-                let max_backoff = duration(retry.max_backoff.map_or(30_000, |b| b.millis));
-                quote!(::core::option::Option::Some(#private::RetryPolicy {
-                    attempts: #attempts,
-                    backoff: #backoff,
-                    max_backoff: #max_backoff,
-                }))
-            }
-            None => quote!(::core::option::Option::None),
-        };
-        let circuit = match &tool.attrs.circuit {
-            Some(circuit) => {
-                let failures = circuit.failures.map_or(5, |(n, _)| n);
-                let window = duration(circuit.window.map_or(30_000, |w| w.millis));
-                let cooldown = duration(circuit.cooldown.map_or(10_000, |c| c.millis));
-                quote!(::core::option::Option::Some(#private::CircuitPolicy {
-                    failures: #failures,
-                    window: #window,
-                    cooldown: #cooldown,
-                }))
-            }
-            None => quote!(::core::option::Option::None),
-        };
-        quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit })
+/// `__fusion_invoke`: from decoded arguments to the rendered outcome. It runs the
+/// `validate = ..` checks, then the body, then renders its value (through the presenter,
+/// when there is one).
+fn invoker(plan: &Plan<'_>) -> TokenStream {
+    let private = &plan.private;
+    let args_ident = &plan.args_ident;
+    let ret = &plan.ret;
+    let arg_idents = plan.arg_params.iter().map(|param| &param.ident);
+    let context = plan.context();
+    let generics = if plan.ctx_type.is_some() {
+        quote!(<'__fusion_a>)
+    } else {
+        quote!(<'__fusion_a, __FusionC: ::core::marker::Send + ::core::marker::Sync + 'static>)
     };
-    let group = option_lit(tool.attrs.group.as_ref());
-    // A handler in a group is an action; its name in the group defaults to the function's.
-    let action = match (&tool.attrs.group, &tool.attrs.action) {
-        (Some(_), Some(action)) => option_lit(Some(action)),
-        (Some(_), None) => {
-            let default = LitStr::new(&name, ident.span());
-            option_lit(Some(&default))
-        }
-        (None, _) => option_lit(None),
+    let call_binding = if plan.has_call {
+        quote!(__fusion_call)
+    } else {
+        quote!(_)
     };
-    let idempotency_key = option_lit(tool.attrs.idempotency_key.as_ref());
-    let spec = {
-        let title = option_lit(tool.attrs.title.as_ref());
-        let read_only = option_flag(tool.attrs.read_only);
-        let destructive = option_flag(tool.attrs.destructive);
-        let idempotent = option_flag(tool.attrs.idempotent);
-        let open_world = option_flag(tool.attrs.open_world);
-        quote! {
-            #private::ToolSpec {
-                name: #name,
-                description: #description,
-                title: #title,
-                annotations: #private::Annotations {
-                    read_only: #read_only,
-                    destructive: #destructive,
-                    idempotent: #idempotent,
-                    open_world: #open_world,
-                },
-                policy: #policy,
-                group: #group,
-                action: #action,
-                idempotency_key: #idempotency_key,
-            }
-        }
-    };
-
-    let (impl_generics, context, ctx_binding) = match &ctx_type {
-        Some(ty) => (quote!(), quote!(#ty), quote!(__fusion_ctx)),
-        None => (
-            quote!(<__FusionC: ::core::marker::Send + ::core::marker::Sync + 'static>),
-            quote!(__FusionC),
-            quote!(__fusion_ctx),
-        ),
-    };
-    let reconnect = tool.attrs.reconnect.as_ref().map(|field| {
-        // Spanned at the field, so "does not implement `Reconnect`" points at its name.
-        let call = quote_spanned!(field.span()=> #private::reconnect(&__fusion_ctx.#field));
-        quote! {
-            .with_reconnect(|__fusion_ctx: &#context| #call)
-        }
-    });
+    let custom_checks = custom_checks(plan);
+    let body_ident = &plan.body_ident;
+    let call_idents = &plan.call_idents;
     let body_call = quote!(#body_ident(#(#call_idents),*).await);
-    let render = match &tool.attrs.presenter {
+    let render = match &plan.attrs().presenter {
         Some(presenter) => {
             let present = quote_spanned!(presenter.span()=> #private::present(&#presenter, __fusion_value, __fusion_ctx));
             quote!(#private::render_presented!(#ret, #body_call, |__fusion_value| #present))
         }
         None => quote!(#private::render_outcome!(#ret, #body_call)),
     };
-    let call_binding = if has_call {
-        quote!(__fusion_call)
-    } else {
-        quote!(_)
-    };
-    let invoke_generics = if ctx_type.is_some() {
-        quote!(<'__fusion_a>)
-    } else {
-        quote!(<'__fusion_a, __FusionC: ::core::marker::Send + ::core::marker::Sync + 'static>)
-    };
-    let invoke_turbofish = if ctx_type.is_some() {
-        quote!()
-    } else {
-        quote!(::<__FusionC>)
-    };
-
-    // A parameter named like the tool itself would be read as the unit struct in a
-    // pattern ("`name` is interpreted as a unit struct"); a function item of that name in
-    // the generated block shadows the struct's value, and bindings may shadow functions.
-    let shadow = tool
-        .params
-        .iter()
-        .any(|param| param.ident == *ident)
-        .then(|| quote!(#[allow(dead_code)] fn #ident() {}));
-
     quote! {
-        #struct_doc
-        #[allow(non_camel_case_types)]
-        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
-        #vis struct #ident;
+        fn __fusion_invoke #generics (
+            __fusion_ctx: &'__fusion_a #context,
+            #call_binding: &'__fusion_a #private::Call,
+            __fusion_args: #args_ident,
+        ) -> #private::BoxFuture<'__fusion_a, #private::Outcome> {
+            let #args_ident { #(#arg_idents),* } = __fusion_args;
+            #custom_checks
+            #private::boxed(async move {
+                #render
+            })
+        }
+    }
+}
 
-        const _: () = {
-            #shadow
-            #(#argument_checks)*
-            #(#constraint_checks)*
+/// The `validate = path` checks, run on the decoded arguments before the body; all of
+/// them run, and their issues are answered together.
+fn custom_checks(plan: &Plan<'_>) -> TokenStream {
+    let private = &plan.private;
+    let checks: Vec<TokenStream> = plan
+        .arg_params
+        .iter()
+        .flat_map(|param| {
+            let ident = &param.ident;
+            let name = unraw(ident);
+            param.constraints.validators().map(
+                move |path| quote!(#private::custom_check(&#ident, #name, #path, __fusion_issues);),
+            )
+        })
+        .collect();
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        if let ::core::option::Option::Some(__fusion_failure) =
+            #private::run_custom_checks(|__fusion_issues| { #(#checks)* })
+        {
+            return #private::boxed(async move { __fusion_failure });
+        }
+    }
+}
 
-            #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
-            #[serde(crate = #serde_crate, deny_unknown_fields)]
-            #[schemars(crate = #schemars_crate)]
-            struct #args_ident {
-                #(#fields)*
+/// `impl Tool<C>`: the definition the server registers, with the reconnect hook when the
+/// tool names one.
+fn tool_impl(plan: &Plan<'_>) -> TokenStream {
+    let private = &plan.private;
+    let ident = plan.ident;
+    let ret = &plan.ret;
+    let args_ident = &plan.args_ident;
+    let context = plan.context();
+    let (impl_generics, invoke_turbofish) = if plan.ctx_type.is_some() {
+        (quote!(), quote!())
+    } else {
+        (
+            quote!(<__FusionC: ::core::marker::Send + ::core::marker::Sync + 'static>),
+            quote!(::<__FusionC>),
+        )
+    };
+    let descriptor = descriptor(plan);
+    let reconnect = plan.attrs().reconnect.as_ref().map(|field| {
+        // Spanned at the field, so "does not implement `Reconnect`" points at its name.
+        let call = quote_spanned!(field.span()=> #private::reconnect(&__fusion_ctx.#field));
+        quote! {
+            .with_reconnect(|__fusion_ctx: &#context| #call)
+        }
+    });
+    quote! {
+        impl #impl_generics #private::Tool<#context> for #ident {
+            fn definition(&self) -> #private::ToolDefinition<#context> {
+                #private::ToolDefinition::new::<#args_ident, _>(
+                    #descriptor,
+                    #private::output_schema!(#ret),
+                    __fusion_invoke #invoke_turbofish,
+                )
+                #reconnect
             }
+        }
+    }
+}
 
-            impl #args_ident {
-                #(#constraint_methods)*
-            }
+/// The `ToolSpec`: what `tools/list` shows and how calls are run.
+fn descriptor(plan: &Plan<'_>) -> TokenStream {
+    let private = &plan.private;
+    let attrs = plan.attrs();
+    let name = &plan.name;
+    let description = plan.description();
+    let title = option_lit(attrs.title.as_ref());
+    let annotations = annotations(private, attrs);
+    let policy = policy(private, attrs);
+    let group = option_lit(attrs.group.as_ref());
+    // A handler in a group is an action; its name in the group defaults to the tool's.
+    let action = match (&attrs.group, &attrs.action) {
+        (Some(_), Some(action)) => option_lit(Some(action)),
+        (Some(_), None) => option_lit(Some(&LitStr::new(name, plan.ident.span()))),
+        (None, _) => option_lit(None),
+    };
+    let idempotency_key = option_lit(attrs.idempotency_key.as_ref());
+    quote! {
+        #private::ToolSpec {
+            name: #name,
+            description: #description,
+            title: #title,
+            annotations: #annotations,
+            policy: #policy,
+            group: #group,
+            action: #action,
+            idempotency_key: #idempotency_key,
+        }
+    }
+}
 
-            #body_fn
+/// The behaviour hints, each `None` when unwritten: what an unset hint means is MCP's
+/// rule, applied by the runtime.
+fn annotations(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
+    let read_only = option_flag(attrs.read_only);
+    let destructive = option_flag(attrs.destructive);
+    let idempotent = option_flag(attrs.idempotent);
+    let open_world = option_flag(attrs.open_world);
+    quote! {
+        #private::Annotations {
+            read_only: #read_only,
+            destructive: #destructive,
+            idempotent: #idempotent,
+            open_world: #open_world,
+        }
+    }
+}
 
-            impl ::core::ops::Deref for #ident {
-                type Target = #pointer_type;
-                fn deref(&self) -> &Self::Target {
-                    #direct_call
-                    &__FUSION_CALL
-                }
-            }
+/// The tool's recovery policy: each part is `None` when unwritten, so the server's
+/// policy (or the runtime's default timeout) applies.
+fn policy(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
+    let timeout = option(attrs.timeout.map(duration));
+    let retry = option(
+        attrs
+            .retry
+            .as_ref()
+            .map(|retry| retry_policy(private, retry)),
+    );
+    let circuit = option(
+        attrs
+            .circuit
+            .as_ref()
+            .map(|circuit| circuit_policy(private, circuit)),
+    );
+    quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit })
+}
 
-            fn __fusion_invoke #invoke_generics (
-                #ctx_binding: &'__fusion_a #context,
-                #call_binding: &'__fusion_a #private::Call,
-                __fusion_args: #args_ident,
-            ) -> #private::BoxFuture<'__fusion_a, #private::Outcome> {
-                let #args_ident { #(#arg_idents),* } = __fusion_args;
-                #run_custom_checks
-                #private::boxed(async move {
-                    #render
-                })
-            }
+/// `retry(..)`. Without `max_backoff` the runtime's constructor supplies the cap.
+fn retry_policy(private: &TokenStream, retry: &Retry) -> TokenStream {
+    let Some((attempts, _)) = retry.attempts else {
+        unreachable!("`valid::check_policy` refuses `retry(..)` without `attempts`")
+    };
+    // issue 16: the runtime should own this default too (see `DEFAULT_BACKOFF_MILLIS`).
+    let backoff = duration_or(retry.backoff, DEFAULT_BACKOFF_MILLIS);
+    match retry.max_backoff {
+        Some(max_backoff) => {
+            let max_backoff = duration(max_backoff);
+            quote!(#private::RetryPolicy {
+                attempts: #attempts,
+                backoff: #backoff,
+                max_backoff: #max_backoff,
+            })
+        }
+        None => quote!(#private::RetryPolicy::new(#attempts, #backoff)),
+    }
+}
 
-            impl #impl_generics #private::Tool<#context> for #ident {
-                fn definition(&self) -> #private::ToolDefinition<#context> {
-                    #private::ToolDefinition::new::<#args_ident, _>(
-                        #spec,
-                        #private::output_schema!(#ret),
-                        __fusion_invoke #invoke_turbofish,
-                    )
-                    #reconnect
-                }
-            }
-        };
+/// `circuit(..)`.
+fn circuit_policy(private: &TokenStream, circuit: &CircuitAttr) -> TokenStream {
+    let Some((failures, _)) = circuit.failures else {
+        unreachable!("`valid::check_policy` refuses `circuit(..)` without `failures`")
+    };
+    // issue 16: the runtime should own these defaults (see the constants).
+    let window = duration_or(circuit.window, DEFAULT_WINDOW_MILLIS);
+    let cooldown = duration_or(circuit.cooldown, DEFAULT_COOLDOWN_MILLIS);
+    quote!(#private::CircuitPolicy {
+        failures: #failures,
+        window: #window,
+        cooldown: #cooldown,
+    })
+}
+
+// The only default values the macro still writes into generated code. The runtime has no
+// constant or constructor for them yet (issue 16, item 1: "the macro emits no default
+// values of its own"); once it has, each use above becomes a path to it.
+
+/// The first wait of `retry(..)` without `backoff`.
+const DEFAULT_BACKOFF_MILLIS: u64 = 100;
+/// The window of `circuit(..)` without `window`.
+const DEFAULT_WINDOW_MILLIS: u64 = 30_000;
+/// The open time of `circuit(..)` without `cooldown`.
+const DEFAULT_COOLDOWN_MILLIS: u64 = 10_000;
+
+fn duration(value: Millis) -> TokenStream {
+    let millis = value.millis;
+    quote!(::core::time::Duration::from_millis(#millis))
+}
+
+fn duration_or(value: Option<Millis>, default_millis: u64) -> TokenStream {
+    let millis = value.map_or(default_millis, |value| value.millis);
+    quote!(::core::time::Duration::from_millis(#millis))
+}
+
+fn option(value: Option<TokenStream>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
     }
 }
 
 fn option_lit(value: Option<&LitStr>) -> TokenStream {
-    match value {
-        Some(text) => quote!(::core::option::Option::Some(#text)),
-        None => quote!(::core::option::Option::None),
-    }
+    option(value.map(|text| quote!(#text)))
 }
 
 fn option_flag(flag: Option<Flag>) -> TokenStream {
-    match flag {
-        Some(Flag { value, .. }) => quote!(::core::option::Option::Some(#value)),
-        None => quote!(::core::option::Option::None),
-    }
+    option(flag.map(|Flag { value, .. }| quote!(#value)))
+}
+
+fn is_doc(attr: &Attribute) -> bool {
+    attr.path().is_ident(crate::symbol::DOC)
+}
+
+/// An identifier as the wire spells it: `r#type` is `type`.
+fn unraw(ident: &Ident) -> String {
+    ident.to_string().trim_start_matches("r#").to_owned()
 }
