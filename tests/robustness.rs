@@ -525,24 +525,8 @@ const PROCESS_LIMIT: Duration = Duration::from_secs(180);
 
 impl KillOnDrop {
     fn new(child: Child) -> Self {
-        let finished = Arc::new(AtomicBool::new(false));
-        let pid = child.id();
-        let watched = Arc::clone(&finished);
-        thread::spawn(move || {
-            let deadline = Instant::now() + PROCESS_LIMIT;
-            while Instant::now() < deadline {
-                if watched.load(Ordering::SeqCst) {
-                    return;
-                }
-                thread::sleep(Duration::from_millis(100));
-            }
-            if !watched.load(Ordering::SeqCst) {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .status();
-            }
-        });
-        Self(child, finished)
+        let stood_down = support::process::watchdog(child.id(), PROCESS_LIMIT);
+        Self(child, stood_down)
     }
 }
 

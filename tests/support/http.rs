@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::process::{drain, kill_tree, send_signal};
+use super::process::{drain, kill_tree, send_signal, spawn_in_group};
 
 /// A server process serving Streamable HTTP, started with `--port 0` (or `--http 0`) so that
 /// it picks a free port and reports its URL on stderr. Killed (its whole process group) when
@@ -27,18 +27,8 @@ impl HttpServer {
     /// (`... over Streamable HTTP at http://ADDR/PATH ...`). Panics with its stderr when it
     /// exits or stays silent.
     pub(crate) fn start(mut command: Command, timeout: Duration) -> Self {
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt as _;
-            command.process_group(0);
-        }
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot spawn {command:?}: {e}"));
+        command.stdout(Stdio::null());
+        let mut child = spawn_in_group(&mut command);
         let stderr = drain(child.stderr.take()).buf;
         let mut server = Self {
             child: Some(child),
@@ -155,11 +145,7 @@ pub(crate) fn raw_http(
     body: &[u8],
     timeout: Duration,
 ) -> RawResponse {
-    use std::net::TcpStream;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)
-        .unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
-    stream.set_read_timeout(Some(timeout)).ok();
-    stream.set_write_timeout(Some(timeout)).ok();
+    let mut stream = connect(addr, timeout).unwrap_or_else(|e| panic!("{e}"));
     let bytes = request_bytes(addr, method, path, headers, body);
     // The server may answer (413) and close before reading the whole body: a failed write
     // is not the test's failure, the response says what happened.
@@ -172,6 +158,15 @@ pub(crate) fn raw_http(
             String::from_utf8_lossy(&raw)
         )
     })
+}
+
+/// A connection to `addr` whose connect, reads and writes each take at most `timeout`.
+fn connect(addr: std::net::SocketAddr, timeout: Duration) -> Result<std::net::TcpStream, String> {
+    let stream = std::net::TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    stream.set_read_timeout(Some(timeout)).ok();
+    stream.set_write_timeout(Some(timeout)).ok();
+    Ok(stream)
 }
 
 /// The bytes of an HTTP/1.1 request (a `Host` and `Connection: close` are added unless
@@ -253,11 +248,7 @@ pub(crate) fn try_raw_http(
     body: &[u8],
     timeout: Duration,
 ) -> Result<RawResponse, String> {
-    use std::net::TcpStream;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    stream.set_read_timeout(Some(timeout)).ok();
-    stream.set_write_timeout(Some(timeout)).ok();
+    let mut stream = connect(addr, timeout)?;
     let bytes = request_bytes(addr, method, path, headers, body);
     stream
         .write_all(&bytes)

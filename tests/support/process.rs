@@ -7,7 +7,10 @@ use std::{
     io::Read,
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Stdio},
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     thread::{self, JoinHandle},
     time::{Duration, Instant},
 };
@@ -96,19 +99,9 @@ impl RunOutput {
 /// whole group is killed (SIGKILL), so subprocesses it spawned (e.g. MCP servers) go too;
 /// elsewhere only the process itself is killed. Panics only if the process cannot be spawned.
 pub(crate) fn run_with_timeout(mut command: Command, timeout: Duration) -> RunOutput {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt as _;
-        command.process_group(0);
-    }
+    command.stdout(Stdio::piped());
     let start = Instant::now();
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot spawn {command:?}: {e}"));
+    let mut child = spawn_in_group(&mut command);
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
 
@@ -144,6 +137,41 @@ pub(crate) fn run_with_timeout(mut command: Command, timeout: Duration) -> RunOu
         timed_out,
         elapsed,
     }
+}
+
+/// Spawns `command` with stdin null and stderr piped (stdout as the caller set it) as the
+/// leader of its own process group on Unix, so that [`kill_tree`] ends what it spawns too.
+/// Panics when it cannot be spawned.
+pub(super) fn spawn_in_group(command: &mut Command) -> Child {
+    command.stdin(Stdio::null()).stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt as _;
+        command.process_group(0);
+    }
+    command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot spawn {command:?}: {e}"))
+}
+
+/// Kills process `pid` (SIGKILL) if `stood_down` is still unset after `limit`. The owner
+/// sets the flag before it reaps the process, so that a recycled pid is never killed.
+pub(crate) fn watchdog(pid: u32, limit: Duration) -> Arc<AtomicBool> {
+    let stood_down = Arc::new(AtomicBool::new(false));
+    let watched = Arc::clone(&stood_down);
+    thread::spawn(move || {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if watched.load(Ordering::SeqCst) {
+                return;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        if !watched.load(Ordering::SeqCst) {
+            send_signal(pid, "KILL");
+        }
+    });
+    stood_down
 }
 
 /// A pipe being read to its end on a thread, into a shared buffer.

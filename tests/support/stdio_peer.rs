@@ -22,7 +22,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use super::process::{Drain, drain, send_signal};
+use super::process::{Drain, drain, send_signal, watchdog};
 
 /// How long one expected answer may take.
 pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
@@ -136,21 +136,8 @@ impl StdioPeer {
 
     /// Kills the server (SIGKILL) if it still runs after `limit`, so that blocking reads and
     /// writes on its pipes fail instead of hanging the test.
-    pub(crate) fn kill_after(self, limit: Duration) -> Self {
-        let pid = self.pid();
-        let dropped = Arc::clone(&self.dropped);
-        thread::spawn(move || {
-            let deadline = Instant::now() + limit;
-            while Instant::now() < deadline {
-                if dropped.load(Ordering::SeqCst) {
-                    return;
-                }
-                thread::sleep(Duration::from_millis(100));
-            }
-            if !dropped.load(Ordering::SeqCst) {
-                send_signal(pid, "KILL");
-            }
-        });
+    pub(crate) fn kill_after(mut self, limit: Duration) -> Self {
+        self.dropped = watchdog(self.pid(), limit);
         self
     }
 

@@ -30,13 +30,7 @@ pub(crate) fn target_dir() -> PathBuf {
 /// otherwise it prints a loud skip note to stderr (uncaptured) and returns `None`, so a test can do
 /// `let Some(python) = support::python() else { return };`.
 pub(crate) fn python() -> Option<PathBuf> {
-    if let Some(explicit) = std::env::var_os("FUSION_PYTHON").filter(|v| !v.is_empty()) {
-        let path = PathBuf::from(explicit);
-        assert!(
-            path.is_file(),
-            "FUSION_PYTHON points at {}, which does not exist",
-            path.display()
-        );
+    if let Some(path) = explicit_file("FUSION_PYTHON") {
         return Some(path);
     }
     let venv = target_dir().join("fusion-venv");
@@ -121,13 +115,7 @@ pub(crate) fn path_with(dir: &Path) -> std::ffi::OsString {
 /// installs it). When none is there: under `CI=true` this panics; otherwise it prints a loud
 /// skip note and returns `None`.
 pub(crate) fn nginx() -> Option<PathBuf> {
-    if let Some(explicit) = std::env::var_os("FUSION_NGINX").filter(|v| !v.is_empty()) {
-        let path = PathBuf::from(explicit);
-        assert!(
-            path.is_file(),
-            "FUSION_NGINX points at {}, which does not exist",
-            path.display()
-        );
+    if let Some(path) = explicit_file("FUSION_NGINX") {
         return Some(path);
     }
     let on_path = std::env::var_os("PATH").and_then(|path| {
@@ -143,6 +131,18 @@ pub(crate) fn nginx() -> Option<PathBuf> {
     }
     let hint = "no nginx (FUSION_NGINX is unset, none on PATH or at /usr/sbin/nginx): run `scripts/nginx-env` (as root; installs the Debian package nginx)";
     missing_tool(hint)
+}
+
+/// The file that the environment variable `var` names, if it is set and not empty; panics
+/// when it names nothing (an explicit choice that is wrong is not a reason to skip).
+fn explicit_file(var: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var_os(var).filter(|v| !v.is_empty())?);
+    assert!(
+        path.is_file(),
+        "{var} points at {}, which does not exist",
+        path.display()
+    );
+    Some(path)
 }
 
 /// What a test does when an external tool it drives is missing: under `CI=true` it fails
