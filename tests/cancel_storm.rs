@@ -20,17 +20,12 @@ mod support;
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
-    io::{BufRead as _, BufReader, Read as _, Write as _},
-    process::{Child, ChildStdin, Command, Stdio},
-    sync::{
-        Arc, Mutex,
-        mpsc::{self, Receiver, RecvTimeoutError},
-    },
     thread,
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
+use support::stdio_peer::StdioPeer;
 
 /// Calls in the storm.
 const CALLS: u64 = 5_000;
@@ -142,22 +137,11 @@ impl Kind {
     }
 }
 
-/// The server process, killed however the test ends.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The storm's bookkeeping and the pipes to the server.
 struct Storm {
-    child: KillOnDrop,
-    stdin: ChildStdin,
-    incoming: Receiver<Result<Value, String>>,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    /// The server, strict: a stdout line that is not JSON-RPC, stdout closing or stdin
+    /// refusing a write fails the test at once.
+    server: StdioPeer,
     /// The kind of every storm call sent.
     kinds: HashMap<u64, Kind>,
     /// Sent, not answered, not cancelled.
@@ -177,48 +161,14 @@ struct Storm {
 
 impl Storm {
     fn spawn() -> Self {
-        let binary = support::example_binary("cancel_safety");
-        let mut child = KillOnDrop(
-            Command::new(&binary)
-                .env("RUST_LOG", "warn")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display())),
-        );
-        let stdin = child.0.stdin.take().expect("piped stdin");
-        let stdout = child.0.stdout.take().expect("piped stdout");
-        let (lines, incoming) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let parsed = serde_json::from_str::<Value>(&line).map_err(|error| {
-                    format!("stdout carried a line that is not JSON ({error}): {line:?}")
-                });
-                if lines.send(parsed).is_err() {
-                    break;
-                }
-            }
-        });
-        // Keep the last 64 KiB of stderr for failure reports (panics print there).
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let mut pipe = child.0.stderr.take().expect("piped stderr");
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            let mut chunk = [0_u8; 8192];
-            while let Ok(read @ 1..) = pipe.read(&mut chunk) {
-                let mut buffer = sink.lock().unwrap_or_else(|e| e.into_inner());
-                buffer.extend_from_slice(&chunk[..read]);
-                let excess = buffer.len().saturating_sub(64 << 10);
-                buffer.drain(..excess);
-            }
-        });
+        let server = StdioPeer::spawn(
+            &support::example_binary("cancel_safety"),
+            &[],
+            &[("RUST_LOG", "warn")],
+        )
+        .strict();
         Self {
-            child,
-            stdin,
-            incoming,
-            stderr,
+            server,
             kinds: HashMap::new(),
             outstanding: HashSet::new(),
             cancelled: HashSet::new(),
@@ -231,30 +181,13 @@ impl Storm {
         }
     }
 
+    /// The end of the server's stderr, for failure reports (panics print there).
     fn stderr_tail(&self) -> String {
-        let bytes = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let start = text.len().saturating_sub(4_000);
-        let start = (start..text.len())
-            .find(|at| text.is_char_boundary(*at))
-            .unwrap_or(text.len());
-        text[start..].to_owned()
+        self.server.stderr_tail(4_000)
     }
 
     fn send(&mut self, message: &Value) {
-        let mut line = serde_json::to_vec(message).expect("a JSON value serializes");
-        line.push(b'\n');
-        if let Err(error) = self
-            .stdin
-            .write_all(&line)
-            .and_then(|()| self.stdin.flush())
-        {
-            panic!(
-                "the server stopped reading ({error}; exit: {:?})\n--- stderr ---\n{}",
-                self.child.0.try_wait(),
-                self.stderr_tail()
-            );
-        }
+        self.server.send(message);
     }
 
     fn cancel(&mut self, id: u64) {
@@ -267,16 +200,7 @@ impl Storm {
 
     /// The next message within `timeout`, or `None`.
     fn next(&mut self, timeout: Duration) -> Option<Value> {
-        match self.incoming.recv_timeout(timeout) {
-            Ok(Ok(message)) => Some(message),
-            Ok(Err(problem)) => panic!("{problem}\n--- stderr ---\n{}", self.stderr_tail()),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => panic!(
-                "the server closed stdout (exit: {:?})\n--- stderr ---\n{}",
-                self.child.0.try_wait(),
-                self.stderr_tail()
-            ),
-        }
+        self.server.next(timeout)
     }
 
     /// Books one message from the server.

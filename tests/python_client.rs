@@ -1,8 +1,11 @@
-//! The official MCP Python SDK (mcp==2.3.0) drives the quickstart example over stdio.
+//! The official MCP Python SDK (mcp==2.3.0) drives the example servers: the quickstart over
+//! stdio and over Streamable HTTP, the conformance example's resources, prompts, completion
+//! and client requests over HTTP, and the seed's checks against the demo over stdio.
 //!
-//! Needs the venv from `scripts/python-env` (or `FUSION_PYTHON`) and the built example
-//! (`cargo build --examples`). Without the venv the test is skipped with a note, except when
-//! `CI=true`, where it fails. The checks themselves live in `tests/python/stdio_client.py`.
+//! Needs the venv from `scripts/python-env` (or `FUSION_PYTHON`) and the built examples and
+//! binaries (`cargo build --workspace --bins --examples`). Without the venv the tests are
+//! skipped with a note, except when `CI=true`, where they fail. The checks themselves live in
+//! `tests/python/stdio_client.py`, `http_client.py` and `seed_client.py`.
 
 mod support;
 

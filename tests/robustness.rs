@@ -21,210 +21,44 @@
 mod support;
 
 use std::{
-    collections::HashMap,
     io::{BufRead as _, BufReader, BufWriter, Read, Write},
-    process::{Child, ChildStdin, Command, ExitStatus, Stdio},
+    process::{Child, Command, ExitStatus, Stdio},
     sync::{
-        Arc, Mutex,
+        Arc,
         atomic::{AtomicBool, Ordering},
-        mpsc::{self, Receiver, RecvTimeoutError},
     },
     thread,
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
-
-/// Bound on any single expected answer.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+use support::stdio_peer::StdioPeer;
 
 /// The server's default shutdown grace, and the margin the test allows on top of it.
 const GRACE: Duration = Duration::from_secs(5);
 const MARGIN: Duration = Duration::from_secs(4);
 
-/// The `faults` example, spawned with piped stdio, killed when dropped.
-struct Faults {
-    child: KillOnDrop,
-    stdin: Option<ChildStdin>,
-    /// Every stdout line, parsed, in order (an unparsable line fails the test at once).
-    answers: Receiver<Result<Value, String>>,
-    /// Answers received but not asked for yet, by id (`null` included).
-    stash: Vec<Value>,
-    /// Every answer seen, counted by id, to prove "exactly one".
-    seen: HashMap<String, usize>,
-    stderr: Arc<Mutex<Vec<u8>>>,
+/// The `faults` example over stdio, strict (a stdout line that is not JSON-RPC, or stdout
+/// closing while an answer is awaited, fails the test at once), killed when dropped and by a
+/// watchdog after [`PROCESS_LIMIT`].
+fn faults() -> StdioPeer {
+    StdioPeer::spawn(&support::example_binary("faults"), &[], &[])
+        .strict()
+        .kill_after(PROCESS_LIMIT)
 }
 
-impl Faults {
-    fn spawn() -> Self {
-        Self::spawn_with(&[])
-    }
+/// The handshake, with the faults server's name checked.
+fn initialize(server: &mut StdioPeer) {
+    let init = server.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "faults", "{init}");
+}
 
-    fn spawn_with(env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(support::example_binary("faults"));
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("RUST_LOG", "info");
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = KillOnDrop::new(command.spawn().expect("spawn examples/faults"));
-        let stdin = child.0.stdin.take();
-        let stdout = child.0.stdout.take().expect("piped stdout");
-        let (sender, answers) = mpsc::channel();
-        thread::spawn(move || {
-            let mut stdout = BufReader::new(stdout);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match stdout.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let parsed = serde_json::from_slice::<Value>(&line)
-                            .map_err(|error| {
-                                format!(
-                                    "stdout carried a line that is not JSON ({error}): {:?}",
-                                    String::from_utf8_lossy(&line[..line.len().min(300)])
-                                )
-                            })
-                            .and_then(|value| {
-                                if value["jsonrpc"] == "2.0" {
-                                    Ok(value)
-                                } else {
-                                    Err(format!(
-                                        "stdout carried JSON that is not JSON-RPC: {value}"
-                                    ))
-                                }
-                            });
-                        if sender.send(parsed).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let mut pipe = child.0.stderr.take().expect("piped stderr");
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            let mut chunk = [0u8; 8192];
-            while let Ok(read @ 1..) = pipe.read(&mut chunk) {
-                sink.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .extend_from_slice(&chunk[..read]);
-            }
-        });
-        Self {
-            child,
-            stdin,
-            answers,
-            stash: Vec::new(),
-            seen: HashMap::new(),
-            stderr,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin still open");
-        stdin.write_all(bytes).expect("write to the server");
-        stdin.flush().expect("flush to the server");
-    }
-
-    fn send(&mut self, message: &Value) {
-        let mut line = serde_json::to_vec(message).expect("serializes");
-        line.push(b'\n');
-        self.write(&line);
-    }
-
-    /// The next answer from stdout, or `None` when nothing came within `timeout`.
-    fn next(&mut self, timeout: Duration) -> Option<Value> {
-        match self.answers.recv_timeout(timeout) {
-            Ok(Ok(answer)) => {
-                *self.seen.entry(answer["id"].to_string()).or_default() += 1;
-                Some(answer)
-            }
-            Ok(Err(problem)) => panic!("{problem}\n--- stderr ---\n{}", self.stderr()),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => panic!(
-                "the server closed stdout (exit: {:?})\n--- stderr ---\n{}",
-                self.child.0.try_wait(),
-                self.stderr()
-            ),
-        }
-    }
-
-    /// The answer whose id is `id` (`Value::Null` for an id-less error).
-    fn answer(&mut self, id: &Value) -> Value {
-        if let Some(at) = self.stash.iter().position(|a| &a["id"] == id) {
-            return self.stash.remove(at);
-        }
-        let deadline = Instant::now() + ANSWER_TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Some(answer) = self.next(left) else {
-                panic!(
-                    "no answer for id {id} within {ANSWER_TIMEOUT:?}\n--- stderr ---\n{}",
-                    self.stderr()
-                );
-            };
-            if &answer["id"] == id {
-                return answer;
-            }
-            self.stash.push(answer);
-        }
-    }
-
-    fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.answer(&id)
-    }
-
-    fn call(&mut self, id: Value, tool: &str, arguments: Value) -> Value {
-        self.request(
-            id,
-            "tools/call",
-            json!({"name": tool, "arguments": arguments}),
-        )
-    }
-
-    /// Proves the server still answers.
-    fn alive(&mut self, id: &str) {
-        let pong = self.request(json!(id), "ping", json!({}));
-        assert_eq!(pong["result"], json!({}), "ping after {id}: {pong}");
-    }
-
-    fn initialize(&mut self) {
-        let init = self.request(
-            json!("init"),
-            "initialize",
-            json!({
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "robustness", "version": "1"}
-            }),
-        );
-        assert_eq!(init["result"]["serverInfo"]["name"], "faults", "{init}");
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    }
-
-    /// Closes stdin and waits (bounded) for the process to exit.
-    fn close_and_wait(&mut self, limit: Duration) -> (Option<ExitStatus>, Duration) {
-        drop(self.stdin.take());
-        let started = Instant::now();
-        while started.elapsed() < limit {
-            if let Ok(Some(status)) = self.child.0.try_wait() {
-                return (Some(status), started.elapsed());
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        (None, started.elapsed())
-    }
+/// Closes stdin and waits (bounded) for the process to exit.
+fn close_and_wait(server: &mut StdioPeer, limit: Duration) -> (Option<ExitStatus>, Duration) {
+    drop(server.take_stdin());
+    let started = Instant::now();
+    let status = server.wait_exit(limit);
+    (status, started.elapsed())
 }
 
 fn text(answer: &Value) -> &str {
@@ -239,13 +73,13 @@ fn error_code(answer: &Value) -> i64 {
 
 #[test]
 fn hostile_input_gets_one_answer_each_and_the_server_survives() {
-    let mut server = Faults::spawn();
+    let mut server = faults();
     // Before the handshake: a stray notification (rmcp alone exits with 1 on it) and a
     // blank line are ignored, garbage is answered.
     server.write(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n\n");
     server.write(b"garbage before the handshake\n");
     assert_eq!(error_code(&server.answer(&Value::Null)), -32700);
-    server.initialize();
+    initialize(&mut server);
 
     // Malformed JSON: a parse error with a null id, written by the transport.
     server.write(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\n");
@@ -306,13 +140,10 @@ fn hostile_input_gets_one_answer_each_and_the_server_survives() {
 
     // The cancelled call's handler has finished by now (1.5 s); its answer must not come.
     let settle = Duration::from_millis(1500 + 500).saturating_sub(sent.elapsed());
-    while let Some(answer) = server.next(settle) {
-        server.stash.push(answer);
-    }
+    let unasked = server.unasked(settle);
     assert!(
-        !server.stash.iter().any(|a| a["id"] == "slow"),
-        "the cancelled call was answered: {:?}",
-        server.stash
+        !unasked.iter().any(|a| a["id"] == "slow"),
+        "the cancelled call was answered: {unasked:?}"
     );
 
     // A 10 MB string argument: one answer (the argument limits reject it as a tool error).
@@ -366,27 +197,21 @@ fn hostile_input_gets_one_answer_each_and_the_server_survives() {
     );
 
     // Nothing left over, and every id answered exactly once.
-    while let Some(answer) = server.next(Duration::from_millis(200)) {
-        server.stash.push(answer);
-    }
-    assert!(
-        server.stash.is_empty(),
-        "unexpected answers: {:?}",
-        server.stash
-    );
+    let unasked = server.unasked(Duration::from_millis(200));
+    assert!(unasked.is_empty(), "unexpected answers: {unasked:?}");
     assert_eq!(
-        server.seen.get("null"),
+        server.seen().get("null"),
         Some(&6),
         "id-less answers: {:?}",
-        server.seen
+        server.seen()
     );
     let repeated: Vec<_> = server
-        .seen
+        .seen()
         .iter()
         .filter(|(id, count)| id.as_str() != "null" && **count != 1)
         .collect();
     assert!(repeated.is_empty(), "answered more than once: {repeated:?}");
-    assert!(!server.seen.contains_key("\"slow\""));
+    assert!(!server.seen().contains_key("\"slow\""));
 
     // stdin closes while `hang` runs: exit 0 within the grace plus a margin, the call dropped.
     server.send(
@@ -394,7 +219,7 @@ fn hostile_input_gets_one_answer_each_and_the_server_survives() {
         "params": {"name": "hang", "arguments": {}}}),
     );
     thread::sleep(Duration::from_millis(300));
-    let (status, took) = server.close_and_wait(GRACE + MARGIN);
+    let (status, took) = close_and_wait(&mut server, GRACE + MARGIN);
     let stderr = server.stderr();
     let status = status.unwrap_or_else(|| {
         panic!(
@@ -420,14 +245,14 @@ fn hostile_input_gets_one_answer_each_and_the_server_survives() {
 
 #[test]
 fn a_call_running_when_stdin_closes_is_answered_before_exit() {
-    let mut server = Faults::spawn();
-    server.initialize();
+    let mut server = faults();
+    initialize(&mut server);
     server.send(
         &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
         "params": {"name": "slow", "arguments": {"ms": 800}}}),
     );
     thread::sleep(Duration::from_millis(100));
-    let (status, took) = server.close_and_wait(GRACE + MARGIN);
+    let (status, took) = close_and_wait(&mut server, GRACE + MARGIN);
     let stderr = server.stderr();
     assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
     assert!(
@@ -440,8 +265,8 @@ fn a_call_running_when_stdin_closes_is_answered_before_exit() {
 
 #[test]
 fn a_fatal_error_is_answered_then_the_process_exits_70() {
-    let mut server = Faults::spawn();
-    server.initialize();
+    let mut server = faults();
+    initialize(&mut server);
     server.send(
         &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
         "params": {"name": "slow", "arguments": {"ms": 300}}}),
@@ -451,16 +276,7 @@ fn a_fatal_error_is_answered_then_the_process_exits_70() {
     // The call in flight is still answered before the process goes.
     let slow = server.answer(&json!("slow"));
     assert_eq!(text(&slow), "slept 300 ms", "{slow}");
-    let started = Instant::now();
-    let status = loop {
-        if let Ok(Some(status)) = server.child.0.try_wait() {
-            break Some(status);
-        }
-        if started.elapsed() > Duration::from_secs(10) {
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = server.wait_exit(Duration::from_secs(10));
     assert_eq!(
         status.and_then(|s| s.code()),
         Some(70),
@@ -709,24 +525,8 @@ const PROCESS_LIMIT: Duration = Duration::from_secs(180);
 
 impl KillOnDrop {
     fn new(child: Child) -> Self {
-        let finished = Arc::new(AtomicBool::new(false));
-        let pid = child.id();
-        let watched = Arc::clone(&finished);
-        thread::spawn(move || {
-            let deadline = Instant::now() + PROCESS_LIMIT;
-            while Instant::now() < deadline {
-                if watched.load(Ordering::SeqCst) {
-                    return;
-                }
-                thread::sleep(Duration::from_millis(100));
-            }
-            if !watched.load(Ordering::SeqCst) {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .status();
-            }
-        });
-        Self(child, finished)
+        let stood_down = support::process::watchdog(child.id(), PROCESS_LIMIT);
+        Self(child, stood_down)
     }
 }
 

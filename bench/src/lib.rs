@@ -10,6 +10,7 @@
 //! | `floor-echo` (bin) | the floor: a synchronous serde_json line responder, one thread |
 //! | `faulty-echo` (bin) | a deliberately broken server, for the driver's own tests |
 //! | `benches/dispatch.rs` | criterion: in-process dispatch through the tester against a hand-written serde handler, schema generation, the tester's `echo` |
+//! | `benches/decode.rs` | criterion: decode and validation of a 10-field argument object (plain and constrained) against plain serde decoding of the same struct |
 //!
 //! ```sh
 //! cargo build --release --example quickstart          # fusion's server under test
@@ -17,6 +18,7 @@
 //! cargo run --release -p fusion-bench --bin loadgen -- \
 //!     --server "target/release/examples/quickstart" --concurrency 32 --calls 200000
 //! cargo bench -p fusion-bench --bench dispatch
+//! cargo bench -p fusion-bench --bench decode
 //! ```
 //!
 //! See `bench/README.md` for the options and what each number means. The library holds

@@ -1,16 +1,28 @@
 //! A raw JSON-RPC peer of an example server over stdio: lines in, parsed lines out, every
 //! wait bounded, the child killed when the peer is dropped.
+//!
+//! A [`strict`](StdioPeer::strict) peer fails the test on what a well-behaved server never
+//! does: a stdout line that is not JSON-RPC, stdout closing while an answer is awaited, stdin
+//! refusing a write. Every answer read is counted by id ([`seen`](StdioPeer::seen)), to prove
+//! "exactly once".
 
 use std::{
+    collections::HashMap,
     io::{BufRead as _, BufReader, Write as _},
     path::Path,
     process::{Child, ChildStdin, Command, ExitStatus, Stdio},
-    sync::mpsc::{self, Receiver},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+        mpsc::{self, Receiver, RecvTimeoutError},
+    },
     thread,
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
+
+use super::process::{Drain, drain, send_signal, watchdog};
 
 /// How long one expected answer may take.
 pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
@@ -19,17 +31,26 @@ pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 pub(crate) struct StdioPeer {
     child: Child,
     stdin: Option<ChildStdin>,
-    /// Parsed stdout lines (a line that is not JSON arrives as `{"not_json": line}`).
-    answers: Receiver<Value>,
+    /// Parsed stdout lines; a line that is not JSON as `Err((why, its first 300 chars))`
+    /// (handed out as `{"not_json": line}` unless the peer is strict).
+    answers: Receiver<Result<Value, (String, String)>>,
     /// Answers read but not asked for yet.
     stash: Vec<Value>,
     /// Opens the reading of stdout, for a peer spawned with its reading held back.
     start_reading: Option<mpsc::Sender<()>>,
-    stderr: super::Drain,
+    stderr: Drain,
+    /// Every answer read, counted by id (`null` for id-less ones).
+    seen: HashMap<String, usize>,
+    /// Whether what a well-behaved server never does fails the test.
+    strict: bool,
+    /// Set when the peer is dropped, so that a [`kill_after`](Self::kill_after) watchdog
+    /// stands down before the child is reaped (and its pid can be reused).
+    dropped: Arc<AtomicBool>,
 }
 
 impl Drop for StdioPeer {
     fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -63,18 +84,27 @@ impl StdioPeer {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
         let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = super::drain(child.stderr.take());
+        let stderr = drain(child.stderr.take());
         let (open, opened) = mpsc::channel::<()>();
         let (sender, answers) = mpsc::channel();
         thread::spawn(move || {
             if opened.recv().is_err() {
                 return;
             }
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let value = serde_json::from_str(&line).unwrap_or_else(
-                    |_| json!({"not_json": line.chars().take(300).collect::<String>()}),
-                );
-                if sender.send(value).is_err() {
+            let mut stdout = BufReader::new(stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let parsed = serde_json::from_slice::<Value>(&line).map_err(|error| {
+                    let text = String::from_utf8_lossy(&line);
+                    let text = text.trim_end_matches(['\r', '\n']).chars().take(300);
+                    (error.to_string(), text.collect::<String>())
+                });
+                if sender.send(parsed).is_err() {
                     break;
                 }
             }
@@ -86,11 +116,34 @@ impl StdioPeer {
             stash: Vec::new(),
             start_reading: Some(open),
             stderr,
+            seen: HashMap::new(),
+            strict: false,
+            dropped: Arc::new(AtomicBool::new(false)),
         };
         if reading {
             peer.start_reading();
         }
         peer
+    }
+
+    /// Makes the peer strict: a stdout line that is not JSON-RPC, stdout closing while an
+    /// answer is awaited, or a write the server's stdin refuses panics, with the server's
+    /// stderr.
+    pub(crate) fn strict(mut self) -> Self {
+        self.strict = true;
+        self
+    }
+
+    /// Kills the server (SIGKILL) if it still runs after `limit`, so that blocking reads and
+    /// writes on its pipes fail instead of hanging the test.
+    pub(crate) fn kill_after(mut self, limit: Duration) -> Self {
+        self.dropped = watchdog(self.pid(), limit);
+        self
+    }
+
+    /// Every answer read so far, counted by id (the id's JSON text; `null` for id-less ones).
+    pub(crate) fn seen(&self) -> &HashMap<String, usize> {
+        &self.seen
     }
 
     /// Starts reading the server's stdout.
@@ -118,11 +171,47 @@ impl StdioPeer {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
-    /// Writes raw bytes to the server's stdin; `false` once it is closed.
+    /// Everything the server wrote to stderr, once the pipe has reached its end (after the
+    /// process exited), or what came within `limit`.
+    pub(crate) fn stderr_to_end(&self, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        while self
+            .stderr
+            .thread
+            .as_ref()
+            .is_some_and(|thread| !thread.is_finished())
+            && Instant::now() < deadline
+        {
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.stderr()
+    }
+
+    /// The last `max` bytes (or a few more, to a character boundary) of the server's stderr.
+    pub(crate) fn stderr_tail(&self, max: usize) -> String {
+        let text = self.stderr();
+        let start = (text.len().saturating_sub(max)..text.len())
+            .find(|at| text.is_char_boundary(*at))
+            .unwrap_or(text.len());
+        text[start..].to_owned()
+    }
+
+    /// Writes raw bytes to the server's stdin; `false` once it is closed (a strict peer
+    /// panics instead).
     pub(crate) fn write(&mut self, bytes: &[u8]) -> bool {
-        self.stdin
-            .as_mut()
-            .is_some_and(|stdin| stdin.write_all(bytes).and_then(|()| stdin.flush()).is_ok())
+        let written = match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(bytes).and_then(|()| stdin.flush()),
+            None => Err(std::io::Error::other("stdin is closed")),
+        };
+        match written {
+            Ok(()) => true,
+            Err(error) if self.strict => panic!(
+                "the server stopped reading ({error}; exit: {:?})\n--- stderr ---\n{}",
+                self.child.try_wait(),
+                self.stderr_tail(8_000)
+            ),
+            Err(_) => false,
+        }
     }
 
     /// Writes one message as a line.
@@ -142,7 +231,44 @@ impl StdioPeer {
         if !self.stash.is_empty() {
             return Some(self.stash.remove(0));
         }
-        self.answers.recv_timeout(timeout).ok()
+        self.recv(timeout)
+    }
+
+    /// Reads what arrives until nothing has for `quiet`, and returns every answer read but
+    /// not asked for yet.
+    pub(crate) fn unasked(&mut self, quiet: Duration) -> &[Value] {
+        while let Some(answer) = self.recv(quiet) {
+            self.stash.push(answer);
+        }
+        &self.stash
+    }
+
+    /// The next line from stdout within `timeout`, counted in [`seen`](Self::seen).
+    fn recv(&mut self, timeout: Duration) -> Option<Value> {
+        match self.answers.recv_timeout(timeout) {
+            Ok(Ok(answer)) => {
+                if self.strict && answer["jsonrpc"] != "2.0" {
+                    panic!(
+                        "stdout carried JSON that is not JSON-RPC: {answer}\n--- stderr ---\n{}",
+                        self.stderr_tail(8_000)
+                    );
+                }
+                *self.seen.entry(answer["id"].to_string()).or_default() += 1;
+                Some(answer)
+            }
+            Ok(Err((error, line))) if self.strict => panic!(
+                "stdout carried a line that is not JSON ({error}): {line:?}\n--- stderr ---\n{}",
+                self.stderr_tail(8_000)
+            ),
+            Ok(Err((_, line))) => Some(json!({ "not_json": line })),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) if self.strict => panic!(
+                "the server closed stdout (exit: {:?})\n--- stderr ---\n{}",
+                self.child.try_wait(),
+                self.stderr_tail(8_000)
+            ),
+            Err(RecvTimeoutError::Disconnected) => None,
+        }
     }
 
     /// The answer whose id is `id`, within `timeout`; `None` when none came.
@@ -153,10 +279,7 @@ impl StdioPeer {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.checked_duration_since(Instant::now())?;
-            let answer = match self.answers.recv_timeout(left) {
-                Ok(answer) => answer,
-                Err(_) => return None,
-            };
+            let answer = self.recv(left)?;
             if &answer["id"] == id {
                 return Some(answer);
             }
@@ -189,8 +312,8 @@ impl StdioPeer {
         )
     }
 
-    /// The MCP handshake.
-    pub(crate) fn initialize(&mut self) {
+    /// The MCP handshake; the answer to `initialize`.
+    pub(crate) fn initialize(&mut self) -> Value {
         let init = self.request(
             json!("init"),
             "initialize",
@@ -202,6 +325,7 @@ impl StdioPeer {
         );
         assert!(init["result"]["serverInfo"].is_object(), "{init}");
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        init
     }
 
     /// Proves the server still answers.
@@ -212,7 +336,7 @@ impl StdioPeer {
 
     /// Sends `signal` (e.g. `"TERM"`) to the server.
     pub(crate) fn signal(&self, signal: &str) {
-        super::send_signal(self.pid(), signal);
+        send_signal(self.pid(), signal);
     }
 
     /// Waits at most `limit` for the server to exit.

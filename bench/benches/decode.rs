@@ -1,7 +1,11 @@
 //! Decode + validate of a 10-field argument object, against plain serde decoding of the
-//! same struct. Run: `cargo bench --bench decode`. The ratios to report are
+//! same struct. Run: `cargo bench -p fusion-bench --bench decode`. The ratios to report are
 //! `fusion/*` over `serde/from_value` (what a hand-written handler does) and over
 //! `serde/deserialize_ref` (serde's floor, decoding from a borrowed value).
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented public function"
+)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use fusion_runtime::{Validator, prelude::*, schema::input_schema};
