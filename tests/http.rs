@@ -29,19 +29,7 @@ fn faults(args: &[&str]) -> HttpServer {
 
 /// A POST to the MCP endpoint with the headers a client sends, plus `extra`.
 fn post(server: &HttpServer, extra: &[(&str, &str)], body: &str) -> RawResponse {
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    headers.extend_from_slice(extra);
-    raw_http(
-        server.addr(),
-        "POST",
-        "/mcp",
-        &headers,
-        body.as_bytes(),
-        REQUEST,
-    )
+    support::post_mcp(server.addr(), extra, body, REQUEST)
 }
 
 fn get(server: &HttpServer, path: &str, headers: &[(&str, &str)]) -> RawResponse {

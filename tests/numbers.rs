@@ -502,26 +502,13 @@ fn the_issue_cases_over_stdio() {
 
 #[test]
 fn the_issue_cases_over_http() {
-    use support::{HttpServer, raw_http};
+    use support::HttpServer;
 
     let mut command = Command::new(support::example_binary("quickstart"));
     command.args(["--http", "0"]).env("RUST_LOG", "info");
     let server = HttpServer::start(command, WAIT);
-    let post = |extra: &[(&str, &str)], body: &str| {
-        let mut headers = vec![
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-        ];
-        headers.extend_from_slice(extra);
-        raw_http(
-            server.addr(),
-            "POST",
-            "/mcp",
-            &headers,
-            body.as_bytes(),
-            WAIT,
-        )
-    };
+    let post =
+        |extra: &[(&str, &str)], body: &str| support::post_mcp(server.addr(), extra, body, WAIT);
     let init = post(
         &[],
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"numbers","version":"0"}}}"#,

@@ -11,7 +11,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::support::{self, HttpServer, RawResponse, raw_http, try_raw_http};
+use crate::support::{
+    self, HttpServer, RawResponse, mcp_headers, post_mcp, raw_http, try_raw_http,
+};
 
 const START: Duration = Duration::from_secs(30);
 const REQUEST: Duration = Duration::from_secs(20);
@@ -28,29 +30,12 @@ fn faults(args: &[&str]) -> HttpServer {
     HttpServer::start(command, START)
 }
 
-/// The headers every MCP POST carries, plus `extra`.
-fn mcp_headers<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    headers.extend_from_slice(extra);
-    headers
-}
-
 fn post_to(addr: SocketAddr, session: Option<&str>, body: &str, timeout: Duration) -> RawResponse {
     let extra: Vec<(&str, &str)> = session
         .map(|id| ("Mcp-Session-Id", id))
         .into_iter()
         .collect();
-    raw_http(
-        addr,
-        "POST",
-        "/mcp",
-        &mcp_headers(&extra),
-        body.as_bytes(),
-        timeout,
-    )
+    post_mcp(addr, &extra, body, timeout)
 }
 
 /// A POST whose client gives up after `wait` and leaves (closes its connection).
@@ -63,6 +48,25 @@ fn post_and_leave(addr: SocketAddr, session: &str, body: &str, wait: Duration) {
         body.as_bytes(),
         wait,
     );
+}
+
+/// Starts a call of `hang` with `id` in `session` whose client leaves after 200 ms; the
+/// call goes on in the server.
+fn leave_hanging_call(server: &HttpServer, session: &str, id: u32) {
+    post_and_leave(
+        server.addr(),
+        session,
+        &call(id, "hang", "{}"),
+        Duration::from_millis(200),
+    );
+}
+
+/// [`leave_hanging_call`], then waits until it runs.
+fn leave_running_hang(server: &HttpServer, session: &str, id: u32) {
+    leave_hanging_call(server, session, id);
+    wait_for(Duration::from_secs(5), "the hang call runs", server, || {
+        hangs_in_flight(server, 1)
+    });
 }
 
 /// Initializes a session; its id.
@@ -331,18 +335,7 @@ fn sessions_are_capped_and_expire_when_idle() {
 fn a_session_with_a_call_in_flight_is_not_idle() {
     let server = faults(&["--session-idle-ms", "300", "--call-timeout-ms", "5000"]);
     let session = open_session(&server);
-    post_and_leave(
-        server.addr(),
-        &session,
-        &call(7, "hang", "{}"),
-        Duration::from_millis(200),
-    );
-    wait_for(
-        Duration::from_secs(5),
-        "the hang call runs",
-        &server,
-        || hangs_in_flight(&server, 1),
-    );
+    leave_running_hang(&server, &session, 7);
     thread::sleep(Duration::from_millis(900));
     assert_eq!(
         hang_drops(&server),
@@ -508,12 +501,7 @@ fn a_call_whose_client_left_ends_at_the_call_deadline() {
     let server = faults(&["--call-timeout-ms", "500"]);
     let session = open_session(&server);
     let started = Instant::now();
-    post_and_leave(
-        server.addr(),
-        &session,
-        &call(5, "hang", "{}"),
-        Duration::from_millis(200),
-    );
+    leave_hanging_call(&server, &session, 5);
     wait_for(
         Duration::from_secs(5),
         "the hang call is dropped at its deadline",
@@ -538,12 +526,7 @@ fn a_session_caps_its_calls_in_flight_with_an_immediate_error() {
     let server = faults(&["--max-calls-per-session", "2"]);
     let session = open_session(&server);
     for id in [10, 11] {
-        post_and_leave(
-            server.addr(),
-            &session,
-            &call(id, "hang", "{}"),
-            Duration::from_millis(200),
-        );
+        leave_hanging_call(&server, &session, id);
     }
     wait_for(
         Duration::from_secs(5),
@@ -585,18 +568,7 @@ fn a_session_caps_its_calls_in_flight_with_an_immediate_error() {
 fn a_deleted_session_cancels_its_calls_at_once() {
     let server = faults(&[]);
     let session = open_session(&server);
-    post_and_leave(
-        server.addr(),
-        &session,
-        &call(9, "hang", "{}"),
-        Duration::from_millis(200),
-    );
-    wait_for(
-        Duration::from_secs(5),
-        "the hang call runs",
-        &server,
-        || hangs_in_flight(&server, 1),
-    );
+    leave_running_hang(&server, &session, 9);
     let deleted = raw_http(
         server.addr(),
         "DELETE",

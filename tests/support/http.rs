@@ -134,6 +134,34 @@ impl RawResponse {
     }
 }
 
+/// The headers every MCP POST carries (`Content-Type`, `Accept` for JSON and SSE), plus
+/// `extra`.
+pub(crate) fn mcp_headers<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    headers.extend_from_slice(extra);
+    headers
+}
+
+/// A POST of `body` to `/mcp` with the headers an MCP client sends, plus `extra`.
+pub(crate) fn post_mcp(
+    addr: std::net::SocketAddr,
+    extra: &[(&str, &str)],
+    body: &str,
+    timeout: Duration,
+) -> RawResponse {
+    raw_http(
+        addr,
+        "POST",
+        "/mcp",
+        &mcp_headers(extra),
+        body.as_bytes(),
+        timeout,
+    )
+}
+
 /// Sends `method path` to `addr` with `headers` (a `Host` and `Connection: close` are added
 /// unless given) and `body`, and reads the whole response (at most `timeout`). Chunked bodies
 /// are decoded.

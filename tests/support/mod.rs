@@ -25,7 +25,7 @@ pub(crate) mod stdio_peer;
 pub(crate) mod toolchains;
 
 #[allow(unused_imports)]
-pub(crate) use http::{HttpServer, RawResponse, raw_http, try_raw_http};
+pub(crate) use http::{HttpServer, RawResponse, mcp_headers, post_mcp, raw_http, try_raw_http};
 #[allow(unused_imports)]
 pub(crate) use process::{
     RunOutput, example_binary, package_binary, run_with_timeout, send_signal,
