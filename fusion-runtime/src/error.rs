@@ -5,13 +5,32 @@
 //! unclassified error, a panic) are masked: the model gets a generic message with a
 //! correlation id, the log gets the details.
 
-use std::{fmt, time::Duration};
+use std::{fmt, fmt::Write as _, time::Duration};
 
 use crate::{
     classify::{Classification, ErrorClass, Human, classify_dyn},
-    server::Target,
-    validate::ArgIssue,
+    validate::{ArgIssue, IssueCode},
 };
+
+/// The tool (and action) a call addressed, as messages name it: "`db_user` (action
+/// `find_many`)".
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) action: Option<&'a str>,
+}
+
+impl std::fmt::Display for Target<'_> {
+    /// Names as the client sent them, cut when over the name limit (an unknown tool's name
+    /// is the client's, of any size).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tool = crate::echo::name(self.tool);
+        match self.action {
+            Some(action) => write!(f, "`{tool}` (action `{}`)", crate::echo::name(action)),
+            None => write!(f, "`{tool}`"),
+        }
+    }
+}
 
 /// Why a call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -213,7 +232,7 @@ impl Failure {
     pub(crate) fn message(&self, target: &Target<'_>, correlation_id: &str) -> String {
         let tool = target;
         match &self.kind {
-            FailureKind::InvalidArguments(issues) => crate::validate::render_issues(target, issues),
+            FailureKind::InvalidArguments(issues) => render_issues(target, issues),
             FailureKind::UnknownTool {
                 requested,
                 available,
@@ -353,7 +372,7 @@ fn unknown_choice(
     available: &[String],
 ) -> String {
     let mut text = headline.to_owned();
-    if let Some(close) = crate::validate::closest(requested, available.iter().map(String::as_str)) {
+    if let Some(close) = crate::suggest::closest(requested, available.iter().map(String::as_str)) {
         text.push_str(&format!(" Did you mean `{close}`?"));
     }
     if available.is_empty() {
@@ -363,4 +382,55 @@ fn unknown_choice(
         text.push_str(&format!(" {list_name}: {}.", names.join(", ")));
     }
     text
+}
+
+/// The text block the model reads for invalid arguments: a headline naming the tool, one
+/// line per problem, and what to do next.
+pub(crate) fn render_issues(tool: &Target<'_>, issues: &[ArgIssue]) -> String {
+    let mut text = format!("Invalid arguments for tool {tool}:\n");
+    for issue in issues {
+        let place = if issue.path.is_empty() {
+            "arguments".to_owned()
+        } else {
+            format!("`{}`", issue.path)
+        };
+        let expected = &issue.expected;
+        let rule = match issue.code {
+            IssueCode::Missing => format!("required, expected {expected}"),
+            IssueCode::UnknownField => format!("not a parameter here, expected {expected}"),
+            IssueCode::Null => format!("expected {expected}, not null"),
+            IssueCode::Custom => expected.clone(),
+            _ => format!("expected {expected}"),
+        };
+        let received = issue.received.as_deref().unwrap_or("(missing)");
+        let fix = issue.hint.clone().unwrap_or_else(|| default_fix(issue));
+        let _ = writeln!(
+            text,
+            "- {place} ({code}): {rule}; received {received}. Fix: {fix}.",
+            code = issue.code
+        );
+    }
+    let _ = write!(
+        text,
+        "Fix the field{} above and call {tool} again.",
+        if issues.len() == 1 { "" } else { "s" }
+    );
+    text
+}
+
+/// The fix to suggest when the check that found a problem had nothing more specific.
+fn default_fix(issue: &ArgIssue) -> String {
+    let expected = &issue.expected;
+    match issue.code {
+        IssueCode::Missing => format!(
+            "add `{}`",
+            issue.path.rsplit('.').next().unwrap_or(&issue.path)
+        ),
+        IssueCode::UnknownField => "remove it".to_owned(),
+        IssueCode::Null => format!("send {expected}, or leave the field out if it is optional"),
+        IssueCode::Custom | IssueCode::Decode => "correct the value".to_owned(),
+        IssueCode::MinLength | IssueCode::MaxLength => format!("make it {expected}"),
+        IssueCode::Pattern => "send text that matches the pattern".to_owned(),
+        _ => format!("send {expected}"),
+    }
 }

@@ -34,18 +34,23 @@ mod classify;
 mod constraint;
 mod echo;
 mod error;
+mod exit;
+mod future;
 pub mod idempotency;
 pub mod log;
 pub mod metrics;
 pub mod middleware;
 mod output;
 mod present;
+mod probe;
 pub mod prompt;
 mod recover;
 mod registry;
 pub mod resource;
 pub mod schema;
 mod server;
+mod setup;
+mod suggest;
 pub mod testing;
 mod tool;
 mod transport;
@@ -57,17 +62,20 @@ pub use classify::{
 };
 pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
 pub use error::{Failure, FailureKind};
+pub use exit::{EXIT_CONFIG, EXIT_FATAL};
+pub use future::BoxFuture;
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use present::{Presentation, PresenterFn, UiBlock};
 pub use prompt::{IntoPromptMessages, PromptArg, PromptInfo};
 pub use recover::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use registry::{ACTION_KEY, Exposure};
 pub use resource::{IntoResourceContents, ResourceContent, ResourceInfo};
-pub use server::{BuildError, EXIT_FATAL, ISSUES_META_KEY, Server, ServerBuilder, StartupError};
-pub use tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec};
+pub use server::{ISSUES_META_KEY, Server, ServerBuilder};
+pub use setup::error::{BuildError, StartupError};
+pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
 #[cfg(feature = "http")]
 pub use transport::HttpOptions;
-pub use transport::{EXIT_CONFIG, StdioOptions};
+pub use transport::StdioOptions;
 pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};
 
 /// Turns an `async fn` into an MCP tool.
@@ -179,11 +187,12 @@ pub mod __private {
         constraint::{
             Constraint, Literal, apply as constrain, custom_check, kinds, run_custom_checks,
         },
+        future::BoxFuture,
         output::attach_presentation,
         output::{Outcome, ladder},
         present::present,
         recover::{CircuitPolicy, Policy, RetryPolicy, reconnect},
-        tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec},
+        tool::{Annotations, Tool, ToolDefinition, ToolSpec},
     };
     pub use schemars;
     pub use serde;

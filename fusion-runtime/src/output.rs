@@ -167,7 +167,7 @@ pub enum Outcome {
 /// type, so the choice is made with the concrete type, never by its name.
 #[doc(hidden)]
 pub mod ladder {
-    use std::{convert::Infallible, marker::PhantomData};
+    use std::convert::Infallible;
 
     use schemars::JsonSchema;
     use serde::Serialize;
@@ -175,34 +175,7 @@ pub mod ladder {
     use super::{IntoToolOutput, Outcome, ToolOutput};
     use crate::error::Failure;
 
-    /// A zero-sized stand-in for a value of type `T`.
-    pub struct Probe<T>(PhantomData<fn() -> T>);
-
-    impl<T> Probe<T> {
-        /// A probe for `T`.
-        pub const fn new() -> Self {
-            Self(PhantomData)
-        }
-        /// A probe for the type of `_value`.
-        pub const fn of(_value: &T) -> Self {
-            Self(PhantomData)
-        }
-    }
-
-    // Derives would demand `T: Clone`; a probe holds no `T`.
-    impl<T> Clone for Probe<T> {
-        fn clone(&self) -> Self {
-            *self
-        }
-    }
-
-    impl<T> Copy for Probe<T> {}
-
-    impl<T> Default for Probe<T> {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
+    pub use crate::probe::Probe;
 
     /// `Result<T, E>` splits into itself.
     pub trait SplitResult {

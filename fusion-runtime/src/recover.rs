@@ -112,7 +112,9 @@ pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy}
 /// Reconnects a tool's resource once for all concurrent callers (what
 /// `#[mcp_tool(reconnect = field)]` generates a call to).
 #[doc(hidden)]
-pub fn reconnect<R: Reconnect>(resource: &R) -> crate::BoxFuture<'_, (bool, Result<(), String>)> {
+pub fn reconnect<R: Reconnect>(
+    resource: &R,
+) -> crate::future::BoxFuture<'_, (bool, Result<(), String>)> {
     Box::pin(policy::reconnect_once(resource))
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::{
     echo::MAX_NAME_BYTES,
     error::FailureKind,
-    server::BuildError,
+    setup::error::BuildError,
     tool::{Annotations, ToolDefinition},
 };
 

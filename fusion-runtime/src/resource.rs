@@ -30,7 +30,6 @@
 use std::{
     collections::HashMap,
     fmt::Display,
-    future::Future,
     panic::AssertUnwindSafe,
     sync::{
         Arc, Mutex,
@@ -42,15 +41,12 @@ use base64::Engine as _;
 use futures_util::FutureExt as _;
 use rmcp::{
     Peer, RoleServer,
-    model::{ContentBlock, ResourceContents, ResourceUpdatedNotificationParam},
+    model::{ContentBlock, ResourceContents},
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::{
-    server::{BuildError, Server, ServerBuilder},
-    tool::BoxFuture,
-};
+use crate::{future::BoxFuture, setup::error::BuildError};
 
 /// What a resource's closure returns: text or bytes, with an optional MIME type that
 /// overrides the one the resource was registered with.
@@ -249,14 +245,14 @@ impl ResourceInfo {
     }
 }
 
-type ReadFn = Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Read> + Send + Sync>;
+pub(crate) type ReadFn = Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Read> + Send + Sync>;
 
 /// What one run of a resource closure gave.
 type Read = Result<Vec<ResourceContent>, ReadFailure>;
 
 /// Why a read failed, before it is turned into a JSON-RPC error.
 #[derive(Debug)]
-enum ReadFailure {
+pub(crate) enum ReadFailure {
     /// The template variables did not decode into the closure's argument type.
     Variables(String),
     /// The closure returned an error.
@@ -403,7 +399,7 @@ impl Catalog {
         }
     }
 
-    fn subscribers_of(&self, uri: &str) -> Vec<Peer<RoleServer>> {
+    pub(crate) fn subscribers_of(&self, uri: &str) -> Vec<Peer<RoleServer>> {
         self.subscribers
             .lock()
             .map(|subscribers| {
@@ -418,7 +414,7 @@ impl Catalog {
             .unwrap_or_default()
     }
 
-    fn push_fixed(&mut self, info: ResourceInfo, read: ReadFn) {
+    pub(crate) fn push_fixed(&mut self, info: ResourceInfo, read: ReadFn) {
         if self
             .fixed
             .iter()
@@ -430,7 +426,7 @@ impl Catalog {
         self.fixed.push(FixedResource { info, read });
     }
 
-    fn push_template(&mut self, info: ResourceInfo, read: ReadFn) {
+    pub(crate) fn push_template(&mut self, info: ResourceInfo, read: ReadFn) {
         if self
             .templates
             .iter()
@@ -486,194 +482,15 @@ fn next_reference() -> String {
     crate::recover::correlation_id(READS.fetch_add(1, Ordering::Relaxed))
 }
 
-fn decode_variables<P: DeserializeOwned>(variables: Map<String, Value>) -> Result<P, String> {
+pub(crate) fn decode_variables<P: DeserializeOwned>(
+    variables: Map<String, Value>,
+) -> Result<P, String> {
     let empty = variables.is_empty();
     match serde_json::from_value(Value::Object(variables)) {
         Ok(decoded) => Ok(decoded),
         // `()` and unit structs come from `null`, not from an empty map.
         Err(error) if empty => serde_json::from_value(Value::Null).map_err(|_| error.to_string()),
         Err(error) => Err(error.to_string()),
-    }
-}
-
-impl<C: Send + Sync + 'static> ServerBuilder<C> {
-    /// Registers a fixed resource at `uri` named `name` whose contents have the MIME type
-    /// `mime_type`; `content` is called on each `resources/read`.
-    ///
-    /// `content` returns anything [`IntoResourceContents`]: text, bytes (sent as a base64
-    /// blob), JSON, [`ResourceContent`]s, or a `Result` of these (an error is logged and
-    /// the client gets an internal error with a reference, never the error's text).
-    ///
-    /// ```
-    /// use fusion_runtime::prelude::*;
-    ///
-    /// let server = Server::builder("notes", "1.0.0")
-    ///     .resource("notes://today", "today", "text/plain", || async { "Buy milk." })
-    ///     .build();
-    /// assert_eq!(server.resources()[0].uri, "notes://today");
-    /// ```
-    pub fn resource<F, Fut>(
-        self,
-        uri: impl Into<String>,
-        name: impl Into<String>,
-        mime_type: impl Into<String>,
-        content: F,
-    ) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoResourceContents,
-    {
-        self.resource_with(ResourceInfo::new(uri, name).mime_type(mime_type), content)
-    }
-
-    /// [`resource`](Self::resource) with a title and a description.
-    ///
-    /// ```
-    /// use fusion_runtime::{ResourceInfo, prelude::*};
-    ///
-    /// let info = ResourceInfo::new("config://app", "config")
-    ///     .description("The application's configuration")
-    ///     .mime_type("application/json");
-    /// let server = Server::builder("app", "1.0.0")
-    ///     .resource_with(info, || async { serde_json::json!({"debug": false}) })
-    ///     .build();
-    /// assert_eq!(server.resources()[0].description.as_deref(), Some("The application's configuration"));
-    /// ```
-    pub fn resource_with<F, Fut>(mut self, info: ResourceInfo, content: F) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoResourceContents,
-    {
-        let content = Arc::new(content);
-        let read: ReadFn = Arc::new(move |_variables| {
-            let future = content();
-            Box::pin(async move {
-                future
-                    .await
-                    .into_resource_contents()
-                    .map_err(ReadFailure::Error)
-            })
-        });
-        self.catalog.push_fixed(info, read);
-        self
-    }
-
-    /// Registers a resource template: URIs that match `uri_template` (RFC 6570 level 1:
-    /// `{name}` matches one path segment, `{+name}` anything) are read by calling `content`
-    /// with the template's variables.
-    ///
-    /// The variables arrive as strings, decoded into `P`: a `HashMap<String, String>`, or
-    /// a struct of `String` fields named like the variables.
-    ///
-    /// ```
-    /// use fusion_runtime::prelude::*;
-    ///
-    /// #[derive(Deserialize)]
-    /// struct Page {
-    ///     id: String,
-    /// }
-    ///
-    /// let server = Server::builder("wiki", "1.0.0")
-    ///     .resource_template("wiki://pages/{id}", "page", "text/plain", |Page { id }| async move {
-    ///         format!("the page {id}")
-    ///     })
-    ///     .build();
-    /// assert_eq!(server.resource_templates()[0].uri_template, "wiki://pages/{id}");
-    /// ```
-    pub fn resource_template<P, F, Fut>(
-        self,
-        uri_template: impl Into<String>,
-        name: impl Into<String>,
-        mime_type: impl Into<String>,
-        content: F,
-    ) -> Self
-    where
-        P: DeserializeOwned + Send + 'static,
-        F: Fn(P) -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoResourceContents,
-    {
-        self.resource_template_with(
-            ResourceInfo::new(uri_template, name).mime_type(mime_type),
-            content,
-        )
-    }
-
-    /// [`resource_template`](Self::resource_template) with a title and a description
-    /// (`info`'s URI is the template).
-    pub fn resource_template_with<P, F, Fut>(mut self, info: ResourceInfo, content: F) -> Self
-    where
-        P: DeserializeOwned + Send + 'static,
-        F: Fn(P) -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoResourceContents,
-    {
-        let content = Arc::new(content);
-        let read: ReadFn = Arc::new(move |variables| {
-            let decoded = decode_variables::<P>(variables);
-            let content = Arc::clone(&content);
-            Box::pin(async move {
-                let variables = decoded.map_err(ReadFailure::Variables)?;
-                content(variables)
-                    .await
-                    .into_resource_contents()
-                    .map_err(ReadFailure::Error)
-            })
-        });
-        self.catalog.push_template(info, read);
-        self
-    }
-}
-
-impl<C: Send + Sync + 'static> Server<C> {
-    /// The fixed resources, as `resources/list` describes them.
-    pub fn resources(&self) -> Vec<rmcp::model::Resource> {
-        self.catalog().resources()
-    }
-
-    /// The resource templates, as `resources/templates/list` describes them.
-    pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
-        self.catalog().templates()
-    }
-
-    /// Reads a resource as a client would (`resources/read`): the contents, with each
-    /// one's URI and MIME type filled in.
-    ///
-    /// # Errors
-    /// A message when no resource has this URI, or when its closure failed.
-    ///
-    /// ```
-    /// use fusion_runtime::prelude::*;
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let server = Server::builder("notes", "1.0.0")
-    ///     .resource("notes://today", "today", "text/plain", || async { "Buy milk." })
-    ///     .build();
-    /// let contents = server.read_resource("notes://today").await.unwrap();
-    /// assert_eq!(serde_json::to_value(&contents[0]).unwrap()["text"], "Buy milk.");
-    /// assert!(server.read_resource("notes://nope").await.is_err());
-    /// # });
-    /// ```
-    pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, String> {
-        self.catalog()
-            .read(uri)
-            .await
-            .map_err(|error| read_error_message(uri, &error))
-    }
-
-    /// Tells every client subscribed to `uri` that it changed
-    /// (`notifications/resources/updated`); they read it again when they want it.
-    pub async fn notify_resource_updated(&self, uri: &str) {
-        for peer in self.catalog().subscribers_of(uri) {
-            let sent = peer
-                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                .await;
-            if let Err(error) = sent {
-                tracing::debug!(target: "fusion::resource", uri, %error, "update notification not delivered");
-            }
-        }
     }
 }
 

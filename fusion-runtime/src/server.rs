@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     call::Call,
-    error::{Failure, FailureKind},
+    error::{Failure, FailureKind, Target},
     idempotency::{Claim, ClaimGuard, IdempotencyStore, MemoryStore},
     log::Redactor,
     metrics::{MetricsSnapshot, ToolMetrics},
@@ -31,6 +31,7 @@ use crate::{
     recover,
     recover::{Admission, Circuit, CircuitPolicy, Policy, RetryPolicy, Transition},
     registry::{Exposure, Registry},
+    setup::error::{BuildError, StartupError, describe_build_errors},
     tool::{Tool, ToolDefinition},
     validate::Limits,
 };
@@ -103,56 +104,6 @@ struct ToolRuntime {
     circuit: Option<Circuit>,
 }
 
-/// A mistake in how a server was put together, found by [`ServerBuilder::try_build`].
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum BuildError {
-    /// Two tools share a name; the second would silently replace the first.
-    #[error("two tools are named `{0}`; rename one with `#[mcp_tool(name = \"...\")]`")]
-    DuplicateTool(String),
-    /// A parameter's `default` breaks its own constraints (a default written as an
-    /// expression can only be checked when the tool is registered).
-    #[error("tool `{tool}`: a default value breaks its own constraints: {details}")]
-    InvalidDefault {
-        /// The tool.
-        tool: String,
-        /// The problems, one per line.
-        details: String,
-    },
-    /// Two actions of one group share a name.
-    #[error(
-        "group `{group}` has two actions named `{action}`; rename one with `#[mcp_tool(action = \"...\")]`"
-    )]
-    DuplicateAction {
-        /// The group.
-        group: String,
-        /// The action.
-        action: String,
-    },
-    /// Middleware or a description names a tool or group that does not exist.
-    #[error("`{0}` names no tool or group of this server; check the spelling or register it")]
-    UnknownTarget(String),
-    /// `.context(..)` was called after tools were registered for the unit context.
-    #[error(
-        "`.context(..)` was called after {0} tool(s) were registered; call `.context(..)` first, right after `Server::builder(..)`"
-    )]
-    ContextAfterTools(usize),
-    /// Two resources (or two resource templates) share a URI.
-    #[error("two resources have the URI `{0}`; give each its own")]
-    DuplicateResource(String),
-    /// A resource template is not a URI template fusion can match.
-    #[error("the resource template `{template}` is invalid: {problem}")]
-    InvalidUriTemplate {
-        /// The template.
-        template: String,
-        /// What is wrong with it.
-        problem: String,
-    },
-    /// Two prompts share a name.
-    #[error("two prompts are named `{0}`; rename one")]
-    DuplicatePrompt(String),
-}
-
 /// Builds a [`Server`]: `Server::builder(name, version).context(..).tool(..).build()`.
 #[must_use = "a builder does nothing until it is built or served"]
 pub struct ServerBuilder<C = ()> {
@@ -184,31 +135,13 @@ enum MiddlewareScope {
     Tool(String),
 }
 
-type SetupStep = Box<dyn FnOnce() -> crate::BoxFuture<'static, Result<(), String>> + Send>;
+type SetupStep = Box<dyn FnOnce() -> crate::future::BoxFuture<'static, Result<(), String>> + Send>;
 
 /// What must hold before a server starts serving.
 #[derive(Default)]
 struct Startup {
     required_env: Vec<String>,
     steps: Vec<SetupStep>,
-}
-
-/// Why a server refused to start: printed to stderr, and the process exits with
-/// [`EXIT_CONFIG`](crate::EXIT_CONFIG) (78) before serving.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StartupError {
-    /// The server was put together wrongly.
-    #[error("{}", describe_build_errors(.0))]
-    Build(Vec<BuildError>),
-    /// A required environment variable is missing or empty.
-    #[error(
-        "the environment variable `{0}` is required but not set; set it in the client's server configuration (`env`) or the shell"
-    )]
-    MissingEnv(String),
-    /// A setup step failed.
-    #[error("setup failed: {0}")]
-    Setup(String),
 }
 
 impl Server<()> {
@@ -598,7 +531,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 crate::log::startup_failed(&error);
                 crate::log::flush();
                 eprintln!("fusion: cannot start: {error}");
-                std::process::ExitCode::from(crate::transport::EXIT_CONFIG)
+                std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
             }
         }
     }
@@ -681,11 +614,6 @@ fn request_id_text(id: &rmcp::model::RequestId) -> String {
     }
 }
 
-fn describe_build_errors(errors: &[BuildError]) -> String {
-    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    format!("the server cannot be built:\n  - {}", lines.join("\n  - "))
-}
-
 /// The full answer to one call: the wire result and, for the tester, the layers around it.
 #[derive(Clone, Debug)]
 pub(crate) struct CallReport {
@@ -696,10 +624,6 @@ pub(crate) struct CallReport {
     /// The handler returned a fatal error.
     pub(crate) fatal: bool,
 }
-
-/// Exit code after a handler's fatal error (`EX_SOFTWARE`): the call was answered, the
-/// event logged, and the process ends instead of limping on.
-pub const EXIT_FATAL: u8 = 70;
 
 impl CallReport {
     /// The report as stored for an idempotency key.
@@ -1308,26 +1232,6 @@ impl<C: Send + Sync + 'static> Server<C> {
                 fatal: false,
             },
             failure: None,
-        }
-    }
-}
-
-/// The tool (and action) a call addressed, as messages name it: "`db_user` (action
-/// `find_many`)".
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Target<'a> {
-    pub(crate) tool: &'a str,
-    pub(crate) action: Option<&'a str>,
-}
-
-impl std::fmt::Display for Target<'_> {
-    /// Names as the client sent them, cut when over the name limit (an unknown tool's name
-    /// is the client's, of any size).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let tool = crate::echo::name(self.tool);
-        match self.action {
-            Some(action) => write!(f, "`{tool}` (action `{}`)", crate::echo::name(action)),
-            None => write!(f, "`{tool}`"),
         }
     }
 }

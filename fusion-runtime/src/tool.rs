@@ -1,7 +1,7 @@
 //! What a tool is to the runtime: its static description ([`ToolSpec`]), and the
 //! type-erased [`ToolDefinition`] that `#[mcp_tool]` builds and the server registers.
 
-use std::{future::Future, marker::PhantomData, pin::Pin, sync::Arc};
+use std::{marker::PhantomData, sync::Arc};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -13,8 +13,7 @@ use crate::{
     validate::{ArgIssue, Validator},
 };
 
-/// A boxed, `Send` future: what tool handlers return once erased.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::future::BoxFuture;
 
 /// A tool that a [`Server`](crate::Server) whose per-call context is `C` can register.
 ///

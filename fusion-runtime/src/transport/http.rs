@@ -503,7 +503,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             Ok(addr) => self.serve_http_with(HttpOptions::new(addr)).await,
             Err(message) => {
                 eprintln!("fusion: {message}");
-                ExitCode::from(super::EXIT_CONFIG)
+                ExitCode::from(crate::exit::EXIT_CONFIG)
             }
         }
     }
@@ -523,7 +523,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     pub async fn serve_http_with(self, options: HttpOptions) -> ExitCode {
         if let Err(problem) = options.check_path() {
             eprintln!("fusion: {problem}");
-            return ExitCode::from(super::EXIT_CONFIG);
+            return ExitCode::from(crate::exit::EXIT_CONFIG);
         }
         let listener = match tokio::net::TcpListener::bind(options.addr).await {
             Ok(listener) => listener,
@@ -742,7 +742,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             Ok(addr) => self.serve_http_with(HttpOptions::new(addr)).await,
             Err(message) => {
                 eprintln!("fusion: {message}");
-                ExitCode::from(super::EXIT_CONFIG)
+                ExitCode::from(crate::exit::EXIT_CONFIG)
             }
         }
     }
@@ -760,7 +760,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 crate::log::startup_failed(&error);
                 crate::log::flush();
                 eprintln!("fusion: cannot start: {error}");
-                ExitCode::from(super::EXIT_CONFIG)
+                ExitCode::from(crate::exit::EXIT_CONFIG)
             }
         }
     }

@@ -29,9 +29,6 @@ pub use self::stdio::StdioOptions;
 use self::stdio::{StdioHandle, StdioTransport};
 use crate::server::Server;
 
-/// Exit code when the server cannot start because of its configuration (`EX_CONFIG`).
-pub const EXIT_CONFIG: u8 = 78;
-
 impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     /// A request rmcp could not read as a method it knows: `-32602` when it is a known
     /// method whose params do not fit, `-32601` otherwise ([`params::reject_custom`]).
@@ -243,7 +240,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         catalog
             .prompts
             .complete(
-                catalog,
+                &|uri| catalog.template_variables(uri),
                 &request.r#ref,
                 &request.argument.name,
                 &request.argument.value,
