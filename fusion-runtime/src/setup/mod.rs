@@ -1,6 +1,7 @@
 //! Putting a server together: the build and start-up errors, the registration of
 //! resources, prompts and completions on the builder.
 
+pub(crate) mod builder;
 pub(crate) mod error;
 mod prompts;
 mod resources;

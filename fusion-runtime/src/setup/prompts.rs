@@ -10,7 +10,8 @@ use crate::{
         CompletionTarget, IntoPromptMessages, PromptInfo, RegisteredPrompt, Render, RenderFn,
         decode_arguments, prompt_error_message,
     },
-    server::{Server, ServerBuilder},
+    server::Server,
+    setup::builder::ServerBuilder,
     setup::error::BuildError,
 };
 

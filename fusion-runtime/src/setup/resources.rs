@@ -10,7 +10,8 @@ use crate::{
         IntoResourceContents, ReadFailure, ReadFn, ResourceInfo, decode_variables,
         read_error_message,
     },
-    server::{Server, ServerBuilder},
+    server::Server,
+    setup::builder::ServerBuilder,
 };
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {

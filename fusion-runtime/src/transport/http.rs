@@ -45,7 +45,8 @@ use self::{
 };
 use super::signals::Signals;
 use crate::{
-    server::{Server, ServerBuilder},
+    server::Server,
+    setup::builder::ServerBuilder,
     validate::{NUMBER_LITERALS_META_KEY, literal},
 };
 

@@ -1,0 +1,74 @@
+//! Admission: the per-call context, the argument limits and the middleware chain (global,
+//! then group, then tool), before the handler runs under its policy.
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt as _;
+use serde_json::Value;
+
+use crate::{
+    call::Call,
+    error::{Failure, FailureKind, Target},
+    log::Redactor,
+    middleware::{CallInfo, Guard},
+    output::Outcome,
+    recover,
+};
+
+use crate::server::Server;
+
+impl<C: Send + Sync + 'static> Server<C> {
+    pub(super) async fn run(
+        &self,
+        index: usize,
+        target: &Target<'_>,
+        args: &Value,
+        context: Option<C>,
+        call: &Call,
+        redactor: &Redactor,
+    ) -> (Outcome, u32) {
+        let mut context = match context {
+            Some(context) => context,
+            None => match self.make_context() {
+                Ok(context) => context,
+                Err(failure) => return (Outcome::Failure(failure), 0),
+            },
+        };
+        let breaches = self.inner.limits.check(args);
+        if !breaches.is_empty() {
+            let kind = FailureKind::InvalidArguments(breaches);
+            return (Outcome::Failure(Failure::new(kind)), 0);
+        }
+        // Middleware: global, then group, then tool. Guards (permits) live until the
+        // handler is done.
+        let info = CallInfo {
+            tool: target.tool,
+            action: target.action,
+            args,
+        };
+        let mut guards: Vec<Guard> = Vec::new();
+        for middleware in &self.inner.chains[index] {
+            // Await: a middleware's own wait (a concurrency queue). Holds the guards of the
+            // middleware before it (permits), released by their `Drop` if this is dropped.
+            let verdict = AssertUnwindSafe(middleware.before(&mut context, &info))
+                .catch_unwind()
+                .await;
+            match verdict {
+                Ok(Ok(guard)) => guards.extend(guard),
+                Ok(Err(failure)) => return (Outcome::Failure(failure), 0),
+                Err(payload) => {
+                    return (
+                        Outcome::Failure(Failure::panic(recover::panic_message(payload.as_ref()))),
+                        0,
+                    );
+                }
+            }
+        }
+        // Await: the handler under its policy. Holds `guards` for its whole run.
+        let finished = self
+            .run_under_policy(index, &context, call, args, redactor)
+            .await;
+        drop(guards);
+        finished
+    }
+}
