@@ -27,10 +27,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "transport/stdio.rs",
         "framing, shared state and the writer; to be split into transport/stdio/",
     ),
-    (
-        "resource.rs",
-        "contents, the catalog and the URI templates; to be split into setup/",
-    ),
 ];
 
 /// How many lines of non-test code a file may have.
@@ -115,7 +111,7 @@ impl Layout {
             let (non_test, non_test_lines) = before_tests(&text);
             let module = module_of(&name);
             files.push(File {
-                blocks: split_inline_modules(&module, &strip(non_test)),
+                blocks: split_inline_modules(&module, &strip(&non_test)),
                 module,
                 name,
                 non_test_lines,
@@ -344,21 +340,33 @@ fn module_of(name: &str) -> ModPath {
     parts
 }
 
-/// The text before the file's `#[cfg(test)] mod ..`, and how many lines it has.
-fn before_tests(text: &str) -> (&str, usize) {
+/// The file without its `#[cfg(test)] mod .. { .. }` (code after it counts), and how many
+/// lines that leaves.
+fn before_tests(text: &str) -> (String, usize) {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut offset = 0;
-    for (n, line) in lines.iter().enumerate() {
-        if line.trim_end() == "#[cfg(test)]"
+    let mut kept = String::with_capacity(text.len());
+    let mut count = 0;
+    let mut n = 0;
+    while n < lines.len() {
+        let test_module = lines[n].trim_end().starts_with("#[cfg(")
+            && lines[n].contains("test")
             && lines
                 .get(n + 1)
-                .is_some_and(|next| next.starts_with("mod ") || next.starts_with("pub mod "))
-        {
-            return (&text[..offset], n);
+                .is_some_and(|next| next.starts_with("mod ") || next.starts_with("pub mod "));
+        if test_module {
+            // Up to the module's closing brace, at the start of a line.
+            n += 1;
+            while n < lines.len() && lines[n].trim_end() != "}" {
+                n += 1;
+            }
+            n += 1;
+            continue;
         }
-        offset += line.len();
+        kept.push_str(lines[n]);
+        count += 1;
+        n += 1;
     }
-    (text, lines.len())
+    (kept, count)
 }
 
 /// The file's own code (inline module blocks blanked) and each inline `mod name { .. }`

@@ -42,6 +42,7 @@ pub mod metrics;
 pub mod middleware;
 mod output;
 pub(crate) mod pipeline;
+mod policy;
 mod present;
 mod probe;
 pub mod prompt;
@@ -67,9 +68,9 @@ pub use exit::{EXIT_CONFIG, EXIT_FATAL};
 pub use future::BoxFuture;
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use pipeline::render::ISSUES_META_KEY;
+pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use present::{Presentation, PresenterFn, UiBlock};
 pub use prompt::{IntoPromptMessages, PromptArg, PromptInfo};
-pub use recover::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use registry::{ACTION_KEY, Exposure};
 pub use resource::{IntoResourceContents, ResourceContent, ResourceInfo};
 pub use server::Server;
@@ -193,8 +194,8 @@ pub mod __private {
         future::BoxFuture,
         output::attach_presentation,
         output::{Outcome, ladder},
+        policy::{CircuitPolicy, Policy, RetryPolicy, reconnect},
         present::present,
-        recover::{CircuitPolicy, Policy, RetryPolicy, reconnect},
         tool::{Annotations, Tool, ToolDefinition, ToolSpec},
     };
     pub use schemars;

@@ -485,12 +485,12 @@ pub(crate) fn reconnect_event(tool: &str, took: Duration, error: Option<&String>
 }
 
 /// A circuit breaker opened or closed.
-pub(crate) fn circuit_event(tool: &str, transition: crate::recover::Transition) {
+pub(crate) fn circuit_event(tool: &str, transition: crate::policy::Transition) {
     match transition {
-        crate::recover::Transition::Opened => {
+        crate::policy::Transition::Opened => {
             tracing::warn!(target: RECOVERY_TARGET, tool, circuit = "open", "circuit opened: calls fail fast")
         }
-        crate::recover::Transition::Closed => {
+        crate::policy::Transition::Closed => {
             tracing::info!(target: RECOVERY_TARGET, tool, circuit = "closed", "circuit closed: calls flow again")
         }
     }

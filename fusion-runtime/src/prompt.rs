@@ -22,19 +22,9 @@
 //! for a prompt without arguments), and returns text (one user message), a
 //! [`PromptMessage`](rmcp::model::PromptMessage) or several, or a `Result` of these.
 
-use std::{
-    collections::HashMap,
-    fmt::Display,
-    panic::AssertUnwindSafe,
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
-};
+use std::{collections::HashMap, fmt::Display, sync::Arc};
 
-use futures_util::FutureExt as _;
 use rmcp::model::{ContentBlock, PromptMessage, Role};
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{future::BoxFuture, setup::error::BuildError};
@@ -333,21 +323,18 @@ impl Prompts {
             )));
         }
         let render = Arc::clone(&prompt.render);
-        let ran = AssertUnwindSafe(async move { render(arguments).await })
-            .catch_unwind()
-            .await;
+        let ran = crate::recover::catch(async move { render(arguments).await }).await;
         match ran {
             Ok(Ok(messages)) => Ok(rmcp::model::GetPromptResult::new(messages)
                 .with_description(prompt.info.description.clone())),
             Ok(Err(Render::Arguments(details))) => Err(PromptError::InvalidArguments(details)),
             Ok(Err(Render::Error(error))) => {
-                let reference = next_reference();
+                let reference = crate::recover::next_reference();
                 tracing::error!(target: "fusion::prompt", prompt = name, reference, %error, "rendering a prompt failed");
                 Err(PromptError::Failed { reference })
             }
-            Err(payload) => {
-                let reference = next_reference();
-                let message = crate::recover::panic_message(payload.as_ref());
+            Err(message) => {
+                let reference = crate::recover::next_reference();
                 tracing::error!(target: "fusion::prompt", prompt = name, reference, panic = %message, "a prompt closure panicked");
                 Err(PromptError::Failed { reference })
             }
@@ -387,9 +374,8 @@ impl Prompts {
         };
         let values = if let Some(completer) = self.completers.get(&target) {
             let completer = Arc::clone(completer);
-            std::panic::catch_unwind(AssertUnwindSafe(|| completer(partial, context)))
-                .map_err(|payload| {
-                    let message = crate::recover::panic_message(payload.as_ref());
+            crate::recover::catch_sync(|| completer(partial, context))
+                .map_err(|message| {
                     tracing::error!(target: "fusion::prompt", ?target, panic = %message, "a completer panicked");
                     "the completion failed".to_owned()
                 })?
@@ -428,23 +414,6 @@ pub fn filter_prefix(choices: &[String], partial: &str) -> Vec<String> {
         .filter(|choice| choice.to_lowercase().starts_with(&partial))
         .cloned()
         .collect()
-}
-
-fn next_reference() -> String {
-    static RENDERS: AtomicU64 = AtomicU64::new(0);
-    crate::recover::correlation_id(RENDERS.fetch_add(1, Ordering::Relaxed))
-}
-
-pub(crate) fn decode_arguments<A: DeserializeOwned>(
-    arguments: Map<String, Value>,
-) -> Result<A, String> {
-    let empty = arguments.is_empty();
-    match serde_json::from_value(Value::Object(arguments)) {
-        Ok(decoded) => Ok(decoded),
-        // `()` comes from `null`, not from an empty map.
-        Err(error) if empty => serde_json::from_value(Value::Null).map_err(|_| error.to_string()),
-        Err(error) => Err(error.to_string()),
-    }
 }
 
 /// The message of a failed `prompts/get`, as the client reads it.
@@ -486,9 +455,9 @@ mod tests {
 
     #[test]
     fn unit_arguments_decode_from_an_empty_map() {
-        assert!(decode_arguments::<()>(Map::new()).is_ok());
+        assert!(crate::validate::decode_map::<()>(Map::new()).is_ok());
         let mut one = Map::new();
         one.insert("a".into(), Value::String("b".into()));
-        assert!(decode_arguments::<HashMap<String, String>>(one).is_ok());
+        assert!(crate::validate::decode_map::<HashMap<String, String>>(one).is_ok());
     }
 }

@@ -2,15 +2,15 @@
 //! and counters, and what it answers about itself. The builder is in `setup/builder.rs`;
 //! the call pipeline that every transport and the tester go through is in `pipeline/`.
 
-use std::{panic::AssertUnwindSafe, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use crate::{
     error::Failure,
     idempotency::IdempotencyStore,
     metrics::{MetricsSnapshot, ToolMetrics},
     middleware::Middleware,
+    policy::{Circuit, Policy},
     recover,
-    recover::{Circuit, Policy},
     registry::Registry,
     tool::ToolDefinition,
     validate::Limits,
@@ -122,8 +122,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// A fresh context from the server's factory.
     pub(crate) fn make_context(&self) -> Result<C, Failure> {
         let factory = &self.inner.context;
-        std::panic::catch_unwind(AssertUnwindSafe(|| factory()))
-            .map_err(|payload| Failure::panic(recover::panic_message(payload.as_ref())))
+        recover::catch_sync(|| factory()).map_err(Failure::panic)
     }
 
     /// The resources, prompts and completions.

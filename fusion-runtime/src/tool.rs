@@ -63,7 +63,7 @@ pub struct ToolSpec {
     /// Behaviour hints.
     pub annotations: Annotations,
     /// Timeout, retries and circuit breaker; unset parts come from the server.
-    pub policy: crate::recover::Policy,
+    pub policy: crate::policy::Policy,
     /// The grouped tool this handler is an action of.
     pub group: Option<&'static str>,
     /// The action's name within its group.

@@ -1,9 +1,6 @@
 //! Admission: the per-call context, the argument limits and the middleware chain (global,
 //! then group, then tool), before the handler runs under its policy.
 
-use std::panic::AssertUnwindSafe;
-
-use futures_util::FutureExt as _;
 use serde_json::Value;
 
 use crate::{
@@ -50,18 +47,11 @@ impl<C: Send + Sync + 'static> Server<C> {
         for middleware in &self.inner.chains[index] {
             // Await: a middleware's own wait (a concurrency queue). Holds the guards of the
             // middleware before it (permits), released by their `Drop` if this is dropped.
-            let verdict = AssertUnwindSafe(middleware.before(&mut context, &info))
-                .catch_unwind()
-                .await;
+            let verdict = recover::catch(middleware.before(&mut context, &info)).await;
             match verdict {
                 Ok(Ok(guard)) => guards.extend(guard),
                 Ok(Err(failure)) => return (Outcome::Failure(failure), 0),
-                Err(payload) => {
-                    return (
-                        Outcome::Failure(Failure::panic(recover::panic_message(payload.as_ref()))),
-                        0,
-                    );
-                }
+                Err(panic) => return (Outcome::Failure(Failure::panic(panic)), 0),
             }
         }
         // Await: the handler under its policy. Holds `guards` for its whole run.

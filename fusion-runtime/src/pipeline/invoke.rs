@@ -1,9 +1,8 @@
 //! One run of the handler: decode and validate the arguments, run it behind a panic
 //! boundary, and classify what it returned.
 
-use std::{panic::AssertUnwindSafe, time::Duration};
+use std::time::Duration;
 
-use futures_util::FutureExt as _;
 use serde_json::Value;
 
 use crate::{
@@ -29,19 +28,16 @@ impl<C: Send + Sync + 'static> Server<C> {
     ) -> Outcome {
         let validator = &definition.validator;
         // Decoding is user-controlled (custom `Deserialize` impls): inside the boundary too.
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            definition.invoker.invoke(context, call, args, validator)
-        }));
+        let started =
+            recover::catch_sync(|| definition.invoker.invoke(context, call, args, validator));
         let future = match started {
             Ok(Ok(future)) => future,
             Ok(Err(issues)) => {
                 return Outcome::Failure(Failure::new(FailureKind::InvalidArguments(issues)));
             }
-            Err(payload) => {
-                return Outcome::Failure(Failure::panic(recover::panic_message(payload.as_ref())));
-            }
+            Err(panic) => return Outcome::Failure(Failure::panic(panic)),
         };
-        let guarded = AssertUnwindSafe(future).catch_unwind();
+        let guarded = recover::catch(future);
         // Await: the handler. Holds nothing of ours; a drop (deadline, cancellation) drops
         // the handler's future, so its destructors run.
         let finished = match timeout {
@@ -53,9 +49,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         };
         match finished {
             Ok(outcome) => outcome,
-            Err(payload) => {
-                Outcome::Failure(Failure::panic(recover::panic_message(payload.as_ref())))
-            }
+            Err(panic) => Outcome::Failure(Failure::panic(panic)),
         }
     }
 }

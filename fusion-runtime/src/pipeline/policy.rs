@@ -10,7 +10,7 @@ use crate::{
     error::{Failure, FailureKind},
     log::Redactor,
     output::Outcome,
-    recover::{Admission, Circuit, Policy, RetryPolicy, Transition},
+    policy::{Admission, Circuit, Policy, RetryPolicy, Transition},
 };
 
 use crate::server::Server;
@@ -143,5 +143,5 @@ pub(super) fn with_attempts(outcome: Outcome, attempts: u32) -> Outcome {
 fn run_deadline(policy: Policy, call: &Call) -> Option<Duration> {
     policy
         .timeout
-        .or_else(|| call.is_served().then_some(crate::recover::DEFAULT_TIMEOUT))
+        .or_else(|| call.is_served().then_some(crate::policy::DEFAULT_TIMEOUT))
 }

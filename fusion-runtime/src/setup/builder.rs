@@ -7,8 +7,8 @@ use crate::{
     idempotency::{IdempotencyStore, MemoryStore},
     metrics::ToolMetrics,
     middleware::Middleware,
+    policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
     recover,
-    recover::{Circuit, CircuitPolicy, Policy, RetryPolicy},
     registry::{Exposure, Registry},
     setup::error::{BuildError, StartupError, describe_build_errors},
     tool::{Tool, ToolDefinition},
@@ -434,9 +434,21 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
 
     /// [`serve_stdio`](Self::serve_stdio) with other limits (line size, shutdown grace).
     pub async fn serve_stdio_with(self, options: crate::StdioOptions) -> std::process::ExitCode {
+        self.start_and_serve(|server| server.serve_stdio_with(options))
+            .await
+    }
+
+    /// Starts the server and serves it with `serve` (a transport), flushing the log at the
+    /// end; a server that cannot start is logged and exits with
+    /// [`EXIT_CONFIG`](crate::EXIT_CONFIG).
+    pub(crate) async fn start_and_serve<F, Fut>(self, serve: F) -> std::process::ExitCode
+    where
+        F: FnOnce(Server<C>) -> Fut,
+        Fut: Future<Output = std::process::ExitCode>,
+    {
         match self.start().await {
             Ok(server) => {
-                let code = server.serve_stdio_with(options).await;
+                let code = serve(server).await;
                 crate::log::flush();
                 code
             }

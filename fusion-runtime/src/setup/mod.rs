@@ -5,3 +5,4 @@ pub(crate) mod builder;
 pub(crate) mod error;
 mod prompts;
 mod resources;
+pub(crate) mod uri_template;

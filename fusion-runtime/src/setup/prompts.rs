@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::{
     prompt::{
         CompletionTarget, IntoPromptMessages, PromptInfo, RegisteredPrompt, Render, RenderFn,
-        decode_arguments, prompt_error_message,
+        prompt_error_message,
     },
     server::Server,
     setup::builder::ServerBuilder,
@@ -58,7 +58,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         }
         let render = Arc::new(render);
         let render: RenderFn = Arc::new(move |arguments| {
-            let decoded = decode_arguments::<A>(arguments);
+            let decoded = crate::validate::decode_map::<A>(arguments);
             let render = Arc::clone(&render);
             Box::pin(async move {
                 let arguments = decoded.map_err(Render::Arguments)?;

@@ -6,10 +6,7 @@ use rmcp::model::{ResourceContents, ResourceUpdatedNotificationParam};
 use serde::de::DeserializeOwned;
 
 use crate::{
-    resource::{
-        IntoResourceContents, ReadFailure, ReadFn, ResourceInfo, decode_variables,
-        read_error_message,
-    },
+    resource::{IntoResourceContents, ReadFailure, ReadFn, ResourceInfo, read_error_message},
     server::Server,
     setup::builder::ServerBuilder,
 };
@@ -130,7 +127,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     {
         let content = Arc::new(content);
         let read: ReadFn = Arc::new(move |variables| {
-            let decoded = decode_variables::<P>(variables);
+            let decoded = crate::validate::decode_map::<P>(variables);
             let content = Arc::clone(&content);
             Box::pin(async move {
                 let variables = decoded.map_err(ReadFailure::Variables)?;

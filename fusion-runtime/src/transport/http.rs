@@ -471,10 +471,7 @@ const SETTLE: Duration = Duration::from_millis(150);
 
 /// How long closing may take once the listener stopped: calls admitted during the drain
 /// finish (for up to half of it), then sessions, streams and connections close.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long, after a fatal error, the calls in flight may take to be answered.
-const FATAL_ANSWER_WAIT: Duration = Duration::from_secs(1);
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// Serves the server over Streamable HTTP at `addr` (e.g. `"127.0.0.1:8931"`), MCP
@@ -500,12 +497,9 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// }
     /// ```
     pub async fn serve_http(self, addr: impl std::net::ToSocketAddrs) -> ExitCode {
-        match resolve(addr) {
-            Ok(addr) => self.serve_http_with(HttpOptions::new(addr)).await,
-            Err(message) => {
-                eprintln!("fusion: {message}");
-                ExitCode::from(crate::exit::EXIT_CONFIG)
-            }
+        match options_at(addr) {
+            Ok(options) => self.serve_http_with(options).await,
+            Err(code) => code,
         }
     }
 
@@ -611,7 +605,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
             () = self.fatal_error() => {
                 state.draining.store(true, Ordering::SeqCst);
-                self.drain(FATAL_ANSWER_WAIT).await;
+                self.drain(crate::exit::FATAL_ANSWER_WAIT).await;
                 ExitCode::from(crate::EXIT_FATAL)
             }
             ended = &mut serving => {
@@ -631,8 +625,8 @@ impl<C: Send + Sync + 'static> Server<C> {
         // sessions and their streams close (a stateless request still running then would
         // be answered `500`).
         stop.cancel();
-        let closing = tokio::time::Instant::now() + CLOSE_TIMEOUT;
-        self.drain(CLOSE_TIMEOUT / 2).await;
+        let closing = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+        self.drain(DRAIN_TIMEOUT / 2).await;
         tokio::time::sleep(SETTLE).await;
         sessions.cancel();
         if !serving.is_finished()
@@ -739,32 +733,27 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Returns the process exit code; `78` (`EX_CONFIG`) when the server could not be
     /// built or a start-up check failed.
     pub async fn serve_http(self, addr: impl std::net::ToSocketAddrs) -> ExitCode {
-        match resolve(addr) {
-            Ok(addr) => self.serve_http_with(HttpOptions::new(addr)).await,
-            Err(message) => {
-                eprintln!("fusion: {message}");
-                ExitCode::from(crate::exit::EXIT_CONFIG)
-            }
+        match options_at(addr) {
+            Ok(options) => self.serve_http_with(options).await,
+            Err(code) => code,
         }
     }
 
     /// Builds the server and serves it over Streamable HTTP with `options`; see
     /// [`Server::serve_http_with`].
     pub async fn serve_http_with(self, options: HttpOptions) -> ExitCode {
-        match self.start().await {
-            Ok(server) => {
-                let code = server.serve_http_with(options).await;
-                crate::log::flush();
-                code
-            }
-            Err(error) => {
-                crate::log::startup_failed(&error);
-                crate::log::flush();
-                eprintln!("fusion: cannot start: {error}");
-                ExitCode::from(crate::exit::EXIT_CONFIG)
-            }
-        }
+        self.start_and_serve(|server| server.serve_http_with(options))
+            .await
     }
+}
+
+/// The options for serving at `addr`; an address that does not resolve is reported and
+/// exits with [`EXIT_CONFIG`](crate::EXIT_CONFIG).
+fn options_at(addr: impl std::net::ToSocketAddrs) -> Result<HttpOptions, ExitCode> {
+    resolve(addr).map(HttpOptions::new).map_err(|message| {
+        eprintln!("fusion: {message}");
+        ExitCode::from(crate::exit::EXIT_CONFIG)
+    })
 }
 
 fn resolve(addr: impl std::net::ToSocketAddrs) -> Result<SocketAddr, String> {

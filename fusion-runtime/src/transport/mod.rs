@@ -398,9 +398,6 @@ const LEGACY_TRANSPORT_ENV: &str = "FUSION_STDIO_TRANSPORT";
 /// waiting for those.
 const WIND_DOWN: Duration = Duration::from_millis(500);
 
-/// How long, after a fatal error, the calls in flight may take to be answered.
-const FATAL_ANSWER_WAIT: Duration = Duration::from_secs(1);
-
 /// How long the last answers may take to reach the client.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -479,7 +476,7 @@ async fn wait_or_abandon<C: Send + Sync + 'static>(
 /// ends with [`EXIT_FATAL`](crate::EXIT_FATAL) once the output is flushed (by the caller).
 async fn fatal_exit(handle: &StdioHandle) -> ExitCode {
     let in_flight = handle.pending_ids();
-    let deadline = tokio::time::Instant::now() + FATAL_ANSWER_WAIT;
+    let deadline = tokio::time::Instant::now() + crate::exit::FATAL_ANSWER_WAIT;
     // Polled rather than signalled: this runs once, and the hot path stays free of it.
     while handle.any_pending(&in_flight) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;

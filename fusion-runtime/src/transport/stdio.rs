@@ -143,13 +143,12 @@ impl Input {
     /// blocking pool: a read that never returns (a terminal) must not hold up the
     /// runtime's shutdown, and a detached thread does not.
     pub(crate) fn from_blocking(mut source: impl io::Read + Send + 'static) -> io::Result<Self> {
-        const CHUNK: usize = 64 * 1024;
         let (sender, receiver) = mpsc::channel(16);
         std::thread::Builder::new()
             .name("fusion-stdin".into())
             .spawn(move || {
                 loop {
-                    let mut chunk = vec![0; CHUNK];
+                    let mut chunk = vec![0; READ_CHUNK];
                     match source.read(&mut chunk) {
                         Ok(0) => break,
                         Ok(read) => {
@@ -208,7 +207,7 @@ const BATCH_BYTES: usize = 1 << 20;
 
 /// How long `close` waits for queued answers to be written (the client may have stopped
 /// reading).
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+const WRITE_ON_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the writer is asked to do.
 enum Outgoing {
@@ -785,7 +784,9 @@ impl Transport<RoleServer> for StdioTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         let (done, written) = oneshot::channel();
         if self.out.send(Outgoing::Close(done)).is_ok()
-            && tokio::time::timeout(CLOSE_TIMEOUT, written).await.is_err()
+            && tokio::time::timeout(WRITE_ON_CLOSE_TIMEOUT, written)
+                .await
+                .is_err()
         {
             tracing::warn!(target: "fusion::transport", "stdout did not drain in time; answers may be lost");
         }

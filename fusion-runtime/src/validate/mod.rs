@@ -1704,6 +1704,18 @@ pub(crate) fn issue_json(issue: &ArgIssue) -> Value {
     })
 }
 
+/// Decodes a map of named arguments (a prompt's arguments, a URI template's variables)
+/// into `T`. An empty map also decodes as `null`, so `()` and unit structs take no
+/// arguments.
+pub(crate) fn decode_map<T: DeserializeOwned>(map: Map<String, Value>) -> Result<T, String> {
+    let empty = map.is_empty();
+    match serde_json::from_value(Value::Object(map)) {
+        Ok(decoded) => Ok(decoded),
+        Err(error) if empty => serde_json::from_value(Value::Null).map_err(|_| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
