@@ -1,8 +1,12 @@
 //! Serving a [`Server`] to MCP clients. rmcp (the official Rust SDK) speaks the protocol:
 //! version negotiation, JSON-RPC dispatch, notifications. This module implements rmcp's
-//! `ServerHandler` over the server's registry and runs it over stdio, through our own
-//! transport ([`stdio`]): framing that answers malformed input, a fast `tools/call` decode,
-//! batched writes, the stdout guard, and a bounded shutdown when stdin closes.
+//! `ServerHandler` over the server (a `tools/call` enters the pipeline through
+//! `Server::serve_call`, `pipeline/mod.rs`) and serves it over two transports:
+//! - stdio, through our own transport ([`stdio`]): framing that answers malformed input, a
+//!   fast `tools/call` decode, batched writes with backpressure, duplicate ids refused, the
+//!   stdout guard, and a bounded drain on SIGTERM or when stdin closes;
+//! - Streamable HTTP (`http`, feature `http`): rmcp's service behind the Host, Origin and
+//!   token guard, with session and connection caps.
 
 mod decode;
 #[cfg(feature = "http")]
