@@ -30,23 +30,21 @@
 #![warn(missing_docs)]
 
 mod call;
-mod classify;
 mod constraint;
 mod echo;
-mod error;
 mod exit;
+mod failure;
 mod future;
 pub mod idempotency;
-pub mod log;
-pub mod metrics;
 pub mod middleware;
+mod observe;
 mod output;
 pub(crate) mod pipeline;
 mod policy;
 mod present;
 mod probe;
 pub mod prompt;
-mod recover;
+mod protocol;
 mod registry;
 pub mod resource;
 pub mod schema;
@@ -59,13 +57,14 @@ mod transport;
 mod validate;
 
 pub use call::{Call, ClientRequestError, Elicitation, ElicitationAction, LogLevel};
-pub use classify::{
+pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
+pub use exit::{EXIT_CONFIG, EXIT_FATAL};
+pub use failure::classify::{
     Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
 };
-pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
-pub use error::{Failure, FailureKind};
-pub use exit::{EXIT_CONFIG, EXIT_FATAL};
+pub use failure::{Failure, FailureKind};
 pub use future::BoxFuture;
+pub use observe::{log, metrics};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use pipeline::render::ISSUES_META_KEY;
 pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
@@ -184,12 +183,12 @@ pub mod __private {
         __classify_source as classify_source, __output_schema as output_schema,
         __render_outcome as render_outcome, __render_presented as render_presented,
         call::Call,
-        classify::{
-            Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
-            parse_duration,
-        },
         constraint::{
             Constraint, Literal, apply as constrain, custom_check, kinds, run_custom_checks,
+        },
+        failure::classify::{
+            Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
+            parse_duration,
         },
         future::BoxFuture,
         output::attach_presentation,

@@ -12,7 +12,7 @@ use rmcp::model::ContentBlock;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::Failure;
+use crate::failure::Failure;
 
 /// The success of a tool call, before the server turns it into a `CallToolResult`.
 #[derive(Clone, Debug)]
@@ -173,7 +173,7 @@ pub mod ladder {
     use serde::Serialize;
 
     use super::{IntoToolOutput, Outcome, ToolOutput};
-    use crate::error::Failure;
+    use crate::failure::Failure;
 
     pub use crate::probe::Probe;
 
@@ -273,7 +273,9 @@ pub mod ladder {
         fn fail(self, error: Self::Error) -> Outcome;
     }
 
-    impl<E: crate::classify::Classify + std::error::Error + 'static> FailClassified for &Probe<E> {
+    impl<E: crate::failure::classify::Classify + std::error::Error + 'static> FailClassified
+        for &Probe<E>
+    {
         type Error = E;
         fn fail(self, error: E) -> Outcome {
             Outcome::Failure(Failure::classified(error.classification(), &error))

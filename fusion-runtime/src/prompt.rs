@@ -323,18 +323,18 @@ impl Prompts {
             )));
         }
         let render = Arc::clone(&prompt.render);
-        let ran = crate::recover::catch(async move { render(arguments).await }).await;
+        let ran = crate::failure::panic::catch(async move { render(arguments).await }).await;
         match ran {
             Ok(Ok(messages)) => Ok(rmcp::model::GetPromptResult::new(messages)
                 .with_description(prompt.info.description.clone())),
             Ok(Err(Render::Arguments(details))) => Err(PromptError::InvalidArguments(details)),
             Ok(Err(Render::Error(error))) => {
-                let reference = crate::recover::next_reference();
+                let reference = crate::failure::panic::next_reference();
                 tracing::error!(target: "fusion::prompt", prompt = name, reference, %error, "rendering a prompt failed");
                 Err(PromptError::Failed { reference })
             }
             Err(message) => {
-                let reference = crate::recover::next_reference();
+                let reference = crate::failure::panic::next_reference();
                 tracing::error!(target: "fusion::prompt", prompt = name, reference, panic = %message, "a prompt closure panicked");
                 Err(PromptError::Failed { reference })
             }
@@ -374,7 +374,7 @@ impl Prompts {
         };
         let values = if let Some(completer) = self.completers.get(&target) {
             let completer = Arc::clone(completer);
-            crate::recover::catch_sync(|| completer(partial, context))
+            crate::failure::panic::catch_sync(|| completer(partial, context))
                 .map_err(|message| {
                     tracing::error!(target: "fusion::prompt", ?target, panic = %message, "a completer panicked");
                     "the completion failed".to_owned()

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     echo::MAX_NAME_BYTES,
-    error::FailureKind,
+    failure::FailureKind,
     setup::error::BuildError,
     tool::{Annotations, ToolDefinition},
 };

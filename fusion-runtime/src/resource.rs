@@ -343,8 +343,8 @@ impl Catalog {
                     variables,
                 )
             };
-        let ran = crate::recover::catch(async move { read(variables).await }).await;
-        let reference = crate::recover::next_reference();
+        let ran = crate::failure::panic::catch(async move { read(variables).await }).await;
+        let reference = crate::failure::panic::next_reference();
         match ran {
             Ok(Ok(contents)) => Ok(contents
                 .into_iter()

@@ -5,12 +5,12 @@
 use std::{sync::Arc, time::Duration};
 
 use crate::{
-    error::Failure,
+    failure::Failure,
+    failure::panic as recover,
     idempotency::IdempotencyStore,
     metrics::{MetricsSnapshot, ToolMetrics},
     middleware::Middleware,
     policy::{Circuit, Policy},
-    recover,
     registry::Registry,
     tool::ToolDefinition,
     validate::Limits,

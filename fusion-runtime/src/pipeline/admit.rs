@@ -5,11 +5,11 @@ use serde_json::Value;
 
 use crate::{
     call::Call,
-    error::{Failure, FailureKind, Target},
+    failure::panic as recover,
+    failure::{Failure, FailureKind, Target},
     log::Redactor,
     middleware::{CallInfo, Guard},
     output::Outcome,
-    recover,
 };
 
 use crate::server::Server;

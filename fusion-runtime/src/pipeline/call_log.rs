@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::{
-    error::{Failure, FailureKind},
+    failure::panic as recover,
+    failure::{Failure, FailureKind},
     log::Redactor,
-    recover,
 };
 
 /// The one log event of a call. If the call's future is dropped before it ends (the client

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use crate::{
     call::Call,
-    error::{Failure, FailureKind},
+    failure::panic as recover,
+    failure::{Failure, FailureKind},
     output::Outcome,
-    recover,
     tool::ToolDefinition,
 };
 

@@ -20,11 +20,11 @@ use serde_json::{Map, Value};
 
 use crate::{
     call::Call,
-    error::{Failure, FailureKind, Target},
+    failure::panic as recover,
+    failure::{Failure, FailureKind, Target},
     idempotency::{Claim, ClaimGuard},
     log::Redactor,
     output::Outcome,
-    recover,
 };
 
 use crate::server::Server;

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::{
     call::Call,
-    error::{Failure, FailureKind},
+    failure::{Failure, FailureKind},
     log::Redactor,
     output::Outcome,
     policy::{Admission, Circuit, Policy, RetryPolicy, Transition},

@@ -5,11 +5,11 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 
 use crate::{
-    error::{Failure, FailureKind, Target},
+    failure::panic as recover,
+    failure::{Failure, FailureKind, Target},
     log::Redactor,
     output::Outcome,
     present::UiBlock,
-    recover,
 };
 
 use crate::server::Server;

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::error::Target;
+use crate::failure::Target;
 
 use super::CallReport;
 use crate::server::Server;

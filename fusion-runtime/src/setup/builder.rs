@@ -4,11 +4,11 @@
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use crate::{
+    failure::panic as recover,
     idempotency::{IdempotencyStore, MemoryStore},
     metrics::ToolMetrics,
     middleware::Middleware,
     policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
-    recover,
     registry::{Exposure, Registry},
     setup::error::{BuildError, StartupError, describe_build_errors},
     tool::{Tool, ToolDefinition},
@@ -258,7 +258,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Makes errors of type `E` recognisable inside `Box<dyn Error>` and `anyhow::Error`
     /// returned by handlers (errors returned as themselves need nothing).
     pub fn classify<E: crate::Classify + std::error::Error + 'static>(self) -> Self {
-        crate::classify::register::<E>();
+        crate::failure::classify::register::<E>();
         self
     }
 

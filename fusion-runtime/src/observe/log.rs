@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::{
-    error::Failure,
+    failure::Failure,
     validate::{ArgIssue, IssueCode},
 };
 
@@ -338,7 +338,7 @@ pub(crate) struct CallRecord<'a> {
     pub(crate) action: Option<&'a str>,
     pub(crate) request_id: Option<&'a str>,
     pub(crate) args: &'a Value,
-    pub(crate) correlation_id: &'a crate::recover::CorrelationId,
+    pub(crate) correlation_id: &'a crate::failure::panic::CorrelationId,
     pub(crate) latency: Duration,
     pub(crate) outcome: &'static str,
     /// How many times the handler ran.

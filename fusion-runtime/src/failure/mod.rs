@@ -1,14 +1,19 @@
-//! Failures of a tool call and the text the model reads about them.
+//! The failure model: why a call failed ([`FailureKind`]), the [`Failure`] that carries it,
+//! the [`Target`] a message names, and the text the model reads about each; the class of a
+//! user's error (`classify.rs`) and the panic boundary (`panic.rs`) sit below.
 //!
 //! Every failure becomes a `CallToolResult` with `isError: true` (a warning excepted); the
 //! wording is rendered here, in one place. Internal and fatal failures (a handler's
 //! unclassified error, a panic) are masked: the model gets a generic message with a
 //! correlation id, the log gets the details.
 
+pub(crate) mod classify;
+pub(crate) mod panic;
+
 use std::{fmt, fmt::Write as _, time::Duration};
 
 use crate::{
-    classify::{Classification, ErrorClass, Human, classify_dyn},
+    failure::classify::{Classification, ErrorClass, Human, classify_dyn},
     validate::{ArgIssue, IssueCode},
 };
 
@@ -145,7 +150,7 @@ impl Failure {
 
     pub(crate) fn panic(message: String) -> Self {
         let mut chain = vec![message];
-        if let Some(location) = crate::recover::take_panic_location() {
+        if let Some(location) = crate::failure::panic::take_panic_location() {
             chain.push(format!("panicked at {location}"));
         }
         Self {
