@@ -37,6 +37,19 @@ impl std::fmt::Display for Target<'_> {
     }
 }
 
+/// The outcome names a call is logged and counted under besides a failure's own
+/// ([`Failure::outcome_name`]): one place, so the log, the metrics and the pipeline agree.
+pub(crate) mod outcome {
+    /// The handler succeeded on its first run.
+    pub(crate) const OK: &str = "ok";
+    /// The handler succeeded after a retry.
+    pub(crate) const RETRIED_OK: &str = "retried_ok";
+    /// An idempotency key seen before: the first call's result, returned again.
+    pub(crate) const REPLAYED: &str = "replayed";
+    /// The call was cancelled, or its future dropped before it ended.
+    pub(crate) const CANCELLED: &str = "cancelled";
+}
+
 /// Why a call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -211,7 +224,7 @@ impl Failure {
             FailureKind::Timeout { .. } => "timeout",
             FailureKind::CircuitOpen { .. } => "circuit_open",
             FailureKind::Panic => "panic",
-            FailureKind::Cancelled => "cancelled",
+            FailureKind::Cancelled => outcome::CANCELLED,
             FailureKind::UnknownOutcome { .. } => "unknown",
             FailureKind::Handler(classification) => {
                 match (classification.code, classification.class) {

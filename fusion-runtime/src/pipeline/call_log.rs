@@ -61,7 +61,7 @@ impl Drop for CallLog<'_> {
         if self.armed {
             let failure = Failure::new(FailureKind::Cancelled);
             self.finish(
-                "cancelled",
+                crate::failure::outcome::CANCELLED,
                 0,
                 Some(&failure),
                 "the call was dropped before it ended (the client went away or the transport stopped)",

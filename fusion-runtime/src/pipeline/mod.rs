@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     call::Call,
+    failure::outcome,
     failure::panic as recover,
     failure::{Failure, FailureKind, Target},
     idempotency::{Claim, ClaimGuard},
@@ -113,9 +114,9 @@ impl<C: Send + Sync + 'static> Server<C> {
             match claimed {
                 Some(Claim::Replay(stored)) => match CallReport::from_json(stored) {
                     Some(report) => {
-                        let latency = log.finish("replayed", 0, None, "");
+                        let latency = log.finish(outcome::REPLAYED, 0, None, "");
                         if let Some(in_flight) = in_flight {
-                            in_flight.finish("replayed", latency, 0);
+                            in_flight.finish(outcome::REPLAYED, latency, 0);
                         }
                         return report;
                     }
@@ -143,8 +144,8 @@ impl<C: Send + Sync + 'static> Server<C> {
         // No `.await` from here on: the call ends in this poll.
         let (mut rendered, mut outcome_name) =
             self.render(&target, handler, outcome, &correlation_id, &redactor);
-        if outcome_name == "ok" && attempts > 1 {
-            outcome_name = "retried_ok";
+        if outcome_name == outcome::OK && attempts > 1 {
+            outcome_name = outcome::RETRIED_OK;
         }
         if let Some(claim) = claim {
             // Successes are kept for the window; a failure frees the key for a new try.

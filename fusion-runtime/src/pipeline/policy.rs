@@ -87,7 +87,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 let kind = FailureKind::UnknownOutcome {
                     cause: match &outcome {
                         Outcome::Failure(failure) => failure.outcome_name(),
-                        Outcome::Success(_) => "ok",
+                        Outcome::Success(_) => crate::failure::outcome::OK,
                     },
                     check_with,
                 };

@@ -44,7 +44,12 @@ impl<C: Send + Sync + 'static> Server<C> {
         redactor: &Redactor,
     ) -> (Rendered, &'static str) {
         let mut failure = match outcome {
-            Outcome::Success(output) => return (self.render_success(handler, output), "ok"),
+            Outcome::Success(output) => {
+                return (
+                    self.render_success(handler, output),
+                    crate::failure::outcome::OK,
+                );
+            }
             Outcome::Failure(failure) => failure,
         };
         // Before the issues become text: a secret that failed a check is not quoted, and
