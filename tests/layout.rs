@@ -20,10 +20,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "the schema compiler and the walker; to be split into compile and walk",
     ),
     (
-        "transport/http.rs",
-        "options, lifecycle and the guard; to be split into transport/http/",
-    ),
-    (
         "transport/stdio.rs",
         "framing, shared state and the writer; to be split into transport/stdio/",
     ),
