@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// Files allowed over 600 lines of non-test code, and why.
 const LONG_FILES: &[(&str, &str)] = &[(
     "validate/mod.rs",
-    "the schema compiler and the walker; to be split into compile and walk",
+    "issue types, the schema compiler, the walker and limits; the walker's one `impl Walk` alone is 630 lines, so its split (by the kind of node checked) comes with the split into issue, compile, walk and limits files",
 )];
 
 /// How many lines of non-test code a file may have.

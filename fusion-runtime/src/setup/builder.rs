@@ -288,7 +288,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// `serve_*` methods do before serving.
     ///
     /// # Errors
-    /// The first check that fails, or the build errors.
+    /// In this order, the first that happens: [`StartupError::Build`] with every
+    /// [`BuildError`] of [`try_build`](Self::try_build); [`StartupError::MissingEnv`] for the
+    /// first `require_env` variable that is missing or empty; [`StartupError::Setup`] for the
+    /// first `setup` step that fails (the steps run in order; a failure stops them).
     pub async fn start(mut self) -> Result<Server<C>, StartupError> {
         let startup = std::mem::take(&mut self.startup);
         let server = self.try_build().map_err(StartupError::Build)?;
@@ -318,7 +321,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Builds the server, or says every mistake in how it was put together.
     ///
     /// # Errors
-    /// Duplicate tool names; `.context(..)` after tools.
+    /// Every mistake at once, one [`BuildError`] each: two tools, two actions of a group,
+    /// two resources or two prompts with one name; a default that breaks its own
+    /// constraints; middleware, a group description or a completion naming nothing that
+    /// exists; `.context(..)` after tools; a resource template that is not a URI template.
     pub fn try_build(mut self) -> Result<Server<C>, Vec<BuildError>> {
         recover::install_panic_hook();
         let mut errors = self.errors;
