@@ -189,8 +189,8 @@ pub fn run_custom_checks(
     let mut issues = Vec::new();
     checks(&mut issues);
     (!issues.is_empty()).then(|| {
-        crate::output::Outcome::Failure(crate::error::Failure::new(
-            crate::error::FailureKind::InvalidArguments(issues),
+        crate::output::Outcome::Failure(crate::failure::Failure::new(
+            crate::failure::FailureKind::InvalidArguments(issues),
         ))
     })
 }

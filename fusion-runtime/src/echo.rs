@@ -9,6 +9,9 @@
 
 use std::borrow::Cow;
 
+/// What stands for a secret value wherever it would have appeared.
+pub const REDACTED: &str = "[redacted]";
+
 /// The longest tool or action name the server looks up, in bytes. MCP (2025-11-25, "Tool
 /// names") says tool names SHOULD be 1 to 128 characters of `A-Z a-z 0-9 _ - .`, all ASCII,
 /// so 128 bytes. A server whose own names are longer looks up names as long as its longest.

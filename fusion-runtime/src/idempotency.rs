@@ -16,7 +16,7 @@ use std::{
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 
 /// What [`IdempotencyStore::claim`] found.
 #[derive(Clone, Debug, PartialEq)]

@@ -30,44 +30,55 @@
 #![warn(missing_docs)]
 
 mod call;
-mod classify;
 mod constraint;
 mod echo;
-mod error;
+mod exit;
+mod failure;
+mod future;
 pub mod idempotency;
-pub mod log;
-pub mod metrics;
 pub mod middleware;
+mod observe;
 mod output;
+pub(crate) mod pipeline;
+mod policy;
 mod present;
+mod probe;
 pub mod prompt;
-mod recover;
+mod protocol;
 mod registry;
 pub mod resource;
 pub mod schema;
 mod server;
+mod setup;
+mod suggest;
 pub mod testing;
 mod tool;
 mod transport;
 mod validate;
 
 pub use call::{Call, ClientRequestError, Elicitation, ElicitationAction, LogLevel};
-pub use classify::{
+pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
+pub use exit::{EXIT_CONFIG, EXIT_FATAL};
+pub use failure::classify::{
     Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
 };
-pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
-pub use error::{Failure, FailureKind};
+pub use failure::{Failure, FailureKind};
+pub use future::BoxFuture;
+pub use observe::{log, metrics};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
+pub use pipeline::render::ISSUES_META_KEY;
+pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use present::{Presentation, PresenterFn, UiBlock};
 pub use prompt::{IntoPromptMessages, PromptArg, PromptInfo};
-pub use recover::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use registry::{ACTION_KEY, Exposure};
 pub use resource::{IntoResourceContents, ResourceContent, ResourceInfo};
-pub use server::{BuildError, EXIT_FATAL, ISSUES_META_KEY, Server, ServerBuilder, StartupError};
-pub use tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec};
+pub use server::Server;
+pub use setup::builder::ServerBuilder;
+pub use setup::error::{BuildError, StartupError};
+pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
 #[cfg(feature = "http")]
 pub use transport::HttpOptions;
-pub use transport::{EXIT_CONFIG, StdioOptions};
+pub use transport::StdioOptions;
 pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};
 
 /// Turns an `async fn` into an MCP tool.
@@ -172,18 +183,19 @@ pub mod __private {
         __classify_source as classify_source, __output_schema as output_schema,
         __render_outcome as render_outcome, __render_presented as render_presented,
         call::Call,
-        classify::{
-            Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
-            parse_duration,
-        },
         constraint::{
             Constraint, Literal, apply as constrain, custom_check, kinds, run_custom_checks,
         },
+        failure::classify::{
+            Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
+            parse_duration,
+        },
+        future::BoxFuture,
         output::attach_presentation,
         output::{Outcome, ladder},
+        policy::{CircuitPolicy, Policy, RetryPolicy, reconnect},
         present::present,
-        recover::{CircuitPolicy, Policy, RetryPolicy, reconnect},
-        tool::{Annotations, BoxFuture, Tool, ToolDefinition, ToolSpec},
+        tool::{Annotations, Tool, ToolDefinition, ToolSpec},
     };
     pub use schemars;
     pub use serde;

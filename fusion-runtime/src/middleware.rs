@@ -49,8 +49,8 @@ use serde_json::Value;
 
 use crate::{
     BoxFuture,
-    classify::{Classification, ErrorClass, ErrorCode},
-    error::{Failure, FailureKind},
+    failure::classify::{Classification, ErrorClass, ErrorCode},
+    failure::{Failure, FailureKind},
 };
 
 /// What a middleware knows of the call it is about to let through.

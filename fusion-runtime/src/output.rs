@@ -12,7 +12,7 @@ use rmcp::model::ContentBlock;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::Failure;
+use crate::failure::Failure;
 
 /// The success of a tool call, before the server turns it into a `CallToolResult`.
 #[derive(Clone, Debug)]
@@ -167,42 +167,15 @@ pub enum Outcome {
 /// type, so the choice is made with the concrete type, never by its name.
 #[doc(hidden)]
 pub mod ladder {
-    use std::{convert::Infallible, marker::PhantomData};
+    use std::convert::Infallible;
 
     use schemars::JsonSchema;
     use serde::Serialize;
 
     use super::{IntoToolOutput, Outcome, ToolOutput};
-    use crate::error::Failure;
+    use crate::failure::Failure;
 
-    /// A zero-sized stand-in for a value of type `T`.
-    pub struct Probe<T>(PhantomData<fn() -> T>);
-
-    impl<T> Probe<T> {
-        /// A probe for `T`.
-        pub const fn new() -> Self {
-            Self(PhantomData)
-        }
-        /// A probe for the type of `_value`.
-        pub const fn of(_value: &T) -> Self {
-            Self(PhantomData)
-        }
-    }
-
-    // Derives would demand `T: Clone`; a probe holds no `T`.
-    impl<T> Clone for Probe<T> {
-        fn clone(&self) -> Self {
-            *self
-        }
-    }
-
-    impl<T> Copy for Probe<T> {}
-
-    impl<T> Default for Probe<T> {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
+    pub use crate::probe::Probe;
 
     /// `Result<T, E>` splits into itself.
     pub trait SplitResult {
@@ -300,7 +273,9 @@ pub mod ladder {
         fn fail(self, error: Self::Error) -> Outcome;
     }
 
-    impl<E: crate::classify::Classify + std::error::Error + 'static> FailClassified for &Probe<E> {
+    impl<E: crate::failure::classify::Classify + std::error::Error + 'static> FailClassified
+        for &Probe<E>
+    {
         type Error = E;
         fn fail(self, error: E) -> Outcome {
             Outcome::Failure(Failure::classified(error.classification(), &error))

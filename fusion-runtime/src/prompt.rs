@@ -22,31 +22,17 @@
 //! for a prompt without arguments), and returns text (one user message), a
 //! [`PromptMessage`](rmcp::model::PromptMessage) or several, or a `Result` of these.
 
-use std::{
-    collections::HashMap,
-    fmt::Display,
-    future::Future,
-    panic::AssertUnwindSafe,
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
-};
+use std::{collections::HashMap, fmt::Display, sync::Arc};
 
-use futures_util::FutureExt as _;
 use rmcp::model::{ContentBlock, PromptMessage, Role};
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::{
-    server::{BuildError, Server, ServerBuilder},
-    tool::BoxFuture,
-};
+use crate::{future::BoxFuture, setup::error::BuildError};
 
 /// A prompt's name, description and arguments, as `prompts/list` shows them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PromptInfo {
-    name: String,
+    pub(crate) name: String,
     title: Option<String>,
     description: String,
     arguments: Vec<PromptArg>,
@@ -213,7 +199,7 @@ pub fn user_block(content: ContentBlock) -> PromptMessage {
     PromptMessage::new(Role::User, content)
 }
 
-type RenderFn = Arc<
+pub(crate) type RenderFn = Arc<
     dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Vec<PromptMessage>, Render>>
         + Send
         + Sync,
@@ -221,32 +207,33 @@ type RenderFn = Arc<
 
 /// Why rendering a prompt failed.
 #[derive(Debug)]
-enum Render {
+pub(crate) enum Render {
     Arguments(String),
     Error(String),
 }
 
 /// A completion source: the partial value and the other arguments already given, to the
 /// suggestions.
-type Completer = Arc<dyn Fn(&str, &HashMap<String, String>) -> Vec<String> + Send + Sync>;
+pub(crate) type Completer =
+    Arc<dyn Fn(&str, &HashMap<String, String>) -> Vec<String> + Send + Sync>;
 
-struct RegisteredPrompt {
-    info: PromptInfo,
-    render: RenderFn,
+pub(crate) struct RegisteredPrompt {
+    pub(crate) info: PromptInfo,
+    pub(crate) render: RenderFn,
 }
 
 /// What completions apply to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Target {
+pub(crate) enum CompletionTarget {
     Prompt { prompt: String, argument: String },
     Template { template: String, variable: String },
 }
 
 #[derive(Default)]
 pub(crate) struct Prompts {
-    prompts: Vec<RegisteredPrompt>,
-    completers: HashMap<Target, Completer>,
-    errors: Vec<BuildError>,
+    pub(crate) prompts: Vec<RegisteredPrompt>,
+    pub(crate) completers: HashMap<CompletionTarget, Completer>,
+    pub(crate) errors: Vec<BuildError>,
 }
 
 /// Why `prompts/get` failed.
@@ -264,7 +251,7 @@ impl Prompts {
     pub(crate) fn take_errors(&mut self) -> Vec<BuildError> {
         let mut errors = std::mem::take(&mut self.errors);
         for target in self.completers.keys() {
-            if let Target::Prompt { prompt, argument } = target {
+            if let CompletionTarget::Prompt { prompt, argument } = target {
                 let known = self.prompts.iter().any(|registered| {
                     registered.info.name == *prompt
                         && registered
@@ -336,21 +323,18 @@ impl Prompts {
             )));
         }
         let render = Arc::clone(&prompt.render);
-        let ran = AssertUnwindSafe(async move { render(arguments).await })
-            .catch_unwind()
-            .await;
+        let ran = crate::failure::panic::catch(async move { render(arguments).await }).await;
         match ran {
             Ok(Ok(messages)) => Ok(rmcp::model::GetPromptResult::new(messages)
                 .with_description(prompt.info.description.clone())),
             Ok(Err(Render::Arguments(details))) => Err(PromptError::InvalidArguments(details)),
             Ok(Err(Render::Error(error))) => {
-                let reference = next_reference();
+                let reference = crate::failure::panic::next_reference();
                 tracing::error!(target: "fusion::prompt", prompt = name, reference, %error, "rendering a prompt failed");
                 Err(PromptError::Failed { reference })
             }
-            Err(payload) => {
-                let reference = next_reference();
-                let message = crate::recover::panic_message(payload.as_ref());
+            Err(message) => {
+                let reference = crate::failure::panic::next_reference();
                 tracing::error!(target: "fusion::prompt", prompt = name, reference, panic = %message, "a prompt closure panicked");
                 Err(PromptError::Failed { reference })
             }
@@ -361,7 +345,7 @@ impl Prompts {
     /// completer's, else the argument's choices that start with `partial`. At most 100.
     pub(crate) fn complete(
         &self,
-        catalog: &crate::resource::Catalog,
+        template_variables: &dyn Fn(&str) -> Option<Vec<String>>,
         reference: &rmcp::model::Reference,
         argument: &str,
         partial: &str,
@@ -372,16 +356,16 @@ impl Prompts {
                 if !self.prompts.iter().any(|p| p.info.name == prompt.name) {
                     return Err(format!("no prompt is named `{}`", prompt.name));
                 }
-                Target::Prompt {
+                CompletionTarget::Prompt {
                     prompt: prompt.name.clone(),
                     argument: argument.to_owned(),
                 }
             }
             rmcp::model::Reference::Resource(resource) => {
-                if catalog.template_variables(&resource.uri).is_none() {
+                if template_variables(&resource.uri).is_none() {
                     return Err(format!("no resource template is `{}`", resource.uri));
                 }
-                Target::Template {
+                CompletionTarget::Template {
                     template: resource.uri.clone(),
                     variable: argument.to_owned(),
                 }
@@ -390,22 +374,21 @@ impl Prompts {
         };
         let values = if let Some(completer) = self.completers.get(&target) {
             let completer = Arc::clone(completer);
-            std::panic::catch_unwind(AssertUnwindSafe(|| completer(partial, context)))
-                .map_err(|payload| {
-                    let message = crate::recover::panic_message(payload.as_ref());
+            crate::failure::panic::catch_sync(|| completer(partial, context))
+                .map_err(|message| {
                     tracing::error!(target: "fusion::prompt", ?target, panic = %message, "a completer panicked");
                     "the completion failed".to_owned()
                 })?
         } else {
             let choices = match &target {
-                Target::Prompt { prompt, argument } => self
+                CompletionTarget::Prompt { prompt, argument } => self
                     .prompts
                     .iter()
                     .find(|p| p.info.name == *prompt)
                     .and_then(|p| p.info.arguments.iter().find(|arg| arg.name == *argument))
                     .map(|arg| arg.choices.as_slice())
                     .unwrap_or_default(),
-                Target::Template { .. } => &[],
+                CompletionTarget::Template { .. } => &[],
             };
             filter_prefix(choices, partial)
         };
@@ -431,177 +414,6 @@ pub fn filter_prefix(choices: &[String], partial: &str) -> Vec<String> {
         .filter(|choice| choice.to_lowercase().starts_with(&partial))
         .cloned()
         .collect()
-}
-
-fn next_reference() -> String {
-    static RENDERS: AtomicU64 = AtomicU64::new(0);
-    crate::recover::correlation_id(RENDERS.fetch_add(1, Ordering::Relaxed))
-}
-
-fn decode_arguments<A: DeserializeOwned>(arguments: Map<String, Value>) -> Result<A, String> {
-    let empty = arguments.is_empty();
-    match serde_json::from_value(Value::Object(arguments)) {
-        Ok(decoded) => Ok(decoded),
-        // `()` comes from `null`, not from an empty map.
-        Err(error) if empty => serde_json::from_value(Value::Null).map_err(|_| error.to_string()),
-        Err(error) => Err(error.to_string()),
-    }
-}
-
-impl<C: Send + Sync + 'static> ServerBuilder<C> {
-    /// Registers a prompt; `render` is called on each `prompts/get` with the arguments
-    /// (required ones are checked first: a missing one is an invalid-params error naming
-    /// it).
-    ///
-    /// ```
-    /// use fusion_runtime::{PromptInfo, prelude::*, prompt};
-    ///
-    /// #[derive(Deserialize)]
-    /// struct Topic {
-    ///     topic: String,
-    ///     tone: Option<String>,
-    /// }
-    ///
-    /// let info = PromptInfo::new("explain", "Explain a topic")
-    ///     .required("topic", "What to explain")
-    ///     .optional("tone", "How to sound");
-    /// let server = Server::builder("teacher", "1.0.0")
-    ///     .prompt(info, |Topic { topic, tone }: Topic| async move {
-    ///         vec![
-    ///             prompt::user(format!("Explain {topic}.")),
-    ///             prompt::assistant(format!("In a {} tone, then.", tone.unwrap_or("plain".into()))),
-    ///         ]
-    ///     })
-    ///     // A prompt without arguments takes `()`.
-    ///     .prompt(PromptInfo::new("hello", "Say hello"), |()| async { "Hello!" })
-    ///     .build();
-    /// assert_eq!(server.prompts().len(), 2);
-    /// ```
-    pub fn prompt<A, F, Fut>(mut self, info: PromptInfo, render: F) -> Self
-    where
-        A: DeserializeOwned + Send + 'static,
-        F: Fn(A) -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoPromptMessages,
-    {
-        let prompts = &mut self.catalog.prompts;
-        if prompts.prompts.iter().any(|p| p.info.name == info.name) {
-            prompts.errors.push(BuildError::DuplicatePrompt(info.name));
-            return self;
-        }
-        let render = Arc::new(render);
-        let render: RenderFn = Arc::new(move |arguments| {
-            let decoded = decode_arguments::<A>(arguments);
-            let render = Arc::clone(&render);
-            Box::pin(async move {
-                let arguments = decoded.map_err(Render::Arguments)?;
-                render(arguments)
-                    .await
-                    .into_prompt_messages()
-                    .map_err(Render::Error)
-            })
-        });
-        prompts.prompts.push(RegisteredPrompt { info, render });
-        self
-    }
-
-    /// Computes `completion/complete` suggestions for an argument of a prompt: `complete`
-    /// gets what the user typed so far and the other arguments already given.
-    ///
-    /// ```
-    /// use fusion_runtime::{PromptInfo, prelude::*};
-    ///
-    /// let cities = ["Paris", "Porto", "Prague"];
-    /// let server = Server::builder("travel", "1.0.0")
-    ///     .prompt(PromptInfo::new("trip", "Plan a trip").required("city", "Where to"), |()| async { "Plan it." })
-    ///     .complete_prompt_argument("trip", "city", move |typed, _others| {
-    ///         cities.iter().filter(|c| c.starts_with(typed)).map(|c| c.to_string()).collect()
-    ///     })
-    ///     .build();
-    /// # let _ = server;
-    /// ```
-    pub fn complete_prompt_argument<F>(
-        mut self,
-        prompt: impl Into<String>,
-        argument: impl Into<String>,
-        complete: F,
-    ) -> Self
-    where
-        F: Fn(&str, &HashMap<String, String>) -> Vec<String> + Send + Sync + 'static,
-    {
-        let target = Target::Prompt {
-            prompt: prompt.into(),
-            argument: argument.into(),
-        };
-        self.catalog
-            .prompts
-            .completers
-            .insert(target, Arc::new(complete));
-        self
-    }
-
-    /// Computes `completion/complete` suggestions for a variable of a resource template
-    /// (the template as registered, e.g. `"docs://pages/{id}"`).
-    pub fn complete_resource_argument<F>(
-        mut self,
-        uri_template: impl Into<String>,
-        variable: impl Into<String>,
-        complete: F,
-    ) -> Self
-    where
-        F: Fn(&str, &HashMap<String, String>) -> Vec<String> + Send + Sync + 'static,
-    {
-        let target = Target::Template {
-            template: uri_template.into(),
-            variable: variable.into(),
-        };
-        self.catalog
-            .prompts
-            .completers
-            .insert(target, Arc::new(complete));
-        self
-    }
-}
-
-impl<C: Send + Sync + 'static> Server<C> {
-    /// The prompts, as `prompts/list` describes them.
-    pub fn prompts(&self) -> Vec<rmcp::model::Prompt> {
-        self.catalog().prompts.list()
-    }
-
-    /// Renders a prompt as a client would get it (`prompts/get`).
-    ///
-    /// # Errors
-    /// A message when no prompt has this name, a required argument is missing, or the
-    /// closure failed.
-    ///
-    /// ```
-    /// use std::collections::HashMap;
-    /// use fusion_runtime::{PromptInfo, prelude::*};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let server = Server::builder("p", "1.0.0")
-    ///     .prompt(PromptInfo::new("greet", "Greet").required("name", "Who"), |args: HashMap<String, String>| async move {
-    ///         format!("Say hello to {}.", args["name"])
-    ///     })
-    ///     .build();
-    /// let args = serde_json::json!({"name": "Ada"});
-    /// let result = server.get_prompt("greet", args.as_object().cloned()).await.unwrap();
-    /// assert_eq!(serde_json::to_value(&result.messages[0]).unwrap()["content"]["text"], "Say hello to Ada.");
-    /// assert!(server.get_prompt("greet", None).await.unwrap_err().contains("name"));
-    /// # });
-    /// ```
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-    ) -> Result<rmcp::model::GetPromptResult, String> {
-        self.catalog()
-            .prompts
-            .get(name, arguments)
-            .await
-            .map_err(|error| prompt_error_message(name, &error))
-    }
 }
 
 /// The message of a failed `prompts/get`, as the client reads it.
@@ -643,9 +455,9 @@ mod tests {
 
     #[test]
     fn unit_arguments_decode_from_an_empty_map() {
-        assert!(decode_arguments::<()>(Map::new()).is_ok());
+        assert!(crate::validate::decode_map::<()>(Map::new()).is_ok());
         let mut one = Map::new();
         one.insert("a".into(), Value::String("b".into()));
-        assert!(decode_arguments::<HashMap<String, String>>(one).is_ok());
+        assert!(crate::validate::decode_map::<HashMap<String, String>>(one).is_ok());
     }
 }

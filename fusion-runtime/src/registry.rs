@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use crate::{
     echo::MAX_NAME_BYTES,
-    error::FailureKind,
-    server::BuildError,
+    failure::FailureKind,
+    setup::error::BuildError,
     tool::{Annotations, ToolDefinition},
 };
 

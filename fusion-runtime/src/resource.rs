@@ -28,29 +28,18 @@
 //! map of them (a `HashMap<String, String>`, or a struct of `String` fields).
 
 use std::{
-    collections::HashMap,
     fmt::Display,
-    future::Future,
-    panic::AssertUnwindSafe,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, Mutex},
 };
 
 use base64::Engine as _;
-use futures_util::FutureExt as _;
 use rmcp::{
     Peer, RoleServer,
-    model::{ContentBlock, ResourceContents, ResourceUpdatedNotificationParam},
+    model::{ContentBlock, ResourceContents},
 };
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::{
-    server::{BuildError, Server, ServerBuilder},
-    tool::BoxFuture,
-};
+use crate::{future::BoxFuture, setup::error::BuildError, setup::uri_template::UriTemplate};
 
 /// What a resource's closure returns: text or bytes, with an optional MIME type that
 /// overrides the one the resource was registered with.
@@ -249,14 +238,14 @@ impl ResourceInfo {
     }
 }
 
-type ReadFn = Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Read> + Send + Sync>;
+pub(crate) type ReadFn = Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Read> + Send + Sync>;
 
 /// What one run of a resource closure gave.
 type Read = Result<Vec<ResourceContent>, ReadFailure>;
 
 /// Why a read failed, before it is turned into a JSON-RPC error.
 #[derive(Debug)]
-enum ReadFailure {
+pub(crate) enum ReadFailure {
     /// The template variables did not decode into the closure's argument type.
     Variables(String),
     /// The closure returned an error.
@@ -354,10 +343,8 @@ impl Catalog {
                     variables,
                 )
             };
-        let ran = AssertUnwindSafe(async move { read(variables).await })
-            .catch_unwind()
-            .await;
-        let reference = next_reference();
+        let ran = crate::failure::panic::catch(async move { read(variables).await }).await;
+        let reference = crate::failure::panic::next_reference();
         match ran {
             Ok(Ok(contents)) => Ok(contents
                 .into_iter()
@@ -371,8 +358,7 @@ impl Catalog {
                 tracing::error!(target: "fusion::resource", uri, reference, %error, "reading a resource failed");
                 Err(ReadError::Failed { reference })
             }
-            Err(payload) => {
-                let message = crate::recover::panic_message(payload.as_ref());
+            Err(message) => {
                 tracing::error!(target: "fusion::resource", uri, reference, panic = %message, "a resource closure panicked");
                 Err(ReadError::Failed { reference })
             }
@@ -403,7 +389,7 @@ impl Catalog {
         }
     }
 
-    fn subscribers_of(&self, uri: &str) -> Vec<Peer<RoleServer>> {
+    pub(crate) fn subscribers_of(&self, uri: &str) -> Vec<Peer<RoleServer>> {
         self.subscribers
             .lock()
             .map(|subscribers| {
@@ -418,7 +404,7 @@ impl Catalog {
             .unwrap_or_default()
     }
 
-    fn push_fixed(&mut self, info: ResourceInfo, read: ReadFn) {
+    pub(crate) fn push_fixed(&mut self, info: ResourceInfo, read: ReadFn) {
         if self
             .fixed
             .iter()
@@ -430,7 +416,7 @@ impl Catalog {
         self.fixed.push(FixedResource { info, read });
     }
 
-    fn push_template(&mut self, info: ResourceInfo, read: ReadFn) {
+    pub(crate) fn push_template(&mut self, info: ResourceInfo, read: ReadFn) {
         if self
             .templates
             .iter()
@@ -481,202 +467,6 @@ pub(crate) enum ReadError {
     Failed { reference: String },
 }
 
-fn next_reference() -> String {
-    static READS: AtomicU64 = AtomicU64::new(0);
-    crate::recover::correlation_id(READS.fetch_add(1, Ordering::Relaxed))
-}
-
-fn decode_variables<P: DeserializeOwned>(variables: Map<String, Value>) -> Result<P, String> {
-    let empty = variables.is_empty();
-    match serde_json::from_value(Value::Object(variables)) {
-        Ok(decoded) => Ok(decoded),
-        // `()` and unit structs come from `null`, not from an empty map.
-        Err(error) if empty => serde_json::from_value(Value::Null).map_err(|_| error.to_string()),
-        Err(error) => Err(error.to_string()),
-    }
-}
-
-impl<C: Send + Sync + 'static> ServerBuilder<C> {
-    /// Registers a fixed resource at `uri` named `name` whose contents have the MIME type
-    /// `mime_type`; `content` is called on each `resources/read`.
-    ///
-    /// `content` returns anything [`IntoResourceContents`]: text, bytes (sent as a base64
-    /// blob), JSON, [`ResourceContent`]s, or a `Result` of these (an error is logged and
-    /// the client gets an internal error with a reference, never the error's text).
-    ///
-    /// ```
-    /// use fusion_runtime::prelude::*;
-    ///
-    /// let server = Server::builder("notes", "1.0.0")
-    ///     .resource("notes://today", "today", "text/plain", || async { "Buy milk." })
-    ///     .build();
-    /// assert_eq!(server.resources()[0].uri, "notes://today");
-    /// ```
-    pub fn resource<F, Fut>(
-        self,
-        uri: impl Into<String>,
-        name: impl Into<String>,
-        mime_type: impl Into<String>,
-        content: F,
-    ) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoResourceContents,
-    {
-        self.resource_with(ResourceInfo::new(uri, name).mime_type(mime_type), content)
-    }
-
-    /// [`resource`](Self::resource) with a title and a description.
-    ///
-    /// ```
-    /// use fusion_runtime::{ResourceInfo, prelude::*};
-    ///
-    /// let info = ResourceInfo::new("config://app", "config")
-    ///     .description("The application's configuration")
-    ///     .mime_type("application/json");
-    /// let server = Server::builder("app", "1.0.0")
-    ///     .resource_with(info, || async { serde_json::json!({"debug": false}) })
-    ///     .build();
-    /// assert_eq!(server.resources()[0].description.as_deref(), Some("The application's configuration"));
-    /// ```
-    pub fn resource_with<F, Fut>(mut self, info: ResourceInfo, content: F) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoResourceContents,
-    {
-        let content = Arc::new(content);
-        let read: ReadFn = Arc::new(move |_variables| {
-            let future = content();
-            Box::pin(async move {
-                future
-                    .await
-                    .into_resource_contents()
-                    .map_err(ReadFailure::Error)
-            })
-        });
-        self.catalog.push_fixed(info, read);
-        self
-    }
-
-    /// Registers a resource template: URIs that match `uri_template` (RFC 6570 level 1:
-    /// `{name}` matches one path segment, `{+name}` anything) are read by calling `content`
-    /// with the template's variables.
-    ///
-    /// The variables arrive as strings, decoded into `P`: a `HashMap<String, String>`, or
-    /// a struct of `String` fields named like the variables.
-    ///
-    /// ```
-    /// use fusion_runtime::prelude::*;
-    ///
-    /// #[derive(Deserialize)]
-    /// struct Page {
-    ///     id: String,
-    /// }
-    ///
-    /// let server = Server::builder("wiki", "1.0.0")
-    ///     .resource_template("wiki://pages/{id}", "page", "text/plain", |Page { id }| async move {
-    ///         format!("the page {id}")
-    ///     })
-    ///     .build();
-    /// assert_eq!(server.resource_templates()[0].uri_template, "wiki://pages/{id}");
-    /// ```
-    pub fn resource_template<P, F, Fut>(
-        self,
-        uri_template: impl Into<String>,
-        name: impl Into<String>,
-        mime_type: impl Into<String>,
-        content: F,
-    ) -> Self
-    where
-        P: DeserializeOwned + Send + 'static,
-        F: Fn(P) -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoResourceContents,
-    {
-        self.resource_template_with(
-            ResourceInfo::new(uri_template, name).mime_type(mime_type),
-            content,
-        )
-    }
-
-    /// [`resource_template`](Self::resource_template) with a title and a description
-    /// (`info`'s URI is the template).
-    pub fn resource_template_with<P, F, Fut>(mut self, info: ResourceInfo, content: F) -> Self
-    where
-        P: DeserializeOwned + Send + 'static,
-        F: Fn(P) -> Fut + Send + Sync + 'static,
-        Fut: Future + Send + 'static,
-        Fut::Output: IntoResourceContents,
-    {
-        let content = Arc::new(content);
-        let read: ReadFn = Arc::new(move |variables| {
-            let decoded = decode_variables::<P>(variables);
-            let content = Arc::clone(&content);
-            Box::pin(async move {
-                let variables = decoded.map_err(ReadFailure::Variables)?;
-                content(variables)
-                    .await
-                    .into_resource_contents()
-                    .map_err(ReadFailure::Error)
-            })
-        });
-        self.catalog.push_template(info, read);
-        self
-    }
-}
-
-impl<C: Send + Sync + 'static> Server<C> {
-    /// The fixed resources, as `resources/list` describes them.
-    pub fn resources(&self) -> Vec<rmcp::model::Resource> {
-        self.catalog().resources()
-    }
-
-    /// The resource templates, as `resources/templates/list` describes them.
-    pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
-        self.catalog().templates()
-    }
-
-    /// Reads a resource as a client would (`resources/read`): the contents, with each
-    /// one's URI and MIME type filled in.
-    ///
-    /// # Errors
-    /// A message when no resource has this URI, or when its closure failed.
-    ///
-    /// ```
-    /// use fusion_runtime::prelude::*;
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let server = Server::builder("notes", "1.0.0")
-    ///     .resource("notes://today", "today", "text/plain", || async { "Buy milk." })
-    ///     .build();
-    /// let contents = server.read_resource("notes://today").await.unwrap();
-    /// assert_eq!(serde_json::to_value(&contents[0]).unwrap()["text"], "Buy milk.");
-    /// assert!(server.read_resource("notes://nope").await.is_err());
-    /// # });
-    /// ```
-    pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, String> {
-        self.catalog()
-            .read(uri)
-            .await
-            .map_err(|error| read_error_message(uri, &error))
-    }
-
-    /// Tells every client subscribed to `uri` that it changed
-    /// (`notifications/resources/updated`); they read it again when they want it.
-    pub async fn notify_resource_updated(&self, uri: &str) {
-        for peer in self.catalog().subscribers_of(uri) {
-            let sent = peer
-                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                .await;
-            if let Err(error) = sent {
-                tracing::debug!(target: "fusion::resource", uri, %error, "update notification not delivered");
-            }
-        }
-    }
-}
-
 /// The message of a failed read, as the client reads it.
 pub(crate) fn read_error_message(uri: &str, error: &ReadError) -> String {
     // The client's URI, quoted whole up to a generous URI length and cut beyond it.
@@ -724,185 +514,4 @@ pub fn embedded_text(uri: &str, mime_type: &str, text: &str) -> ContentBlock {
 /// Base64 (standard alphabet, padded), as MCP carries binary data.
 pub fn encode_base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// A parsed URI template (RFC 6570 level 1 and reserved expansion): literal text and
-/// `{name}` / `{+name}` variables.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct UriTemplate {
-    parts: Vec<Part>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Part {
-    Literal(String),
-    /// `reserved` (`{+name}`) may match `/`, `?` and `#`.
-    Variable {
-        name: String,
-        reserved: bool,
-    },
-}
-
-impl UriTemplate {
-    fn parse(template: &str) -> Result<Self, String> {
-        let mut parts = Vec::new();
-        let mut rest = template;
-        while !rest.is_empty() {
-            match rest.find('{') {
-                None => {
-                    parts.push(Part::Literal(rest.to_owned()));
-                    break;
-                }
-                Some(start) => {
-                    if start > 0 {
-                        parts.push(Part::Literal(rest[..start].to_owned()));
-                    }
-                    let after = &rest[start + 1..];
-                    let end = after
-                        .find('}')
-                        .ok_or_else(|| format!("`{{` at byte {start} is never closed"))?;
-                    let expression = &after[..end];
-                    let (name, reserved) = match expression.strip_prefix('+') {
-                        Some(name) => (name, true),
-                        None => (expression, false),
-                    };
-                    if name.is_empty()
-                        || !name
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-                    {
-                        return Err(format!(
-                            "`{{{expression}}}` is not a supported variable (use `{{name}}` or `{{+name}}` with letters, digits, `_` or `.`)"
-                        ));
-                    }
-                    if matches!(parts.last(), Some(Part::Variable { .. })) {
-                        return Err(format!(
-                            "`{{{expression}}}` follows another variable directly; separate them with literal text"
-                        ));
-                    }
-                    parts.push(Part::Variable {
-                        name: name.to_owned(),
-                        reserved,
-                    });
-                    rest = &after[end + 1..];
-                }
-            }
-        }
-        if !parts
-            .iter()
-            .any(|part| matches!(part, Part::Variable { .. }))
-        {
-            return Err("a template needs at least one `{variable}`".to_owned());
-        }
-        Ok(Self { parts })
-    }
-
-    fn variables(&self) -> Vec<String> {
-        self.parts
-            .iter()
-            .filter_map(|part| match part {
-                Part::Variable { name, .. } => Some(name.clone()),
-                Part::Literal(_) => None,
-            })
-            .collect()
-    }
-
-    /// The variables' (percent-decoded) values when `uri` matches.
-    fn matches(&self, uri: &str) -> Option<HashMap<String, String>> {
-        let mut values = HashMap::new();
-        let mut rest = uri;
-        let mut parts = self.parts.iter().peekable();
-        while let Some(part) = parts.next() {
-            match part {
-                Part::Literal(literal) => rest = rest.strip_prefix(literal.as_str())?,
-                Part::Variable { name, reserved } => {
-                    let end = match parts.peek() {
-                        Some(Part::Literal(next)) => rest.find(next.as_str())?,
-                        _ => rest.len(),
-                    };
-                    let raw = &rest[..end];
-                    if raw.is_empty() || (!reserved && raw.contains(['/', '?', '#'])) {
-                        return None;
-                    }
-                    values.insert(name.clone(), percent_decode(raw)?);
-                    rest = &rest[end..];
-                }
-            }
-        }
-        rest.is_empty().then_some(values)
-    }
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    if !text.contains('%') {
-        return Some(text.to_owned());
-    }
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = text.get(index + 1..index + 3)?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            decoded.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(decoded).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_template_matches_its_variables() {
-        let template = UriTemplate::parse("test://template/{id}/data").expect("as expected");
-        let values = template
-            .matches("test://template/123/data")
-            .expect("as expected");
-        assert_eq!(values["id"], "123");
-        assert!(template.matches("test://template/1/2/data").is_none());
-        assert!(template.matches("test://template//data").is_none());
-        assert!(template.matches("test://template/123/data/more").is_none());
-        assert_eq!(
-            template
-                .matches("test://template/a%20b/data")
-                .expect("as expected")["id"],
-            "a b"
-        );
-    }
-
-    #[test]
-    fn reserved_variables_span_segments() {
-        let template = UriTemplate::parse("file:///{+path}").expect("as expected");
-        assert_eq!(
-            template.matches("file:///etc/hosts").expect("as expected")["path"],
-            "etc/hosts"
-        );
-        let two = UriTemplate::parse("db://{table}/{id}").expect("as expected");
-        let values = two.matches("db://users/7").expect("as expected");
-        assert_eq!(
-            (values["table"].as_str(), values["id"].as_str()),
-            ("users", "7")
-        );
-    }
-
-    #[test]
-    fn malformed_templates_are_refused() {
-        assert!(UriTemplate::parse("x://{id").is_err());
-        assert!(UriTemplate::parse("x://{}").is_err());
-        assert!(UriTemplate::parse("x://{a}{b}").is_err());
-        assert!(UriTemplate::parse("x://plain").is_err());
-        assert!(UriTemplate::parse("x://{a?}").is_err());
-    }
-
-    #[test]
-    fn bad_percent_escapes_do_not_match() {
-        let template = UriTemplate::parse("x://{id}").expect("as expected");
-        assert!(template.matches("x://%zz").is_none());
-        assert!(template.matches("x://%e2").is_none());
-    }
 }

@@ -151,14 +151,8 @@ impl<C: Send + Sync + 'static> Tester<C> {
         args: Value,
         adjust: impl FnOnce(&mut C),
     ) -> TestResult {
-        match self.server.make_context() {
-            Ok(mut context) => {
-                adjust(&mut context);
-                self.run(tool, Some(action), args, Some(context)).await
-            }
-            // A factory that panics is reported like any other call that failed.
-            Err(_) => self.run(tool, Some(action), args, None).await,
-        }
+        let context = self.adjusted(adjust);
+        self.run(tool, Some(action), args, context).await
     }
 
     /// Calls `tool` (no action) with a context adjusted by `adjust`.
@@ -168,13 +162,16 @@ impl<C: Send + Sync + 'static> Tester<C> {
         args: Value,
         adjust: impl FnOnce(&mut C),
     ) -> TestResult {
-        match self.server.make_context() {
-            Ok(mut context) => {
-                adjust(&mut context);
-                self.run(tool, None, args, Some(context)).await
-            }
-            Err(_) => self.run(tool, None, args, None).await,
-        }
+        let context = self.adjusted(adjust);
+        self.run(tool, None, args, context).await
+    }
+
+    /// A context from the server's factory, adjusted. `None` when the factory panics: the
+    /// call then makes its own, and is reported like any other call that failed.
+    fn adjusted(&self, adjust: impl FnOnce(&mut C)) -> Option<C> {
+        let mut context = self.server.make_context().ok()?;
+        adjust(&mut context);
+        Some(context)
     }
 
     async fn run(

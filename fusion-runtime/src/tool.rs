@@ -1,7 +1,7 @@
 //! What a tool is to the runtime: its static description ([`ToolSpec`]), and the
 //! type-erased [`ToolDefinition`] that `#[mcp_tool]` builds and the server registers.
 
-use std::{future::Future, marker::PhantomData, pin::Pin, sync::Arc};
+use std::{marker::PhantomData, sync::Arc};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -13,8 +13,7 @@ use crate::{
     validate::{ArgIssue, Validator},
 };
 
-/// A boxed, `Send` future: what tool handlers return once erased.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::future::BoxFuture;
 
 /// A tool that a [`Server`](crate::Server) whose per-call context is `C` can register.
 ///
@@ -64,7 +63,7 @@ pub struct ToolSpec {
     /// Behaviour hints.
     pub annotations: Annotations,
     /// Timeout, retries and circuit breaker; unset parts come from the server.
-    pub policy: crate::recover::Policy,
+    pub policy: crate::policy::Policy,
     /// The grouped tool this handler is an action of.
     pub group: Option<&'static str>,
     /// The action's name within its group.

@@ -1,271 +1,28 @@
 //! Serving a [`Server`] to MCP clients. rmcp (the official Rust SDK) speaks the protocol:
-//! version negotiation, JSON-RPC dispatch, notifications. This module implements rmcp's
-//! `ServerHandler` over the server's registry and runs it over stdio, through our own
-//! transport ([`stdio`]): framing that answers malformed input, a fast `tools/call` decode,
-//! batched writes, the stdout guard, and a bounded shutdown when stdin closes.
+//! version negotiation, JSON-RPC dispatch, notifications; the server's `ServerHandler` is in
+//! `protocol/mod.rs`. This module serves it over two transports:
+//! - stdio, through our own transport ([`stdio`]): framing that answers malformed input, a
+//!   fast `tools/call` decode, batched writes with backpressure, duplicate ids refused, the
+//!   stdout guard, and a bounded drain on SIGTERM or when stdin closes;
+//! - Streamable HTTP (`http`, feature `http`): rmcp's service behind the Host, Origin and
+//!   token guard, with session and connection caps.
 
 mod decode;
 #[cfg(feature = "http")]
 mod http;
-mod params;
 mod process_stdio;
 mod signals;
 mod stdio;
 
 use std::{io::IsTerminal as _, process::ExitCode, time::Duration};
 
-use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
-    model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as WireTool,
-    },
-    service::{RequestContext, ServerInitializeError},
-};
+use rmcp::{RoleServer, service::ServerInitializeError};
 
 #[cfg(feature = "http")]
 pub use self::http::HttpOptions;
 pub use self::stdio::StdioOptions;
 use self::stdio::{StdioHandle, StdioTransport};
 use crate::server::Server;
-
-/// Exit code when the server cannot start because of its configuration (`EX_CONFIG`).
-pub const EXIT_CONFIG: u8 = 78;
-
-impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
-    /// A request rmcp could not read as a method it knows: `-32602` when it is a known
-    /// method whose params do not fit, `-32601` otherwise ([`params::reject_custom`]).
-    fn on_custom_request(
-        &self,
-        request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<rmcp::model::CustomResult, ErrorData>> + Send + '_ {
-        std::future::ready(Err(params::reject_custom(&request)))
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        // Logging is advertised so that tools can send `notifications/message` through
-        // `Call::log` once the client sets a level (rmcp deprecates it, SEP-2577).
-        // Resources, prompts and completions are advertised only when registered.
-        #[allow(deprecated)]
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_logging()
-            .build();
-        let catalog = self.catalog();
-        if catalog.has_resources() {
-            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
-            if let Some(resources) = capabilities.resources.as_mut() {
-                resources.subscribe = Some(true);
-            }
-        }
-        if catalog.prompts.has_prompts() {
-            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
-        }
-        if catalog.prompts.has_completions() {
-            capabilities.completions = Some(Default::default());
-        }
-        let mut config = ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new(self.name(), self.version()));
-        if let Some(instructions) = self.instructions() {
-            config = config.with_instructions(instructions);
-        }
-        config
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        Ok(CallToolResponse::from(
-            self.serve_call(request, context).await,
-        ))
-    }
-
-    // rmcp deprecates logging (SEP-2577); clients of earlier protocol versions still send it.
-    #[allow(deprecated)]
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.set_log_level(crate::call::LogLevel::from_rmcp(request.level));
-        Ok(())
-    }
-
-    fn get_tool(&self, name: &str) -> Option<WireTool> {
-        self.tools().iter().find(|tool| tool.name == name).cloned()
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        self.require_resources()?;
-        Ok(rmcp::model::ListResourcesResult::with_all_items(
-            self.resources(),
-        ))
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
-        self.require_resources()?;
-        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
-            self.resource_templates(),
-        ))
-    }
-
-    async fn read_resource(
-        &self,
-        request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.require_resources()?;
-        match self.catalog().read(&request.uri).await {
-            Ok(contents) => Ok(rmcp::model::ReadResourceResult::new(contents).into()),
-            Err(error) => {
-                let message = crate::resource::read_error_message(&request.uri, &error);
-                let data = Some(serde_json::json!({ "uri": request.uri }));
-                Err(match error {
-                    crate::resource::ReadError::NotFound => {
-                        ErrorData::resource_not_found(message, data)
-                    }
-                    crate::resource::ReadError::InvalidUri(_) => {
-                        ErrorData::invalid_params(message, data)
-                    }
-                    crate::resource::ReadError::Failed { .. } => {
-                        ErrorData::internal_error(message, data)
-                    }
-                })
-            }
-        }
-    }
-
-    // `resources/subscribe` is legacy-only in rmcp (2026-07-28 replaces it); clients of
-    // the earlier versions use it.
-    #[allow(deprecated)]
-    async fn subscribe(
-        &self,
-        request: rmcp::model::SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.require_resources()?;
-        if !self.catalog().knows(&request.uri) {
-            let message = format!("no resource has the URI `{}`", request.uri);
-            return Err(ErrorData::resource_not_found(
-                message,
-                Some(serde_json::json!({ "uri": request.uri })),
-            ));
-        }
-        self.catalog().subscribe(&request.uri, context.peer);
-        Ok(())
-    }
-
-    #[allow(deprecated)]
-    async fn unsubscribe(
-        &self,
-        request: rmcp::model::UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.require_resources()?;
-        self.catalog().unsubscribe(&request.uri, &context.peer);
-        Ok(())
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        if !self.catalog().prompts.has_prompts() {
-            return Err(ErrorData::method_not_found::<
-                rmcp::model::ListPromptsRequestMethod,
-            >());
-        }
-        Ok(rmcp::model::ListPromptsResult::with_all_items(
-            self.prompts(),
-        ))
-    }
-
-    async fn get_prompt(
-        &self,
-        request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        let prompts = &self.catalog().prompts;
-        if !prompts.has_prompts() {
-            return Err(ErrorData::method_not_found::<
-                rmcp::model::GetPromptRequestMethod,
-            >());
-        }
-        match prompts.get(&request.name, request.arguments).await {
-            Ok(result) => Ok(result.into()),
-            Err(error) => {
-                let message = crate::prompt::prompt_error_message(&request.name, &error);
-                Err(match error {
-                    crate::prompt::PromptError::Failed { .. } => {
-                        ErrorData::internal_error(message, None)
-                    }
-                    _ => ErrorData::invalid_params(message, None),
-                })
-            }
-        }
-    }
-
-    async fn complete(
-        &self,
-        request: rmcp::model::CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        let catalog = self.catalog();
-        if !catalog.prompts.has_completions() {
-            return Err(ErrorData::method_not_found::<
-                rmcp::model::CompleteRequestMethod,
-            >());
-        }
-        let context = request
-            .context
-            .and_then(|context| context.arguments)
-            .unwrap_or_default();
-        catalog
-            .prompts
-            .complete(
-                catalog,
-                &request.r#ref,
-                &request.argument.name,
-                &request.argument.value,
-                &context,
-            )
-            .map(rmcp::model::CompleteResult::new)
-            .map_err(|message| ErrorData::invalid_params(message, None))
-    }
-}
-
-impl<C: Send + Sync + 'static> Server<C> {
-    /// `-32601` when the server offers no resources (the capability is not advertised).
-    fn require_resources(&self) -> Result<(), ErrorData> {
-        if self.catalog().has_resources() {
-            Ok(())
-        } else {
-            Err(ErrorData::method_not_found::<
-                rmcp::model::ListResourcesRequestMethod,
-            >())
-        }
-    }
-}
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// Serves the server over stdin/stdout until the client disconnects, and returns the
@@ -401,9 +158,6 @@ const LEGACY_TRANSPORT_ENV: &str = "FUSION_STDIO_TRANSPORT";
 /// waiting for those.
 const WIND_DOWN: Duration = Duration::from_millis(500);
 
-/// How long, after a fatal error, the calls in flight may take to be answered.
-const FATAL_ANSWER_WAIT: Duration = Duration::from_secs(1);
-
 /// How long the last answers may take to reach the client.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -482,7 +236,7 @@ async fn wait_or_abandon<C: Send + Sync + 'static>(
 /// ends with [`EXIT_FATAL`](crate::EXIT_FATAL) once the output is flushed (by the caller).
 async fn fatal_exit(handle: &StdioHandle) -> ExitCode {
     let in_flight = handle.pending_ids();
-    let deadline = tokio::time::Instant::now() + FATAL_ANSWER_WAIT;
+    let deadline = tokio::time::Instant::now() + crate::exit::FATAL_ANSWER_WAIT;
     // Polled rather than signalled: this runs once, and the hot path stays free of it.
     while handle.any_pending(&in_flight) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;

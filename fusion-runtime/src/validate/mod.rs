@@ -21,6 +21,8 @@ use regex::Regex;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::suggest::closest;
+
 /// One problem with a call's arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgIssue {
@@ -217,45 +219,6 @@ fn type_name(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// The longest word [`closest`] compares, in bytes. Jaro-Winkler allocates and walks both
-/// words for every candidate, so a suggestion for a 15 MiB key cost seconds; a word this
-/// long is no typo of a name anyway.
-const MAX_SUGGEST_BYTES: usize = crate::echo::MAX_KEY_BYTES;
-
-/// The closest of `candidates` to `word`, if one is close enough to be a likely typo. No
-/// suggestion for a word over [`MAX_SUGGEST_BYTES`], nor for candidates over it (a server's
-/// own names, bounded, but the cost must not depend on anyone's input).
-pub(crate) fn closest<'a>(
-    word: &str,
-    candidates: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
-    if word.len() > MAX_SUGGEST_BYTES {
-        return None;
-    }
-    let candidates = candidates.filter(|candidate| candidate.len() <= MAX_SUGGEST_BYTES);
-    let folded = fold(word);
-    let mut best: Option<(f64, &str)> = None;
-    for candidate in candidates {
-        // `userId` for `user_id`, `City` for `city`: the same word spelled another way.
-        let score = if fold(candidate) == folded {
-            2.0
-        } else {
-            strsim::jaro_winkler(&word.to_lowercase(), &candidate.to_lowercase())
-        };
-        if score >= 0.8 && best.is_none_or(|(top, _)| score > top) {
-            best = Some((score, candidate));
-        }
-    }
-    best.map(|(_, name)| name)
-}
-
-fn fold(word: &str) -> String {
-    word.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// The set of JSON types a schema node allows.
@@ -1064,7 +1027,7 @@ impl<'a> Walk<'a> {
     fn received(&self, value: &Value) -> String {
         if self.secret {
             // Not even a prefix: a secret that fails a check is still a secret.
-            return format!("{} ({})", crate::log::REDACTED, type_name(value));
+            return format!("{} ({})", crate::echo::REDACTED, type_name(value));
         }
         match self.literal_of(value) {
             Some(literal) => format!("{} (a number)", cut(literal.to_owned())),
@@ -1741,54 +1704,15 @@ pub(crate) fn issue_json(issue: &ArgIssue) -> Value {
     })
 }
 
-/// The text block the model reads for invalid arguments: a headline naming the tool, one
-/// line per problem, and what to do next.
-pub(crate) fn render_issues(tool: &crate::server::Target<'_>, issues: &[ArgIssue]) -> String {
-    let mut text = format!("Invalid arguments for tool {tool}:\n");
-    for issue in issues {
-        let place = if issue.path.is_empty() {
-            "arguments".to_owned()
-        } else {
-            format!("`{}`", issue.path)
-        };
-        let expected = &issue.expected;
-        let rule = match issue.code {
-            IssueCode::Missing => format!("required, expected {expected}"),
-            IssueCode::UnknownField => format!("not a parameter here, expected {expected}"),
-            IssueCode::Null => format!("expected {expected}, not null"),
-            IssueCode::Custom => expected.clone(),
-            _ => format!("expected {expected}"),
-        };
-        let received = issue.received.as_deref().unwrap_or("(missing)");
-        let fix = issue.hint.clone().unwrap_or_else(|| default_fix(issue));
-        let _ = writeln!(
-            text,
-            "- {place} ({code}): {rule}; received {received}. Fix: {fix}.",
-            code = issue.code
-        );
-    }
-    let _ = write!(
-        text,
-        "Fix the field{} above and call {tool} again.",
-        if issues.len() == 1 { "" } else { "s" }
-    );
-    text
-}
-
-/// The fix to suggest when the check that found a problem had nothing more specific.
-fn default_fix(issue: &ArgIssue) -> String {
-    let expected = &issue.expected;
-    match issue.code {
-        IssueCode::Missing => format!(
-            "add `{}`",
-            issue.path.rsplit('.').next().unwrap_or(&issue.path)
-        ),
-        IssueCode::UnknownField => "remove it".to_owned(),
-        IssueCode::Null => format!("send {expected}, or leave the field out if it is optional"),
-        IssueCode::Custom | IssueCode::Decode => "correct the value".to_owned(),
-        IssueCode::MinLength | IssueCode::MaxLength => format!("make it {expected}"),
-        IssueCode::Pattern => "send text that matches the pattern".to_owned(),
-        _ => format!("send {expected}"),
+/// Decodes a map of named arguments (a prompt's arguments, a URI template's variables)
+/// into `T`. An empty map also decodes as `null`, so `()` and unit structs take no
+/// arguments.
+pub(crate) fn decode_map<T: DeserializeOwned>(map: Map<String, Value>) -> Result<T, String> {
+    let empty = map.is_empty();
+    match serde_json::from_value(Value::Object(map)) {
+        Ok(decoded) => Ok(decoded),
+        Err(error) if empty => serde_json::from_value(Value::Null).map_err(|_| error.to_string()),
+        Err(error) => Err(error.to_string()),
     }
 }
 

@@ -76,7 +76,7 @@ impl Drop for InFlight<'_> {
 }
 
 /// The outcome a call is counted under when its future was dropped before it ended.
-const OUTCOME_DROPPED: &str = "cancelled";
+const OUTCOME_DROPPED: &str = crate::failure::outcome::CANCELLED;
 
 impl ToolMetrics {
     /// Counts a call in flight until the guard is finished or dropped.

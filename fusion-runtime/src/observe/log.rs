@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::{
-    error::Failure,
+    failure::Failure,
     validate::{ArgIssue, IssueCode},
 };
 
@@ -69,8 +69,7 @@ pub fn flush() {
     }
 }
 
-/// What stands for a secret value wherever it would have appeared.
-pub const REDACTED: &str = "[redacted]";
+pub use crate::echo::REDACTED;
 
 /// Hides the values of a call's `secret` arguments: in the logged arguments (by key, at
 /// any depth) and in every text logged or sent about the call (by value: an error message
@@ -339,7 +338,7 @@ pub(crate) struct CallRecord<'a> {
     pub(crate) action: Option<&'a str>,
     pub(crate) request_id: Option<&'a str>,
     pub(crate) args: &'a Value,
-    pub(crate) correlation_id: &'a crate::recover::CorrelationId,
+    pub(crate) correlation_id: &'a crate::failure::panic::CorrelationId,
     pub(crate) latency: Duration,
     pub(crate) outcome: &'static str,
     /// How many times the handler ran.
@@ -486,12 +485,12 @@ pub(crate) fn reconnect_event(tool: &str, took: Duration, error: Option<&String>
 }
 
 /// A circuit breaker opened or closed.
-pub(crate) fn circuit_event(tool: &str, transition: crate::recover::Transition) {
+pub(crate) fn circuit_event(tool: &str, transition: crate::policy::Transition) {
     match transition {
-        crate::recover::Transition::Opened => {
+        crate::policy::Transition::Opened => {
             tracing::warn!(target: RECOVERY_TARGET, tool, circuit = "open", "circuit opened: calls fail fast")
         }
-        crate::recover::Transition::Closed => {
+        crate::policy::Transition::Closed => {
             tracing::info!(target: RECOVERY_TARGET, tool, circuit = "closed", "circuit closed: calls flow again")
         }
     }
@@ -516,7 +515,7 @@ pub(crate) fn fatal_event(
         let _ = writeln!(
             std::io::stderr().lock(),
             "fusion: fatal error in tool `{tool}`: {error} (correlation id {correlation_id}); exiting with code {}",
-            crate::server::EXIT_FATAL
+            crate::exit::EXIT_FATAL
         );
     }
     tracing::error!(
@@ -525,17 +524,17 @@ pub(crate) fn fatal_event(
         correlation_id,
         error = %error,
         source_chain = %redactor.text(&failure.details()),
-        exit_code = crate::server::EXIT_FATAL,
+        exit_code = crate::exit::EXIT_FATAL,
         "fatal error: the server is shutting down"
     );
 }
 
 /// The server refused to start.
-pub(crate) fn startup_failed(error: &crate::server::StartupError) {
+pub(crate) fn startup_failed(error: &dyn std::fmt::Display) {
     tracing::error!(
         target: FATAL_TARGET,
         error = %error,
-        exit_code = crate::transport::EXIT_CONFIG,
+        exit_code = crate::exit::EXIT_CONFIG,
         "start-up failed: not serving"
     );
 }

@@ -246,7 +246,7 @@ pub mod ladder {
     use std::error::Error;
 
     use super::{Classification, Classify, classify_dyn};
-    use crate::output::ladder::Probe;
+    use crate::probe::Probe;
 
     /// A source that classifies itself.
     pub trait SourceClassify {

@@ -1,17 +1,54 @@
-//! Failures of a tool call and the text the model reads about them.
+//! The failure model: why a call failed ([`FailureKind`]), the [`Failure`] that carries it,
+//! the [`Target`] a message names, and the text the model reads about each; the class of a
+//! user's error (`classify.rs`) and the panic boundary (`panic.rs`) sit below.
 //!
 //! Every failure becomes a `CallToolResult` with `isError: true` (a warning excepted); the
 //! wording is rendered here, in one place. Internal and fatal failures (a handler's
 //! unclassified error, a panic) are masked: the model gets a generic message with a
 //! correlation id, the log gets the details.
 
-use std::{fmt, time::Duration};
+pub(crate) mod classify;
+pub(crate) mod panic;
+
+use std::{fmt, fmt::Write as _, time::Duration};
 
 use crate::{
-    classify::{Classification, ErrorClass, Human, classify_dyn},
-    server::Target,
-    validate::ArgIssue,
+    failure::classify::{Classification, ErrorClass, Human, classify_dyn},
+    validate::{ArgIssue, IssueCode},
 };
+
+/// The tool (and action) a call addressed, as messages name it: "`db_user` (action
+/// `find_many`)".
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) action: Option<&'a str>,
+}
+
+impl std::fmt::Display for Target<'_> {
+    /// Names as the client sent them, cut when over the name limit (an unknown tool's name
+    /// is the client's, of any size).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tool = crate::echo::name(self.tool);
+        match self.action {
+            Some(action) => write!(f, "`{tool}` (action `{}`)", crate::echo::name(action)),
+            None => write!(f, "`{tool}`"),
+        }
+    }
+}
+
+/// The outcome names a call is logged and counted under besides a failure's own
+/// ([`Failure::outcome_name`]): one place, so the log, the metrics and the pipeline agree.
+pub(crate) mod outcome {
+    /// The handler succeeded on its first run.
+    pub(crate) const OK: &str = "ok";
+    /// The handler succeeded after a retry.
+    pub(crate) const RETRIED_OK: &str = "retried_ok";
+    /// An idempotency key seen before: the first call's result, returned again.
+    pub(crate) const REPLAYED: &str = "replayed";
+    /// The call was cancelled, or its future dropped before it ended.
+    pub(crate) const CANCELLED: &str = "cancelled";
+}
 
 /// Why a call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +163,7 @@ impl Failure {
 
     pub(crate) fn panic(message: String) -> Self {
         let mut chain = vec![message];
-        if let Some(location) = crate::recover::take_panic_location() {
+        if let Some(location) = crate::failure::panic::take_panic_location() {
             chain.push(format!("panicked at {location}"));
         }
         Self {
@@ -187,7 +224,7 @@ impl Failure {
             FailureKind::Timeout { .. } => "timeout",
             FailureKind::CircuitOpen { .. } => "circuit_open",
             FailureKind::Panic => "panic",
-            FailureKind::Cancelled => "cancelled",
+            FailureKind::Cancelled => outcome::CANCELLED,
             FailureKind::UnknownOutcome { .. } => "unknown",
             FailureKind::Handler(classification) => {
                 match (classification.code, classification.class) {
@@ -213,7 +250,7 @@ impl Failure {
     pub(crate) fn message(&self, target: &Target<'_>, correlation_id: &str) -> String {
         let tool = target;
         match &self.kind {
-            FailureKind::InvalidArguments(issues) => crate::validate::render_issues(target, issues),
+            FailureKind::InvalidArguments(issues) => render_issues(target, issues),
             FailureKind::UnknownTool {
                 requested,
                 available,
@@ -353,7 +390,7 @@ fn unknown_choice(
     available: &[String],
 ) -> String {
     let mut text = headline.to_owned();
-    if let Some(close) = crate::validate::closest(requested, available.iter().map(String::as_str)) {
+    if let Some(close) = crate::suggest::closest(requested, available.iter().map(String::as_str)) {
         text.push_str(&format!(" Did you mean `{close}`?"));
     }
     if available.is_empty() {
@@ -363,4 +400,55 @@ fn unknown_choice(
         text.push_str(&format!(" {list_name}: {}.", names.join(", ")));
     }
     text
+}
+
+/// The text block the model reads for invalid arguments: a headline naming the tool, one
+/// line per problem, and what to do next.
+pub(crate) fn render_issues(tool: &Target<'_>, issues: &[ArgIssue]) -> String {
+    let mut text = format!("Invalid arguments for tool {tool}:\n");
+    for issue in issues {
+        let place = if issue.path.is_empty() {
+            "arguments".to_owned()
+        } else {
+            format!("`{}`", issue.path)
+        };
+        let expected = &issue.expected;
+        let rule = match issue.code {
+            IssueCode::Missing => format!("required, expected {expected}"),
+            IssueCode::UnknownField => format!("not a parameter here, expected {expected}"),
+            IssueCode::Null => format!("expected {expected}, not null"),
+            IssueCode::Custom => expected.clone(),
+            _ => format!("expected {expected}"),
+        };
+        let received = issue.received.as_deref().unwrap_or("(missing)");
+        let fix = issue.hint.clone().unwrap_or_else(|| default_fix(issue));
+        let _ = writeln!(
+            text,
+            "- {place} ({code}): {rule}; received {received}. Fix: {fix}.",
+            code = issue.code
+        );
+    }
+    let _ = write!(
+        text,
+        "Fix the field{} above and call {tool} again.",
+        if issues.len() == 1 { "" } else { "s" }
+    );
+    text
+}
+
+/// The fix to suggest when the check that found a problem had nothing more specific.
+fn default_fix(issue: &ArgIssue) -> String {
+    let expected = &issue.expected;
+    match issue.code {
+        IssueCode::Missing => format!(
+            "add `{}`",
+            issue.path.rsplit('.').next().unwrap_or(&issue.path)
+        ),
+        IssueCode::UnknownField => "remove it".to_owned(),
+        IssueCode::Null => format!("send {expected}, or leave the field out if it is optional"),
+        IssueCode::Custom | IssueCode::Decode => "correct the value".to_owned(),
+        IssueCode::MinLength | IssueCode::MaxLength => format!("make it {expected}"),
+        IssueCode::Pattern => "send text that matches the pattern".to_owned(),
+        _ => format!("send {expected}"),
+    }
 }

@@ -30,13 +30,8 @@
 //!   error is kept for `serve_stdio`'s exit code (1) and message.
 
 use std::{
-    collections::HashSet,
-    io::{self, Write as _},
-    pin::Pin,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-    },
+    io::{self},
+    sync::{Arc, PoisonError, atomic::Ordering},
     time::Duration,
 };
 
@@ -47,384 +42,25 @@ use rmcp::{
     transport::Transport,
 };
 use tokio::{
-    io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _},
-    sync::{Notify, mpsc, oneshot},
+    sync::{mpsc, oneshot},
     time::Instant,
 };
 
 use super::decode::{self, ClientMessage, Decoded, ErrorReply};
 
-/// The default [`StdioOptions::max_line_bytes`]: 16 MiB, as rmcp's own stdio transport and
-/// its Streamable HTTP client.
-const DEFAULT_MAX_LINE_BYTES: usize = 16 << 20;
+mod framing;
+mod options;
+mod state;
+mod stream;
+mod writer;
 
-/// The default [`StdioOptions::shutdown_grace`].
-const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// The default [`StdioOptions::max_unwritten_bytes`]: 8 MiB, room for thousands of
-/// ordinary answers queued behind a slow reader, and small beside any server's memory.
-const DEFAULT_MAX_UNWRITTEN_BYTES: usize = 8 << 20;
-
-/// How the stdio transport treats its input and its shutdown.
-///
-/// ```
-/// use std::time::Duration;
-/// use fusion_runtime::StdioOptions;
-///
-/// let options = StdioOptions::default()
-///     .max_line_bytes(1 << 20)
-///     .shutdown_grace(Duration::from_secs(10));
-/// assert_eq!(options.max_line_bytes, 1 << 20);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StdioOptions {
-    /// The longest message (one line) the server reads, in bytes. A longer line is
-    /// answered with a JSON-RPC error (`-32600`, with the request's id when it can be read
-    /// from the line's start) and skipped up to its newline without being buffered; the
-    /// connection goes on. Default 16 MiB (as rmcp's own transports).
-    pub max_line_bytes: usize,
-    /// How long calls still running when stdin closes (or SIGTERM arrives) may take to
-    /// finish and be answered. After it, the server stops without their answers and
-    /// `serve_stdio` returns `0`. Default 5 seconds.
-    pub shutdown_grace: Duration,
-    /// How many bytes of answers may wait to be written (the client is not reading
-    /// stdout) before the server stops reading stdin. Reading resumes as soon as the
-    /// client reads; no answer is dropped. The server's memory for queued output stays
-    /// within this bound plus the answers of the calls already running (one answer larger
-    /// than the bound is still written whole). Default 8 MiB.
-    pub max_unwritten_bytes: usize,
-}
-
-impl Default for StdioOptions {
-    fn default() -> Self {
-        Self {
-            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
-            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
-            max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
-        }
-    }
-}
-
-impl StdioOptions {
-    /// Sets [`max_line_bytes`](Self::max_line_bytes).
-    #[must_use]
-    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
-        self.max_line_bytes = bytes;
-        self
-    }
-
-    /// Sets [`shutdown_grace`](Self::shutdown_grace).
-    #[must_use]
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.shutdown_grace = grace;
-        self
-    }
-
-    /// Sets [`max_unwritten_bytes`](Self::max_unwritten_bytes).
-    #[must_use]
-    pub fn max_unwritten_bytes(mut self, bytes: usize) -> Self {
-        self.max_unwritten_bytes = bytes;
-        self
-    }
-}
-
-/// Where the transport reads from.
-pub(crate) enum Input {
-    /// A non-blocking source driven by tokio's reactor (a pipe or a socket).
-    Async(Pin<Box<dyn AsyncRead + Send>>),
-    /// Chunks read by a dedicated thread, for sources epoll cannot watch (regular files)
-    /// or whose flags must not change (a terminal shared with the shell).
-    Chunks(mpsc::Receiver<io::Result<Vec<u8>>>),
-}
-
-impl Input {
-    /// Reads a blocking source on its own thread. A plain thread rather than tokio's
-    /// blocking pool: a read that never returns (a terminal) must not hold up the
-    /// runtime's shutdown, and a detached thread does not.
-    pub(crate) fn from_blocking(mut source: impl io::Read + Send + 'static) -> io::Result<Self> {
-        const CHUNK: usize = 64 * 1024;
-        let (sender, receiver) = mpsc::channel(16);
-        std::thread::Builder::new()
-            .name("fusion-stdin".into())
-            .spawn(move || {
-                loop {
-                    let mut chunk = vec![0; CHUNK];
-                    match source.read(&mut chunk) {
-                        Ok(0) => break,
-                        Ok(read) => {
-                            chunk.truncate(read);
-                            if sender.blocking_send(Ok(chunk)).is_err() {
-                                break;
-                            }
-                        }
-                        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                        Err(error) => {
-                            let _ = sender.blocking_send(Err(error));
-                            break;
-                        }
-                    }
-                }
-            })?;
-        Ok(Self::Chunks(receiver))
-    }
-
-    /// Appends what is available to `buffer`; `Ok(0)` at the end of the input.
-    ///
-    /// Cancel-safe: `read_buf` and `recv` consume nothing when dropped, and the copy into
-    /// `buffer` happens after them, with no `.await` in between.
-    async fn fill(&mut self, buffer: &mut Vec<u8>) -> io::Result<usize> {
-        match self {
-            Self::Async(reader) => {
-                buffer.reserve(READ_CHUNK);
-                reader.read_buf(buffer).await
-            }
-            Self::Chunks(chunks) => match chunks.recv().await {
-                Some(Ok(chunk)) => {
-                    buffer.extend_from_slice(&chunk);
-                    Ok(chunk.len())
-                }
-                Some(Err(error)) => Err(error),
-                None => Ok(0),
-            },
-        }
-    }
-}
-
-/// Where the transport writes.
-pub(crate) enum Output {
-    /// A non-blocking sink driven by tokio's reactor (a pipe or a socket).
-    Async(Pin<Box<dyn AsyncWrite + Send>>),
-    /// A sink written by a dedicated thread (a regular file, a terminal).
-    Blocking(Box<dyn io::Write + Send>),
-}
-
-/// How much the reader asks for at a time.
-const READ_CHUNK: usize = 64 * 1024;
-
-/// The writer stops adding queued messages to a batch past this size, so one batch does
-/// not grow without bound while a slow reader holds it up.
-const BATCH_BYTES: usize = 1 << 20;
+pub use self::options::StdioOptions;
+pub(crate) use self::stream::{Input, Output};
+use self::{framing::*, state::*, writer::*};
 
 /// How long `close` waits for queued answers to be written (the client may have stopped
 /// reading).
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// What the writer is asked to do.
-enum Outgoing {
-    /// One serialized message, its newline included (counted in `Shared::unwritten`).
-    Line(Vec<u8>),
-    /// Acknowledge once everything queued before has been written.
-    Flush(oneshot::Sender<()>),
-    /// Like `Flush`, then stop and close the output.
-    Close(oneshot::Sender<()>),
-}
-
-/// A condition that happens once, that tasks can wait for.
-#[derive(Default)]
-struct Latch {
-    set: AtomicBool,
-    notify: Notify,
-}
-
-impl Latch {
-    fn set(&self) {
-        self.set.store(true, Ordering::Release);
-        self.notify.notify_waiters();
-    }
-
-    fn is_set(&self) -> bool {
-        self.set.load(Ordering::Acquire)
-    }
-
-    /// Cancel-safe: nothing is consumed.
-    async fn wait(&self) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            // Register before checking, so a `set` between the check and the await wakes us.
-            notified.as_mut().enable();
-            if self.is_set() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// State shared by the transport, its writer and [`StdioHandle`].
-#[derive(Default)]
-struct Shared {
-    /// Requests received and not answered yet. An id is in it at most once: a second
-    /// request with an id in flight is refused by the transport.
-    unanswered: Mutex<HashSet<RequestId>>,
-    /// Notified when `unanswered` becomes empty.
-    all_answered: Notify,
-    /// Set when `receive` has returned `None` (the input ended and the grace is over or
-    /// every call was answered, or the output failed).
-    input_ended: Latch,
-    /// Set when the writer stopped (the output failed or was closed).
-    output_closed: Latch,
-    /// Why the output failed, when it did.
-    output_error: Mutex<Option<io::Error>>,
-    /// Set to stop reading the input (SIGTERM): what was read is served, then the input
-    /// counts as ended.
-    stop_reading: Latch,
-    /// Bytes queued for the writer and not written yet.
-    unwritten: AtomicUsize,
-    /// Notified when the writer has written a batch.
-    written: Notify,
-}
-
-impl Shared {
-    fn unanswered(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
-        // The set stays consistent whatever panicked while holding it.
-        self.unanswered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Records a request in flight; `false` when its id already is.
-    fn opened(&self, id: &RequestId) -> bool {
-        self.unanswered().insert(id.clone())
-    }
-
-    fn answered(&self, id: &RequestId) {
-        let mut unanswered = self.unanswered();
-        unanswered.remove(id);
-        if unanswered.is_empty() {
-            self.all_answered.notify_waiters();
-        }
-    }
-
-    fn cancelled(&self, id: &RequestId) {
-        let mut unanswered = self.unanswered();
-        unanswered.remove(id);
-        if unanswered.is_empty() {
-            self.all_answered.notify_waiters();
-        }
-    }
-
-    fn pending(&self) -> usize {
-        self.unanswered().len()
-    }
-
-    /// Records why the output failed (the first error only) and stops the writer's users.
-    fn output_failed(&self, error: io::Error) {
-        let mut slot = self
-            .output_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        slot.get_or_insert(error);
-    }
-
-    /// Cancel-safe: waits until at most `limit` bytes wait to be written, or the output
-    /// closed (nothing will be written any more: the caller finds out next).
-    async fn wait_for_room(&self, limit: usize) {
-        loop {
-            let written = self.written.notified();
-            tokio::pin!(written);
-            written.as_mut().enable();
-            if self.unwritten.load(Ordering::Acquire) <= limit || self.output_closed.is_set() {
-                return;
-            }
-            tokio::select! {
-                () = written => {}
-                () = self.output_closed.wait() => return,
-            }
-        }
-    }
-
-    /// Cancel-safe.
-    async fn wait_all_answered(&self) {
-        loop {
-            let notified = self.all_answered.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.unanswered().is_empty() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// The lines of the input, split out of one growing buffer.
-struct Lines {
-    buffer: Vec<u8>,
-    /// Where the current, unfinished line starts.
-    start: usize,
-    /// How far past `start` is known to hold no newline, so no byte is scanned twice.
-    scanned: usize,
-    /// Skipping the rest of a line already answered as too long.
-    discarding: bool,
-    max: usize,
-}
-
-/// The next thing in the buffer.
-enum Next<'a> {
-    Line(&'a [u8]),
-    /// A line over the limit: its start (up to the limit), to read its id from.
-    TooLong(&'a [u8]),
-    /// No complete line buffered.
-    NeedMore,
-}
-
-impl Lines {
-    fn new(max: usize) -> Self {
-        Self {
-            buffer: Vec::new(),
-            start: 0,
-            scanned: 0,
-            discarding: false,
-            max,
-        }
-    }
-
-    fn next(&mut self) -> Next<'_> {
-        loop {
-            let Some(offset) = memchr::memchr(b'\n', &self.buffer[self.scanned..]) else {
-                self.scanned = self.buffer.len();
-                if self.discarding {
-                    // Drop what arrived of the skipped line at once: it is never buffered.
-                    self.buffer.truncate(self.start);
-                    self.scanned = self.start;
-                } else if self.buffer.len() - self.start > self.max {
-                    self.discarding = true;
-                    let start = self.start;
-                    let end = start + self.max;
-                    self.start = self.buffer.len();
-                    self.scanned = self.start;
-                    return Next::TooLong(&self.buffer[start..end]);
-                }
-                return Next::NeedMore;
-            };
-            let end = self.scanned + offset;
-            let start = std::mem::replace(&mut self.start, end + 1);
-            self.scanned = self.start;
-            if std::mem::take(&mut self.discarding) {
-                continue;
-            }
-            if end - start > self.max {
-                return Next::TooLong(&self.buffer[start..start + self.max]);
-            }
-            return Next::Line(&self.buffer[start..end]);
-        }
-    }
-
-    /// Drops the lines already taken, before reading more.
-    fn compact(&mut self) {
-        if self.start > 0 {
-            self.buffer.drain(..self.start);
-            self.scanned -= self.start;
-            self.start = 0;
-        }
-        // One huge message must not pin its memory for the life of the connection.
-        if self.buffer.capacity() > 4 * READ_CHUNK && self.buffer.len() < READ_CHUNK {
-            self.buffer.shrink_to(2 * READ_CHUNK);
-        }
-    }
-}
+const WRITE_ON_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// rmcp's `Transport<RoleServer>` over a byte input and a byte output.
 pub(crate) struct StdioTransport {
@@ -737,21 +373,6 @@ fn serialize(message: &TxJsonRpcMessage<RoleServer>) -> Vec<u8> {
     line
 }
 
-fn too_long(start: &[u8], max: usize) -> ErrorReply {
-    let id = decode::find_id(start);
-    tracing::warn!(target: "fusion::transport", max_line_bytes = max, ?id, "a message over the size limit was skipped");
-    ErrorReply {
-        id,
-        error: ErrorData::new(
-            ErrorCode::INVALID_REQUEST,
-            format!(
-                "Invalid request: the message is longer than {max} bytes, the server's limit; it was skipped. Send smaller arguments (a reference to the data instead of the data)."
-            ),
-            None,
-        ),
-    }
-}
-
 impl Transport<RoleServer> for StdioTransport {
     type Error = io::Error;
 
@@ -785,7 +406,9 @@ impl Transport<RoleServer> for StdioTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         let (done, written) = oneshot::channel();
         if self.out.send(Outgoing::Close(done)).is_ok()
-            && tokio::time::timeout(CLOSE_TIMEOUT, written).await.is_err()
+            && tokio::time::timeout(WRITE_ON_CLOSE_TIMEOUT, written)
+                .await
+                .is_err()
         {
             tracing::warn!(target: "fusion::transport", "stdout did not drain in time; answers may be lost");
         }
@@ -793,132 +416,10 @@ impl Transport<RoleServer> for StdioTransport {
     }
 }
 
-/// The request an outgoing message answers.
-fn answered_request(message: &TxJsonRpcMessage<RoleServer>) -> Option<&RequestId> {
-    match message {
-        JsonRpcMessage::Response(response) => Some(&response.id),
-        JsonRpcMessage::Error(error) => error.id.as_ref(),
-        _ => None,
-    }
-}
-
-/// One write's worth of queued messages.
-#[derive(Default)]
-struct Batch {
-    bytes: Vec<u8>,
-    acks: Vec<oneshot::Sender<()>>,
-    close: bool,
-}
-
-impl Batch {
-    fn add(&mut self, item: Outgoing) {
-        match item {
-            Outgoing::Line(line) => {
-                if self.bytes.is_empty() {
-                    // The common case: one line a batch, taken as is.
-                    self.bytes = line;
-                } else {
-                    self.bytes.extend_from_slice(&line);
-                }
-            }
-            Outgoing::Flush(ack) => self.acks.push(ack),
-            Outgoing::Close(ack) => {
-                self.acks.push(ack);
-                self.close = true;
-            }
-        }
-    }
-
-    fn full(&self) -> bool {
-        self.close || self.bytes.len() >= BATCH_BYTES
-    }
-
-    /// After a write: give back the written bytes' count, acknowledge, and keep a
-    /// modest buffer for the next batch.
-    fn done(&mut self, shared: &Shared) {
-        shared
-            .unwritten
-            .fetch_sub(self.bytes.len(), Ordering::AcqRel);
-        shared.written.notify_waiters();
-        for ack in self.acks.drain(..) {
-            let _ = ack.send(());
-        }
-        self.bytes.clear();
-        if self.bytes.capacity() > 4 * BATCH_BYTES {
-            self.bytes.shrink_to(BATCH_BYTES);
-        }
-    }
-}
-
-/// The writer over a non-blocking output: one write for everything queued.
-async fn write_async(
-    mut queue: mpsc::UnboundedReceiver<Outgoing>,
-    mut sink: Pin<Box<dyn AsyncWrite + Send>>,
-    shared: Arc<Shared>,
-) {
-    let mut batch = Batch::default();
-    while let Some(first) = queue.recv().await {
-        batch.add(first);
-        while !batch.full() {
-            match queue.try_recv() {
-                Ok(item) => batch.add(item),
-                Err(_) => break,
-            }
-        }
-        if !batch.bytes.is_empty() {
-            let written = match sink.write_all(&batch.bytes).await {
-                Ok(()) => sink.flush().await,
-                Err(error) => Err(error),
-            };
-            if let Err(error) = written {
-                tracing::warn!(target: "fusion::transport", %error, "stdout failed; stopping");
-                shared.output_failed(error);
-                break;
-            }
-        }
-        let close = batch.close;
-        batch.done(&shared);
-        if close {
-            let _ = sink.shutdown().await;
-            break;
-        }
-    }
-    shared.output_closed.set();
-}
-
-/// The writer over a blocking output (a file, a terminal), on its own thread.
-fn write_blocking(
-    mut queue: mpsc::UnboundedReceiver<Outgoing>,
-    mut sink: Box<dyn io::Write + Send>,
-    shared: &Shared,
-) {
-    let mut batch = Batch::default();
-    while let Some(first) = queue.blocking_recv() {
-        batch.add(first);
-        while !batch.full() {
-            match queue.try_recv() {
-                Ok(item) => batch.add(item),
-                Err(_) => break,
-            }
-        }
-        if !batch.bytes.is_empty()
-            && let Err(error) = sink.write_all(&batch.bytes).and_then(|()| sink.flush())
-        {
-            tracing::warn!(target: "fusion::transport", %error, "stdout failed; stopping");
-            shared.output_failed(error);
-            break;
-        }
-        let close = batch.close;
-        batch.done(shared);
-        if close {
-            break;
-        }
-    }
-    shared.output_closed.set();
-}
-
 #[cfg(test)]
 mod tests {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
     use super::*;
 
     fn lines(max: usize, input: &[&[u8]]) -> Vec<String> {

@@ -1,0 +1,131 @@
+//! The panic boundary and correlation ids.
+//!
+//! A handler that panics must not take the server (or the other calls) with it, and the
+//! client must still get its one answer: the pipeline catches the unwind, turns it into an
+//! internal failure, and logs the panic message under a correlation id that the model's
+//! message repeats, so a person can find the details.
+
+use std::{
+    any::Any,
+    future::Future,
+    hash::{BuildHasher, RandomState},
+    panic::AssertUnwindSafe,
+    sync::OnceLock,
+};
+
+use futures_util::FutureExt as _;
+
+/// Runs `future` behind the panic boundary: a panic becomes `Err` with its message.
+pub(crate) async fn catch<F: Future>(future: F) -> Result<F::Output, String> {
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .map_err(|payload| panic_message(payload.as_ref()))
+}
+
+/// Runs `f` behind the panic boundary: a panic becomes `Err` with its message.
+pub(crate) fn catch_sync<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(payload.as_ref()))
+}
+
+/// A fresh reference for a failed resource read or prompt render, logged with the details
+/// and quoted to the client.
+pub(crate) fn next_reference() -> String {
+    static REFERENCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    correlation_id(REFERENCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// The text of a panic payload (`panic!("...")` carries a `&str` or a `String`).
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-text payload".to_owned()
+    }
+}
+
+thread_local! {
+    /// Where the last panic on this thread happened, as the panic hook saw it.
+    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs (once per process) a panic hook that remembers where each panic happened, so
+/// the log event of a crashed call can say `src/tools.rs:42:9`. The previous hook still
+/// runs (by default it prints the panic to stderr).
+pub(crate) fn install_panic_hook() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(location) = info.location() {
+                let text = format!(
+                    "{}:{}:{}",
+                    location.file(),
+                    location.line(),
+                    location.column()
+                );
+                PANIC_LOCATION.with(|slot| *slot.borrow_mut() = Some(text));
+            }
+            previous(info);
+        }));
+    });
+}
+
+/// The location of the panic just caught on this thread, if the hook saw it.
+pub(crate) fn take_panic_location() -> Option<String> {
+    PANIC_LOCATION.with(|slot| slot.borrow_mut().take())
+}
+
+/// A call's correlation id, formatted only when something shows it (a masked failure's
+/// message, a log event that is enabled): most calls never need the text.
+pub(crate) struct CorrelationId {
+    number: u64,
+    text: OnceLock<String>,
+}
+
+impl CorrelationId {
+    pub(crate) fn new(number: u64) -> Self {
+        Self {
+            number,
+            text: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        self.text.get_or_init(|| correlation_id(self.number))
+    }
+}
+
+/// A short id unique to this call: a per-process random prefix (so ids from two runs of
+/// the server do not collide in one log store) and the call's sequence number.
+pub(crate) fn correlation_id(call_number: u64) -> String {
+    static PREFIX: OnceLock<u32> = OnceLock::new();
+    // `RandomState` is seeded randomly per process: no extra dependency for a nonce.
+    let prefix = PREFIX.get_or_init(|| RandomState::new().hash_one(std::process::id()) as u32);
+    format!("{prefix:08x}-{call_number}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_payloads_become_text() {
+        let payload = std::panic::catch_unwind(|| panic!("boom {}", 1)).expect_err("it panics");
+        assert_eq!(panic_message(payload.as_ref()), "boom 1");
+        let payload =
+            std::panic::catch_unwind(|| std::panic::panic_any(7_u8)).expect_err("it panics");
+        assert_eq!(
+            panic_message(payload.as_ref()),
+            "a panic with a non-text payload"
+        );
+    }
+
+    #[test]
+    fn correlation_ids_differ_per_call() {
+        assert_ne!(correlation_id(1), correlation_id(2));
+        assert!(correlation_id(3).ends_with("-3"));
+    }
+}

@@ -1,0 +1,64 @@
+//! Admission: the per-call context, the argument limits and the middleware chain (global,
+//! then group, then tool), before the handler runs under its policy.
+
+use serde_json::Value;
+
+use crate::{
+    call::Call,
+    failure::panic as recover,
+    failure::{Failure, FailureKind, Target},
+    log::Redactor,
+    middleware::{CallInfo, Guard},
+    output::Outcome,
+};
+
+use crate::server::Server;
+
+impl<C: Send + Sync + 'static> Server<C> {
+    pub(super) async fn run(
+        &self,
+        index: usize,
+        target: &Target<'_>,
+        args: &Value,
+        context: Option<C>,
+        call: &Call,
+        redactor: &Redactor,
+    ) -> (Outcome, u32) {
+        let mut context = match context {
+            Some(context) => context,
+            None => match self.make_context() {
+                Ok(context) => context,
+                Err(failure) => return (Outcome::Failure(failure), 0),
+            },
+        };
+        let breaches = self.inner.limits.check(args);
+        if !breaches.is_empty() {
+            let kind = FailureKind::InvalidArguments(breaches);
+            return (Outcome::Failure(Failure::new(kind)), 0);
+        }
+        // Middleware: global, then group, then tool. Guards (permits) live until the
+        // handler is done.
+        let info = CallInfo {
+            tool: target.tool,
+            action: target.action,
+            args,
+        };
+        let mut guards: Vec<Guard> = Vec::new();
+        for middleware in &self.inner.chains[index] {
+            // Await: a middleware's own wait (a concurrency queue). Holds the guards of the
+            // middleware before it (permits), released by their `Drop` if this is dropped.
+            let verdict = recover::catch(middleware.before(&mut context, &info)).await;
+            match verdict {
+                Ok(Ok(guard)) => guards.extend(guard),
+                Ok(Err(failure)) => return (Outcome::Failure(failure), 0),
+                Err(panic) => return (Outcome::Failure(Failure::panic(panic)), 0),
+            }
+        }
+        // Await: the handler under its policy. Holds `guards` for its whole run.
+        let finished = self
+            .run_under_policy(index, &context, call, args, redactor)
+            .await;
+        drop(guards);
+        finished
+    }
+}

@@ -1,0 +1,71 @@
+//! The call log: one event a call, written when the call ends or, for a dropped call,
+//! by the guard's `Drop`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::{
+    failure::panic as recover,
+    failure::{Failure, FailureKind},
+    log::Redactor,
+};
+
+/// The one log event of a call. If the call's future is dropped before it ends (the client
+/// went away, a session closed), `Drop` logs it as cancelled: without that, such a call
+/// would leave no trace in the log.
+pub(super) struct CallLog<'a> {
+    pub(super) tool: &'a str,
+    pub(super) action: Option<&'a str>,
+    pub(super) request_id: Option<&'a str>,
+    pub(super) args: &'a Value,
+    pub(super) correlation_id: &'a recover::CorrelationId,
+    pub(super) redactor: &'a Redactor,
+    pub(super) started: Instant,
+    pub(super) ok_level: tracing::Level,
+    /// Cleared once the event is logged.
+    pub(super) armed: bool,
+}
+
+impl CallLog<'_> {
+    /// Logs the call's event and returns its latency.
+    pub(super) fn finish(
+        &mut self,
+        outcome: &'static str,
+        attempts: u32,
+        failure: Option<&Failure>,
+        message: &str,
+    ) -> Duration {
+        self.armed = false;
+        let latency = self.started.elapsed();
+        crate::log::call_event(&crate::log::CallRecord {
+            tool: self.tool,
+            action: self.action,
+            request_id: self.request_id,
+            args: self.args,
+            correlation_id: self.correlation_id,
+            latency,
+            outcome,
+            attempts,
+            failure,
+            message,
+            redactor: self.redactor,
+            ok_level: self.ok_level,
+        });
+        latency
+    }
+}
+
+impl Drop for CallLog<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let failure = Failure::new(FailureKind::Cancelled);
+            self.finish(
+                crate::failure::outcome::CANCELLED,
+                0,
+                Some(&failure),
+                "the call was dropped before it ended (the client went away or the transport stopped)",
+            );
+        }
+    }
+}

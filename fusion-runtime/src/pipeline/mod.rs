@@ -1,0 +1,202 @@
+//! The call pipeline: every `tools/call`, from a transport or the [`Tester`](crate::testing::Tester),
+//! goes through [`Server::call`], one step a file, in this order:
+//!
+//! 1. resolve: the tool and action, by the registry (`registry.rs`), and the arguments;
+//! 2. replay (`replay.rs`): an idempotency key seen before returns the first call's result;
+//! 3. admit (`admit.rs`): the context, the argument limits, the middleware chain;
+//! 4. policy (`policy.rs`): the circuit breaker, retries with backoff, the timeout, reconnect;
+//! 5. invoke (`invoke.rs`): decode and validate the arguments, run the handler behind a
+//!    panic boundary, classify the outcome;
+//! 6. render (`render.rs`): exactly one `CallToolResult`, presentation on success only;
+//! 7. the call log (`call_log.rs`): one event a call, a dropped call included.
+
+use std::{
+    sync::atomic::{AtomicU64, Ordering},
+    time::Instant,
+};
+
+use rmcp::model::CallToolResult;
+use serde_json::{Map, Value};
+
+use crate::{
+    call::Call,
+    failure::outcome,
+    failure::panic as recover,
+    failure::{Failure, FailureKind, Target},
+    idempotency::{Claim, ClaimGuard},
+    log::Redactor,
+    output::Outcome,
+};
+
+use crate::server::Server;
+
+mod admit;
+mod call_log;
+mod invoke;
+mod policy;
+pub(crate) mod render;
+mod replay;
+
+use call_log::CallLog;
+pub(crate) use render::CallReport;
+
+static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn request_id_text(id: &rmcp::model::RequestId) -> String {
+    match id {
+        rmcp::model::NumberOrString::Number(number) => number.to_string(),
+        rmcp::model::NumberOrString::String(text) => text.to_string(),
+    }
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// Runs one call through the whole pipeline and returns exactly one result.
+    ///
+    /// `args` may be absent (`Null`) or an object; anything else is an invalid-arguments
+    /// result. `context` replaces the factory's context (the tester uses it).
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        action: Option<&str>,
+        args: Value,
+        context: Option<C>,
+        call: &Call,
+    ) -> CallReport {
+        let started = Instant::now();
+        let call_number = CALL_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let correlation_id = recover::CorrelationId::new(call_number);
+        let mut args = match args {
+            Value::Null => Value::Object(Map::new()),
+            other => other,
+        };
+        let resolved = self.inner.registry.resolve(tool, action, &mut args);
+        let (handler, action) = match &resolved {
+            Ok((index, resolved)) => (Some(*index), resolved.map(str::to_owned)),
+            Err(_) => (None, action.map(str::to_owned)),
+        };
+        let target = Target {
+            tool,
+            action: action.as_deref(),
+        };
+        let redactor = match handler {
+            Some(index) => Redactor::new(&self.inner.registry.handlers[index].secret_keys, &args),
+            None => Redactor::default(),
+        };
+        // Counted in flight from here; the guard gives the count back however the call
+        // ends, its future dropped included.
+        let in_flight = handler.map(|index| self.inner.metrics[index].start());
+        // A call whose future is dropped before it ends (the client went away, the session
+        // closed) is still logged, once, as cancelled.
+        let mut log = CallLog {
+            tool,
+            action: target.action,
+            request_id: call.request_id(),
+            args: &args,
+            correlation_id: &correlation_id,
+            redactor: &redactor,
+            started,
+            ok_level: self.inner.ok_level,
+            armed: true,
+        };
+        // An idempotency key seen before returns the first call's result.
+        let idempotency_key = handler.and_then(|index| self.idempotency_key(index, &target, &args));
+        let mut claim = None;
+        let mut cancelled_early = false;
+        if let Some(key) = &idempotency_key {
+            let store = &*self.inner.idempotency;
+            // Await: waits while another run of the key is in progress. Holds `in_flight`
+            // only; a drop here leaves no claim (the store's waiter goes with the future).
+            let claimed = tokio::select! {
+                biased;
+                () = call.cancelled() => None,
+                claimed = store.claim(key, self.inner.idempotency_window) => Some(claimed),
+            };
+            match claimed {
+                Some(Claim::Replay(stored)) => match CallReport::from_json(stored) {
+                    Some(report) => {
+                        let latency = log.finish(outcome::REPLAYED, 0, None, "");
+                        if let Some(in_flight) = in_flight {
+                            in_flight.finish(outcome::REPLAYED, latency, 0);
+                        }
+                        return report;
+                    }
+                    // A stored result this build cannot read: run again, and store anew.
+                    None => claim = Some(ClaimGuard::new(store, key)),
+                },
+                Some(Claim::Run) => claim = Some(ClaimGuard::new(store, key)),
+                None => cancelled_early = true,
+            }
+        }
+        // A cancelled request drops the handler's future (its destructors run); the
+        // transport sends no answer for a cancelled id, as the protocol says. A request
+        // cancelled before it started never starts.
+        let (outcome, attempts) = match resolved {
+            Err(kind) => (Outcome::Failure(Failure::new(kind)), 0),
+            Ok(_) if cancelled_early => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+            // Await: the call itself. Holds `in_flight` and `claim`; a drop here gives both
+            // back (the claim is released, so a waiter or a retry of the key runs).
+            Ok((index, _)) => tokio::select! {
+                biased;
+                () = call.cancelled() => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+                finished = self.run(index, &target, &args, context, call, &redactor) => finished,
+            },
+        };
+        // No `.await` from here on: the call ends in this poll.
+        let (mut rendered, mut outcome_name) =
+            self.render(&target, handler, outcome, &correlation_id, &redactor);
+        if outcome_name == outcome::OK && attempts > 1 {
+            outcome_name = outcome::RETRIED_OK;
+        }
+        if let Some(claim) = claim {
+            // Successes are kept for the window; a failure frees the key for a new try.
+            if rendered.failure.is_none() {
+                claim.complete(rendered.report.to_json());
+            } else {
+                claim.release();
+            }
+        }
+        let latency = log.finish(
+            outcome_name,
+            attempts,
+            rendered.failure.as_ref(),
+            rendered.report.data.as_str().unwrap_or(""),
+        );
+        if let Some(in_flight) = in_flight {
+            in_flight.finish(outcome_name, latency, attempts);
+        }
+        if let Some(failure) = rendered
+            .failure
+            .as_ref()
+            .filter(|failure| failure.is_fatal())
+        {
+            crate::log::fatal_event(tool, correlation_id.as_str(), failure, &redactor);
+            rendered.report.fatal = true;
+            // The answer goes out first; whoever serves the server ends the process.
+            self.inner.fatal.send_replace(true);
+        }
+        rendered.report
+    }
+
+    /// Serves one `tools/call` from a transport: the request's id, progress token and
+    /// cancellation become the tool's [`Call`].
+    pub(crate) async fn serve_call(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> CallToolResult {
+        let progress_token = context.meta.get_progress_token();
+        let numbers = crate::validate::NumberLiterals::from_meta(&context.meta);
+        let call = Call::connected(
+            request_id_text(&context.id),
+            progress_token,
+            context.peer,
+            context.ct,
+            self.log_level(),
+            numbers,
+        );
+        let args = request.arguments.map_or(Value::Null, Value::Object);
+        self.call(&request.name, None, args, None, &call)
+            .await
+            .result
+    }
+}

@@ -1,0 +1,147 @@
+//! The handler under its policy: the circuit breaker, retries with backoff for transient
+//! failures, the timeout of each run, and the reconnect hook.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::{
+    call::Call,
+    failure::{Failure, FailureKind},
+    log::Redactor,
+    output::Outcome,
+    policy::{Admission, Circuit, Policy, RetryPolicy, Transition},
+};
+
+use crate::server::Server;
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// Runs the handler under the tool's policy: the circuit breaker first, then up to
+    /// `attempts` runs, each under the timeout, retrying only transient failures after a
+    /// backoff and a reconnect of the tool's resource. Returns the outcome and how many
+    /// times the handler ran.
+    pub(super) async fn run_under_policy(
+        &self,
+        index: usize,
+        context: &C,
+        call: &Call,
+        args: &Value,
+        redactor: &Redactor,
+    ) -> (Outcome, u32) {
+        let definition = &self.inner.registry.handlers[index];
+        let runtime = &self.inner.runtime[index];
+        let tool = definition.spec.name;
+        // Repeating a destructive call that is not idempotent may repeat its effect (a
+        // second order, a second payment): never retried, whatever the server default.
+        let unsafe_to_repeat = definition.spec.is_unsafe_to_repeat();
+        let retry = if unsafe_to_repeat {
+            RetryPolicy::NONE
+        } else {
+            runtime.policy.retry.unwrap_or(RetryPolicy::NONE)
+        };
+        // The probe of a half-open circuit holds its slot until its verdict is reported; if
+        // this future is dropped first, the guard gives the slot back for the next call.
+        let _probe = match runtime.circuit.as_ref().map(Circuit::admit) {
+            Some(Admission::Reject(retry_after)) => {
+                let kind = FailureKind::CircuitOpen { retry_after };
+                return (Outcome::Failure(Failure::new(kind)), 0);
+            }
+            Some(Admission::Probe(guard)) => Some(guard),
+            Some(Admission::Run) | None => None,
+        };
+        let mut attempt = 1;
+        loop {
+            // Await: one run of the handler (decode, handler, timeout). Holds `_probe`; a
+            // drop here drops the handler's future, and its destructors run.
+            let outcome = self
+                .run_once(
+                    definition,
+                    context,
+                    call,
+                    args,
+                    run_deadline(runtime.policy, call),
+                )
+                .await;
+            let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
+            if let Some(circuit) = &runtime.circuit {
+                let transition = match &outcome {
+                    Outcome::Success(_) => circuit.success(),
+                    Outcome::Failure(_) if transient => circuit.failure(),
+                    Outcome::Failure(failure) if failure.is_warning() => circuit.success(),
+                    Outcome::Failure(_) => {
+                        circuit.neutral();
+                        None
+                    }
+                };
+                if let Some(transition) = transition {
+                    crate::log::circuit_event(tool, transition);
+                    if transition == Transition::Opened {
+                        return (with_attempts(outcome, attempt), attempt);
+                    }
+                }
+            }
+            if unsafe_to_repeat && transient {
+                // A timeout or a dropped connection says nothing about whether the effect
+                // happened: say so, instead of inviting a retry.
+                let check_with = self.inner.registry.read_only_sibling(index);
+                let kind = FailureKind::UnknownOutcome {
+                    cause: match &outcome {
+                        Outcome::Failure(failure) => failure.outcome_name(),
+                        Outcome::Success(_) => crate::failure::outcome::OK,
+                    },
+                    check_with,
+                };
+                let mut failure = Failure::new(kind);
+                if let Outcome::Failure(original) = outcome {
+                    failure.chain = original.chain;
+                }
+                return (with_attempts(Outcome::Failure(failure), attempt), attempt);
+            }
+            if !transient || attempt >= retry.attempts {
+                return (with_attempts(outcome, attempt), attempt);
+            }
+            let mut delay = retry.delay(attempt + 1);
+            if let Outcome::Failure(failure) = &outcome {
+                // An upstream that says when to come back is believed, up to the cap.
+                if let FailureKind::Handler(classification) = &failure.kind
+                    && let Some(after) = classification.retry_after
+                {
+                    delay = delay.max(after.min(retry.max_backoff));
+                }
+                crate::log::retry_event(tool, attempt, retry.attempts, delay, failure, redactor);
+            }
+            if let Some(reconnect) = &definition.reconnect {
+                let started = Instant::now();
+                // Await: the single-flight reconnect. A drop here releases the resource's
+                // gate with its generation unchanged, so the next caller reconnects.
+                let (ran, result) = reconnect(context).await;
+                if ran {
+                    crate::log::reconnect_event(tool, started.elapsed(), result.as_ref().err());
+                }
+            }
+            // Await: the backoff. Holds nothing but `_probe`.
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+}
+
+/// Records on a failure how many times the handler ran.
+pub(super) fn with_attempts(outcome: Outcome, attempts: u32) -> Outcome {
+    match outcome {
+        Outcome::Failure(mut failure) => {
+            failure.attempts = attempts;
+            Outcome::Failure(failure)
+        }
+        success => success,
+    }
+}
+
+/// The deadline of one run: the tool's or the server's `timeout`; for a call served over a
+/// transport, else the generous default, so that no call is in flight for good. In the
+/// tester the test decides how long it waits (and its runtime may have no timers).
+fn run_deadline(policy: Policy, call: &Call) -> Option<Duration> {
+    policy
+        .timeout
+        .or_else(|| call.is_served().then_some(crate::policy::DEFAULT_TIMEOUT))
+}

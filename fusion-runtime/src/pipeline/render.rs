@@ -1,0 +1,153 @@
+//! Rendering: the outcome of a call becomes exactly one `CallToolResult` (presentation on
+//! success only, internal details masked), with the layers the tester inspects.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value};
+
+use crate::{
+    failure::panic as recover,
+    failure::{Failure, FailureKind, Target},
+    log::Redactor,
+    output::Outcome,
+    present::UiBlock,
+};
+
+use crate::server::Server;
+
+/// The full answer to one call: the wire result and, for the tester, the layers around it.
+#[derive(Clone, Debug)]
+pub(crate) struct CallReport {
+    pub(crate) result: CallToolResult,
+    pub(crate) data: Value,
+    pub(crate) system_rules: Vec<String>,
+    pub(crate) ui_blocks: Vec<UiBlock>,
+    /// The handler returned a fatal error.
+    pub(crate) fatal: bool,
+}
+
+/// The `_meta` key under which invalid-argument results list their problems, for
+/// programmatic clients: `[{path, code, expected, received, hint}]`.
+pub const ISSUES_META_KEY: &str = "fusion/issues";
+
+pub(super) struct Rendered {
+    pub(super) report: CallReport,
+    pub(super) failure: Option<Failure>,
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    pub(super) fn render(
+        &self,
+        target: &Target<'_>,
+        handler: Option<usize>,
+        outcome: Outcome,
+        correlation_id: &recover::CorrelationId,
+        redactor: &Redactor,
+    ) -> (Rendered, &'static str) {
+        let mut failure = match outcome {
+            Outcome::Success(output) => {
+                return (
+                    self.render_success(handler, output),
+                    crate::failure::outcome::OK,
+                );
+            }
+            Outcome::Failure(failure) => failure,
+        };
+        // Before the issues become text: a secret that failed a check is not quoted, and
+        // text that quotes input is cut (after the redaction, which needs whole values).
+        if let FailureKind::InvalidArguments(issues) = &mut failure.kind {
+            redactor.issues(issues);
+        }
+        // What the model reads never repeats a secret argument, even when an error
+        // message or an invalid value quotes it.
+        let message = redactor.text(&failure.message(target, correlation_id.as_str()));
+        if failure.is_warning() {
+            // Advice, not a failure: the model reads it as the tool's answer.
+            let report = CallReport {
+                result: CallToolResult::success(vec![ContentBlock::text(message.clone())]),
+                data: Value::String(message),
+                system_rules: Vec::new(),
+                ui_blocks: Vec::new(),
+                fatal: false,
+            };
+            return (
+                Rendered {
+                    report,
+                    failure: Some(failure),
+                },
+                "warning",
+            );
+        }
+        let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+        if let FailureKind::InvalidArguments(issues) = &failure.kind {
+            let details: Vec<Value> = issues
+                .iter()
+                .map(|issue| redactor.json(crate::validate::issue_json(issue)))
+                .collect();
+            let mut meta = Map::new();
+            meta.insert(ISSUES_META_KEY.to_owned(), Value::Array(details));
+            result = result.with_meta(Some(rmcp::model::MetaObject(meta)));
+        }
+        let name = failure.outcome_name();
+        // No presentation layers on failure: no partial data leaks.
+        let report = CallReport {
+            result,
+            data: Value::String(message),
+            system_rules: Vec::new(),
+            ui_blocks: Vec::new(),
+            fatal: false,
+        };
+        (
+            Rendered {
+                report,
+                failure: Some(failure),
+            },
+            name,
+        )
+    }
+
+    fn render_success(
+        &self,
+        handler: Option<usize>,
+        output: crate::output::ToolOutput,
+    ) -> Rendered {
+        let crate::output::ToolOutput {
+            mut content,
+            mut structured,
+            mut data,
+            presentation,
+        } = output;
+        if content.is_empty() {
+            content.push(ContentBlock::text("done (the tool returned no content)"));
+        }
+        let (system_rules, ui_blocks) = match &presentation {
+            Some(presentation) => {
+                let rules =
+                    crate::present::apply(presentation, &mut data, &mut structured, &mut content);
+                (rules, presentation.ui.clone())
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        let wrap = handler.is_some_and(|index| self.inner.registry.handlers[index].wrap_structured);
+        let structured = structured.map(|value| {
+            if wrap {
+                let mut object = Map::new();
+                object.insert("result".into(), value);
+                Value::Object(object)
+            } else {
+                value
+            }
+        });
+        let mut result = CallToolResult::success(content);
+        result.structured_content = structured;
+        Rendered {
+            report: CallReport {
+                result,
+                data,
+                system_rules,
+                ui_blocks,
+                fatal: false,
+            },
+            failure: None,
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The protocol: rmcp's `ServerHandler` over a [`Server`]. rmcp (the official Rust SDK)
+//! negotiates the version and dispatches JSON-RPC; every method lands here, and a
+//! `tools/call` enters the pipeline through `Server::serve_call` (`pipeline/mod.rs`). Both
+//! transports serve this handler.
+
+mod params;
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as WireTool,
+    },
+    service::RequestContext,
+};
+
+use crate::server::Server;
+
+impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
+    /// A request rmcp could not read as a method it knows: `-32602` when it is a known
+    /// method whose params do not fit, `-32601` otherwise ([`params::reject_custom`]).
+    fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<rmcp::model::CustomResult, ErrorData>> + Send + '_ {
+        std::future::ready(Err(params::reject_custom(&request)))
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        // Logging is advertised so that tools can send `notifications/message` through
+        // `Call::log` once the client sets a level (rmcp deprecates it, SEP-2577).
+        // Resources, prompts and completions are advertised only when registered.
+        #[allow(deprecated)]
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        let catalog = self.catalog();
+        if catalog.has_resources() {
+            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
+            if let Some(resources) = capabilities.resources.as_mut() {
+                resources.subscribe = Some(true);
+            }
+        }
+        if catalog.prompts.has_prompts() {
+            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
+        }
+        if catalog.prompts.has_completions() {
+            capabilities.completions = Some(Default::default());
+        }
+        let mut config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(self.name(), self.version()));
+        if let Some(instructions) = self.instructions() {
+            config = config.with_instructions(instructions);
+        }
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(CallToolResponse::from(
+            self.serve_call(request, context).await,
+        ))
+    }
+
+    // rmcp deprecates logging (SEP-2577); clients of earlier protocol versions still send it.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.set_log_level(crate::call::LogLevel::from_rmcp(request.level));
+        Ok(())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<WireTool> {
+        self.tools().iter().find(|tool| tool.name == name).cloned()
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        self.require_resources()?;
+        Ok(rmcp::model::ListResourcesResult::with_all_items(
+            self.resources(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        self.require_resources()?;
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            self.resource_templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.require_resources()?;
+        match self.catalog().read(&request.uri).await {
+            Ok(contents) => Ok(rmcp::model::ReadResourceResult::new(contents).into()),
+            Err(error) => {
+                let message = crate::resource::read_error_message(&request.uri, &error);
+                let data = Some(serde_json::json!({ "uri": request.uri }));
+                Err(match error {
+                    crate::resource::ReadError::NotFound => {
+                        ErrorData::resource_not_found(message, data)
+                    }
+                    crate::resource::ReadError::InvalidUri(_) => {
+                        ErrorData::invalid_params(message, data)
+                    }
+                    crate::resource::ReadError::Failed { .. } => {
+                        ErrorData::internal_error(message, data)
+                    }
+                })
+            }
+        }
+    }
+
+    // `resources/subscribe` is legacy-only in rmcp (2026-07-28 replaces it); clients of
+    // the earlier versions use it.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.require_resources()?;
+        if !self.catalog().knows(&request.uri) {
+            let message = format!("no resource has the URI `{}`", request.uri);
+            return Err(ErrorData::resource_not_found(
+                message,
+                Some(serde_json::json!({ "uri": request.uri })),
+            ));
+        }
+        self.catalog().subscribe(&request.uri, context.peer);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.require_resources()?;
+        self.catalog().unsubscribe(&request.uri, &context.peer);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        if !self.catalog().prompts.has_prompts() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListPromptsRequestMethod,
+            >());
+        }
+        Ok(rmcp::model::ListPromptsResult::with_all_items(
+            self.prompts(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let prompts = &self.catalog().prompts;
+        if !prompts.has_prompts() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::GetPromptRequestMethod,
+            >());
+        }
+        match prompts.get(&request.name, request.arguments).await {
+            Ok(result) => Ok(result.into()),
+            Err(error) => {
+                let message = crate::prompt::prompt_error_message(&request.name, &error);
+                Err(match error {
+                    crate::prompt::PromptError::Failed { .. } => {
+                        ErrorData::internal_error(message, None)
+                    }
+                    _ => ErrorData::invalid_params(message, None),
+                })
+            }
+        }
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        let catalog = self.catalog();
+        if !catalog.prompts.has_completions() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::CompleteRequestMethod,
+            >());
+        }
+        let context = request
+            .context
+            .and_then(|context| context.arguments)
+            .unwrap_or_default();
+        catalog
+            .prompts
+            .complete(
+                &|uri| catalog.template_variables(uri),
+                &request.r#ref,
+                &request.argument.name,
+                &request.argument.value,
+                &context,
+            )
+            .map(rmcp::model::CompleteResult::new)
+            .map_err(|message| ErrorData::invalid_params(message, None))
+    }
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// `-32601` when the server offers no resources (the capability is not advertised).
+    fn require_resources(&self) -> Result<(), ErrorData> {
+        if self.catalog().has_resources() {
+            Ok(())
+        } else {
+            Err(ErrorData::method_not_found::<
+                rmcp::model::ListResourcesRequestMethod,
+            >())
+        }
+    }
+}

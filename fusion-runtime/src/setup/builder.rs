@@ -1,0 +1,469 @@
+//! The builder: tools, context, middleware, policies, limits and start-up checks, then
+//! `try_build`, `build`, `start` and `serve_stdio`.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use crate::{
+    failure::panic as recover,
+    idempotency::{IdempotencyStore, MemoryStore},
+    metrics::ToolMetrics,
+    middleware::Middleware,
+    policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
+    registry::{Exposure, Registry},
+    setup::error::{BuildError, StartupError, describe_build_errors},
+    tool::{Tool, ToolDefinition},
+    validate::Limits,
+};
+
+use crate::server::{ContextFactory, Inner, Server, ToolRuntime};
+
+/// Builds a [`Server`]: `Server::builder(name, version).context(..).tool(..).build()`.
+#[must_use = "a builder does nothing until it is built or served"]
+pub struct ServerBuilder<C = ()> {
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    context: ContextFactory<C>,
+    tools: Vec<ToolDefinition<C>>,
+    limits: Limits,
+    policy: Policy,
+    startup: Startup,
+    exposure: Exposure,
+    group_descriptions: HashMap<String, String>,
+    middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
+    ok_level: tracing::Level,
+    idempotency: Arc<dyn IdempotencyStore>,
+    idempotency_window: Duration,
+    keep_schema_refs: bool,
+    errors: Vec<BuildError>,
+    /// Resources, prompts and completions, registered by resource.rs and prompt.rs.
+    pub(crate) catalog: crate::resource::Catalog,
+}
+
+/// Where a middleware applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum MiddlewareScope {
+    All,
+    Group(String),
+    Tool(String),
+}
+
+type SetupStep = Box<dyn FnOnce() -> crate::future::BoxFuture<'static, Result<(), String>> + Send>;
+
+/// What must hold before a server starts serving.
+#[derive(Default)]
+struct Startup {
+    pub(crate) required_env: Vec<String>,
+    pub(crate) steps: Vec<SetupStep>,
+}
+
+impl Server<()> {
+    /// Starts a server named `name` (reported as `serverInfo` to clients) at `version`.
+    ///
+    /// ```
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// /// Echo the text back.
+    /// #[mcp_tool]
+    /// async fn echo(text: String) -> String {
+    ///     text
+    /// }
+    ///
+    /// let server = Server::builder("demo", "1.0.0").tool(echo).build();
+    /// assert_eq!(server.tool_names(), ["echo"]);
+    /// ```
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder<()> {
+        ServerBuilder {
+            name: name.into(),
+            version: version.into(),
+            instructions: None,
+            context: Arc::new(|| ()),
+            tools: Vec::new(),
+            limits: Limits::default(),
+            policy: Policy::default(),
+            startup: Startup::default(),
+            exposure: Exposure::default(),
+            group_descriptions: HashMap::new(),
+            middleware: Vec::new(),
+            ok_level: tracing::Level::INFO,
+            idempotency: Arc::new(MemoryStore::new()),
+            idempotency_window: Duration::from_secs(600),
+            keep_schema_refs: false,
+            errors: Vec::new(),
+            catalog: crate::resource::Catalog::default(),
+        }
+    }
+}
+
+impl ServerBuilder<()> {
+    /// Sets the factory that builds the context of each call; tools receive it through a
+    /// `#[ctx]` parameter (`#[ctx] app: &App`). Call it before registering tools.
+    ///
+    /// The factory runs once per call, so a context usually holds `Arc`s to shared
+    /// resources (a pool, an HTTP client) and per-call data (the caller's role).
+    pub fn context<C, F>(self, factory: F) -> ServerBuilder<C>
+    where
+        C: Send + Sync + 'static,
+        F: Fn() -> C + Send + Sync + 'static,
+    {
+        let mut errors = self.errors;
+        if !self.tools.is_empty() || !self.middleware.is_empty() {
+            errors.push(BuildError::ContextAfterTools(
+                self.tools.len() + self.middleware.len(),
+            ));
+        }
+        ServerBuilder {
+            name: self.name,
+            version: self.version,
+            instructions: self.instructions,
+            context: Arc::new(factory),
+            tools: Vec::new(),
+            limits: self.limits,
+            policy: self.policy,
+            startup: self.startup,
+            exposure: self.exposure,
+            group_descriptions: self.group_descriptions,
+            middleware: Vec::new(),
+            ok_level: self.ok_level,
+            idempotency: self.idempotency,
+            idempotency_window: self.idempotency_window,
+            keep_schema_refs: self.keep_schema_refs,
+            errors,
+            catalog: self.catalog,
+        }
+    }
+}
+
+impl<C: Send + Sync + 'static> ServerBuilder<C> {
+    /// Registers a tool: the name of an `#[mcp_tool]` function.
+    pub fn tool<T: Tool<C>>(mut self, tool: T) -> Self {
+        let definition = tool.definition();
+        if !definition.default_issues.is_empty() {
+            let details: Vec<String> = definition
+                .default_issues
+                .iter()
+                .map(|issue| format!("`{}` must be {}", issue.path, issue.expected))
+                .collect();
+            self.errors.push(BuildError::InvalidDefault {
+                tool: definition.spec.name.to_owned(),
+                details: details.join("; "),
+            });
+        } else {
+            // Duplicate names are found when the server is built, once groups are known.
+            self.tools.push(definition);
+        }
+        self
+    }
+
+    /// The level of the log event of a successful call: info by default; debug keeps busy
+    /// servers' logs to failures. Failures log at warn (the client's mistakes) or error.
+    pub fn log_successes_at(mut self, level: tracing::Level) -> Self {
+        self.ok_level = level;
+        self
+    }
+
+    /// Where results of calls with an idempotency key are kept (in memory by default);
+    /// replicas behind a load balancer share one store.
+    pub fn idempotency_store(mut self, store: impl IdempotencyStore) -> Self {
+        self.idempotency = Arc::new(store);
+        self
+    }
+
+    /// How long a result is returned again for a repeated idempotency key (10 minutes by
+    /// default).
+    pub fn idempotency_window(mut self, window: Duration) -> Self {
+        self.idempotency_window = window;
+        self
+    }
+
+    /// Lists schemas with `$defs` and `$ref`s, as schemars writes them, instead of inlining
+    /// every reference (the default: some clients do not resolve references).
+    pub fn keep_schema_refs(mut self, keep: bool) -> Self {
+        self.keep_schema_refs = keep;
+        self
+    }
+
+    /// How grouped tools are listed: one tool per group (the default) or one per action.
+    pub fn exposure(mut self, exposure: Exposure) -> Self {
+        self.exposure = exposure;
+        self
+    }
+
+    /// The description of a group's tool (otherwise one is composed from its actions').
+    pub fn group(mut self, group: impl Into<String>, description: impl Into<String>) -> Self {
+        self.group_descriptions
+            .insert(group.into(), description.into());
+        self
+    }
+
+    /// Middleware for every call, run first.
+    pub fn middleware(mut self, middleware: impl Middleware<C>) -> Self {
+        self.middleware
+            .push((MiddlewareScope::All, Arc::new(middleware)));
+        self
+    }
+
+    /// Middleware for every action of `group`, run after the server-wide ones.
+    pub fn group_middleware(
+        mut self,
+        group: impl Into<String>,
+        middleware: impl Middleware<C>,
+    ) -> Self {
+        self.middleware
+            .push((MiddlewareScope::Group(group.into()), Arc::new(middleware)));
+        self
+    }
+
+    /// Middleware for one tool (its name in `#[mcp_tool]`, or its listed name), run last.
+    pub fn tool_middleware(
+        mut self,
+        tool: impl Into<String>,
+        middleware: impl Middleware<C>,
+    ) -> Self {
+        self.middleware
+            .push((MiddlewareScope::Tool(tool.into()), Arc::new(middleware)));
+        self
+    }
+
+    /// The default deadline of one run of a handler (a tool's `timeout = ".."` wins).
+    /// Without it, a run served over a transport stops after
+    /// [`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT) (5 minutes), so that no call stays in
+    /// flight for good; `Duration::MAX` lifts the bound. (In the [`Tester`](crate::testing::Tester)
+    /// only a timeout that is set applies.)
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::Server;
+    ///
+    /// let server = Server::builder("calc", "1.0.0").timeout(Duration::from_secs(30)).build();
+    /// # drop(server);
+    /// ```
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.policy.timeout = Some(limit);
+        self
+    }
+
+    /// The default retry policy for transient failures (a tool's `retry(..)` wins).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.policy.retry = Some(retry);
+        self
+    }
+
+    /// The default circuit breaker (a tool's `circuit(..)` wins).
+    pub fn circuit(mut self, circuit: CircuitPolicy) -> Self {
+        self.policy.circuit = Some(circuit);
+        self
+    }
+
+    /// Makes errors of type `E` recognisable inside `Box<dyn Error>` and `anyhow::Error`
+    /// returned by handlers (errors returned as themselves need nothing).
+    pub fn classify<E: crate::Classify + std::error::Error + 'static>(self) -> Self {
+        crate::failure::classify::register::<E>();
+        self
+    }
+
+    /// Refuses to start unless the environment variable `name` is set and not empty: a
+    /// missing credential is a fatal start-up error (exit code 78), not a failure on the
+    /// first call.
+    pub fn require_env(mut self, name: impl Into<String>) -> Self {
+        self.startup.required_env.push(name.into());
+        self
+    }
+
+    /// A fallible step run once before serving (check a database, load configuration).
+    /// An error stops the start with exit code 78 and the error on stderr.
+    pub fn setup<F, Fut, E>(mut self, step: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), E>> + Send + 'static,
+        E: std::fmt::Display,
+    {
+        self.startup.steps.push(Box::new(move || {
+            Box::pin(async move { step().await.map_err(|error| error.to_string()) })
+        }));
+        self
+    }
+
+    /// Builds the server and runs the start-up checks (`require_env`, `setup`): what the
+    /// `serve_*` methods do before serving.
+    ///
+    /// # Errors
+    /// In this order, the first that happens: [`StartupError::Build`] with every
+    /// [`BuildError`] of [`try_build`](Self::try_build); [`StartupError::MissingEnv`] for the
+    /// first `require_env` variable that is missing or empty; [`StartupError::Setup`] for the
+    /// first `setup` step that fails (the steps run in order; a failure stops them).
+    pub async fn start(mut self) -> Result<Server<C>, StartupError> {
+        let startup = std::mem::take(&mut self.startup);
+        let server = self.try_build().map_err(StartupError::Build)?;
+        for name in startup.required_env {
+            if std::env::var_os(&name).is_none_or(|value| value.is_empty()) {
+                return Err(StartupError::MissingEnv(name));
+            }
+        }
+        for step in startup.steps {
+            step().await.map_err(StartupError::Setup)?;
+        }
+        Ok(server)
+    }
+
+    /// Size limits on arguments (depth, string bytes, items), checked before decoding.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Instructions for the model about the server as a whole (`initialize` result).
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Builds the server, or says every mistake in how it was put together.
+    ///
+    /// # Errors
+    /// Every mistake at once, one [`BuildError`] each: two tools, two actions of a group,
+    /// two resources or two prompts with one name; a default that breaks its own
+    /// constraints; middleware, a group description or a completion naming nothing that
+    /// exists; `.context(..)` after tools; a resource template that is not a URI template.
+    pub fn try_build(mut self) -> Result<Server<C>, Vec<BuildError>> {
+        recover::install_panic_hook();
+        let mut errors = self.errors;
+        errors.extend(self.catalog.take_errors());
+        let registry = match Registry::build(
+            self.tools,
+            self.exposure,
+            &self.group_descriptions,
+            self.keep_schema_refs,
+        ) {
+            Ok(registry) => Some(registry),
+            Err(found) => {
+                errors.extend(found);
+                None
+            }
+        };
+        if let Some(registry) = &registry {
+            for (scope, _) in &self.middleware {
+                if let MiddlewareScope::Group(name) | MiddlewareScope::Tool(name) = scope
+                    && !registry.knows(name)
+                {
+                    errors.push(BuildError::UnknownTarget(name.clone()));
+                }
+            }
+        }
+        let Some(registry) = registry.filter(|_| errors.is_empty()) else {
+            return Err(errors);
+        };
+        let handler_count = registry.handlers.len();
+        let chains = registry
+            .handlers
+            .iter()
+            .enumerate()
+            .map(|(index, handler)| {
+                let listed = registry.listed_name(index);
+                let applies = |scope: &MiddlewareScope| match scope {
+                    MiddlewareScope::All => true,
+                    MiddlewareScope::Group(group) => handler.spec.group == Some(group.as_str()),
+                    MiddlewareScope::Tool(tool) => {
+                        handler.spec.name == tool || listed.as_deref() == Some(tool.as_str())
+                    }
+                };
+                // Global, then group, then tool: the order the scopes were declared in
+                // within each level.
+                let mut chain = Vec::new();
+                for level in 0..3 {
+                    for (scope, middleware) in &self.middleware {
+                        let scope_level = match scope {
+                            MiddlewareScope::All => 0,
+                            MiddlewareScope::Group(_) => 1,
+                            MiddlewareScope::Tool(_) => 2,
+                        };
+                        if scope_level == level && applies(scope) {
+                            chain.push(Arc::clone(middleware));
+                        }
+                    }
+                }
+                chain
+            })
+            .collect();
+        let runtime = registry
+            .handlers
+            .iter()
+            .map(|tool| {
+                let policy = tool.spec.policy.or(self.policy);
+                ToolRuntime {
+                    policy,
+                    circuit: policy.circuit.map(Circuit::new),
+                }
+            })
+            .collect();
+        Ok(Server {
+            inner: Arc::new(Inner {
+                name: self.name,
+                version: self.version,
+                instructions: self.instructions,
+                registry,
+                limits: self.limits,
+                context: self.context,
+                chains,
+                runtime,
+                fatal: tokio::sync::watch::channel(false).0,
+                metrics: (0..handler_count).map(|_| ToolMetrics::default()).collect(),
+                idempotency: self.idempotency,
+                idempotency_window: self.idempotency_window,
+                ok_level: self.ok_level,
+                log_level: std::sync::Mutex::new(None),
+                catalog: self.catalog,
+            }),
+        })
+    }
+
+    /// Builds the server.
+    ///
+    /// # Panics
+    /// On the mistakes [`try_build`](Self::try_build) reports, with their messages: they are
+    /// programming errors, found on the first start (as a router rejects overlapping routes).
+    /// [`serve_stdio`](Self::serve_stdio) reports them and exits with code 78 instead.
+    pub fn build(self) -> Server<C> {
+        match self.try_build() {
+            Ok(server) => server,
+            Err(errors) => panic!("{}", describe_build_errors(&errors)),
+        }
+    }
+
+    /// Builds the server and serves it over stdio until the client disconnects.
+    ///
+    /// Returns the process exit code: `0` after a normal end, `78` (`EX_CONFIG`) when the
+    /// server could not be built, `1` when the transport failed.
+    pub async fn serve_stdio(self) -> std::process::ExitCode {
+        self.serve_stdio_with(crate::StdioOptions::default()).await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio) with other limits (line size, shutdown grace).
+    pub async fn serve_stdio_with(self, options: crate::StdioOptions) -> std::process::ExitCode {
+        self.start_and_serve(|server| server.serve_stdio_with(options))
+            .await
+    }
+
+    /// Starts the server and serves it with `serve` (a transport), flushing the log at the
+    /// end; a server that cannot start is logged and exits with
+    /// [`EXIT_CONFIG`](crate::EXIT_CONFIG).
+    pub(crate) async fn start_and_serve<F, Fut>(self, serve: F) -> std::process::ExitCode
+    where
+        F: FnOnce(Server<C>) -> Fut,
+        Fut: Future<Output = std::process::ExitCode>,
+    {
+        match self.start().await {
+            Ok(server) => {
+                let code = serve(server).await;
+                crate::log::flush();
+                code
+            }
+            Err(error) => {
+                crate::log::startup_failed(&error);
+                crate::log::flush();
+                eprintln!("fusion: cannot start: {error}");
+                std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
+            }
+        }
+    }
+}

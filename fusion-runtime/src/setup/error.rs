@@ -1,0 +1,75 @@
+//! The mistakes found while a server is put together ([`BuildError`]) and the reasons it
+//! refuses to start ([`StartupError`]).
+
+/// A mistake in how a server was put together, found by [`ServerBuilder::try_build`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// Two tools share a name; the second would silently replace the first.
+    #[error("two tools are named `{0}`; rename one with `#[mcp_tool(name = \"...\")]`")]
+    DuplicateTool(String),
+    /// A parameter's `default` breaks its own constraints (a default written as an
+    /// expression can only be checked when the tool is registered).
+    #[error("tool `{tool}`: a default value breaks its own constraints: {details}")]
+    InvalidDefault {
+        /// The tool.
+        tool: String,
+        /// The problems, one per line.
+        details: String,
+    },
+    /// Two actions of one group share a name.
+    #[error(
+        "group `{group}` has two actions named `{action}`; rename one with `#[mcp_tool(action = \"...\")]`"
+    )]
+    DuplicateAction {
+        /// The group.
+        group: String,
+        /// The action.
+        action: String,
+    },
+    /// Middleware or a description names a tool or group that does not exist.
+    #[error("`{0}` names no tool or group of this server; check the spelling or register it")]
+    UnknownTarget(String),
+    /// `.context(..)` was called after tools were registered for the unit context.
+    #[error(
+        "`.context(..)` was called after {0} tool(s) were registered; call `.context(..)` first, right after `Server::builder(..)`"
+    )]
+    ContextAfterTools(usize),
+    /// Two resources (or two resource templates) share a URI.
+    #[error("two resources have the URI `{0}`; give each its own")]
+    DuplicateResource(String),
+    /// A resource template is not a URI template fusion can match.
+    #[error("the resource template `{template}` is invalid: {problem}")]
+    InvalidUriTemplate {
+        /// The template.
+        template: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Two prompts share a name.
+    #[error("two prompts are named `{0}`; rename one")]
+    DuplicatePrompt(String),
+}
+
+/// Why a server refused to start: printed to stderr, and the process exits with
+/// [`EXIT_CONFIG`](crate::EXIT_CONFIG) (78) before serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartupError {
+    /// The server was put together wrongly.
+    #[error("{}", describe_build_errors(.0))]
+    Build(Vec<BuildError>),
+    /// A required environment variable is missing or empty.
+    #[error(
+        "the environment variable `{0}` is required but not set; set it in the client's server configuration (`env`) or the shell"
+    )]
+    MissingEnv(String),
+    /// A setup step failed.
+    #[error("setup failed: {0}")]
+    Setup(String),
+}
+
+pub(crate) fn describe_build_errors(errors: &[BuildError]) -> String {
+    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    format!("the server cannot be built:\n  - {}", lines.join("\n  - "))
+}

@@ -1,0 +1,422 @@
+//! `HttpOptions`: the address, path, Host and Origin allow-lists, token, limits and
+//! timeouts of the Streamable HTTP transport, with their defaults.
+
+use std::{net::SocketAddr, time::Duration};
+
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use tokio_util::sync::CancellationToken;
+
+/// How [`Server::serve_http_with`] serves: the address, the MCP path, who may connect,
+/// limits, and the session mode.
+///
+/// | route | what | checks |
+/// |---|---|---|
+/// | `POST`/`GET`/`DELETE /mcp` | MCP (the path is [`path`](Self::path)) | Host, Origin, bearer token, body size |
+/// | `GET /metrics` | [`Server::metrics`] in Prometheus text | Host, Origin, bearer token |
+/// | `GET /healthz` | `200` while the process serves | none |
+/// | `GET /readyz` | `200` once started, `503` while draining after SIGTERM | none |
+///
+/// A body that is not JSON gets `400` with a JSON-RPC `-32700` error, JSON that is not a
+/// JSON-RPC message `400` with `-32600`, a body over the limit `413`, a request with two
+/// `Host` headers (or an absolute-form URI whose authority is not its `Host`) `400`, and a
+/// request naming a session that does not exist (any method, `DELETE` included) `404`.
+///
+/// ## Limits against hostile or broken peers
+///
+/// | limit | default | over it |
+/// |---|---|---|
+/// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | the connection closes |
+/// | [`max_connections`](Self::max_connections) | 512 | new connections wait, unaccepted |
+/// | [`max_sessions`](Self::max_sessions) | 1024 | `initialize` gets `503` |
+/// | [`session_idle_timeout`](Self::session_idle_timeout) | 10 min | the session ends (then `404`) |
+/// | [`max_calls_per_session`](Self::max_calls_per_session) | 32 | the request gets a JSON-RPC error at once |
+/// | [`max_body_bytes`](Self::max_body_bytes) | 4 MiB | `413` |
+///
+/// Calls themselves are bounded by the server's call deadline
+/// ([`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT), 5 minutes, unless the tool or
+/// [`ServerBuilder::timeout`] sets another): over HTTP a client that leaves does not
+/// cancel its call, so the deadline is what ends a hung one. A session that ends (the
+/// client's `DELETE`, the idle timeout) cancels its calls at once, and a request that
+/// reuses the id of a request still in flight in its session gets a `-32600` error,
+/// while the first call goes on.
+///
+/// The defaults suit a server on a developer's machine: bound to `127.0.0.1:8080`, MCP at
+/// `/mcp`, requests accepted only with a loopback `Host` (`localhost`, `127.0.0.1`, `::1`,
+/// and the bound address) and, when a browser sends an `Origin`, only from a loopback
+/// origin; no token; bodies up to 4 MiB; sessions (stateful).
+///
+/// ```
+/// use std::time::Duration;
+/// use fusion_runtime::HttpOptions;
+///
+/// // Behind a load balancer: public name, a token, no sessions.
+/// let options = HttpOptions::default()
+///     .addr(([0, 0, 0, 0], 8080))
+///     .allow_hosts(["mcp.example.com"])
+///     .bearer_token("s3cret")
+///     .stateless(true)
+///     .shutdown_grace(Duration::from_secs(20));
+/// assert_eq!(options.local_url(), "http://0.0.0.0:8080/mcp");
+/// ```
+///
+/// ## Stateless mode, for replicas behind a load balancer
+///
+/// By default the server keeps a session per client (`Mcp-Session-Id`): the client's
+/// requests must reach the process that holds its session. With [`stateless`](Self::stateless)
+/// every POST is served on its own (rmcp's `legacy_session_mode = false` with JSON
+/// responses), so any replica can answer any request and a round-robin load balancer works
+/// without stickiness. What needs a session is then unavailable: requests from the server
+/// to the client in the middle of a call (sampling, elicitation), resource subscriptions,
+/// and the standalone `GET` stream. Progress and log notifications of a call still reach the
+/// client on that call's response stream. State that tools keep in the process (circuit
+/// breakers, rate limits, the in-memory idempotency store) stays per replica; plug a shared
+/// [`IdempotencyStore`](crate::idempotency::IdempotencyStore) for deduplication across
+/// replicas.
+#[derive(Clone)]
+pub struct HttpOptions {
+    pub(super) addr: SocketAddr,
+    pub(super) path: String,
+    pub(super) allowed_hosts: Vec<String>,
+    pub(super) allowed_origins: Option<Vec<String>>,
+    pub(super) bearer_token: Option<String>,
+    pub(super) max_body_bytes: usize,
+    pub(super) stateless: bool,
+    pub(super) json_response: Option<bool>,
+    pub(super) shutdown_grace: Duration,
+    pub(super) sse_keep_alive: Option<Duration>,
+    pub(super) header_read_timeout: Duration,
+    pub(super) max_connections: usize,
+    pub(super) max_sessions: usize,
+    pub(super) session_idle_timeout: Option<Duration>,
+    pub(super) max_calls_per_session: usize,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("addr", &self.addr)
+            .field("path", &self.path)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("stateless", &self.stateless)
+            .field("json_response", &self.json_response)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("sse_keep_alive", &self.sse_keep_alive)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_calls_per_session", &self.max_calls_per_session)
+            .finish()
+    }
+}
+
+/// The hosts accepted by default: loopback names and addresses.
+pub(super) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// The browser origins accepted by default: loopback, any port.
+pub(super) const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            path: "/mcp".to_owned(),
+            allowed_hosts: LOOPBACK_HOSTS.map(str::to_owned).to_vec(),
+            allowed_origins: Some(LOOPBACK_ORIGINS.map(str::to_owned).to_vec()),
+            bearer_token: None,
+            max_body_bytes: 4 << 20,
+            stateless: false,
+            json_response: None,
+            shutdown_grace: Duration::from_secs(10),
+            sse_keep_alive: Some(Duration::from_secs(15)),
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 512,
+            max_sessions: 1024,
+            session_idle_timeout: Some(Duration::from_secs(600)),
+            max_calls_per_session: 32,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The defaults, bound to `addr`.
+    pub fn new(addr: impl Into<SocketAddr>) -> Self {
+        Self::default().addr(addr)
+    }
+
+    /// The address to bind (`127.0.0.1:8080` by default; port `0` picks a free port, which
+    /// the start-up line on stderr reports).
+    pub fn addr(mut self, addr: impl Into<SocketAddr>) -> Self {
+        self.addr = addr.into();
+        self
+    }
+
+    /// Binds `127.0.0.1:port`.
+    pub fn port(self, port: u16) -> Self {
+        self.addr(([127, 0, 0, 1], port))
+    }
+
+    /// The path of the MCP endpoint (`/mcp` by default).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        let path = path.into();
+        self.path = if path.starts_with('/') {
+            path
+        } else {
+            format!("/{path}")
+        };
+        self
+    }
+
+    /// Replaces the accepted `Host` values (`name` or `name:port`; by default the loopback
+    /// names and the bound address). A request with another `Host` gets `403`: this is
+    /// the defence against DNS rebinding, so a server reachable under a public name lists
+    /// that name here.
+    pub fn allow_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Accepts one more `Host` value.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Accepts any `Host` (only behind a proxy that checks it).
+    pub fn allow_any_host(mut self) -> Self {
+        self.allowed_hosts.clear();
+        self
+    }
+
+    /// Replaces the accepted browser origins (`scheme://host:port`, `:*` for any port, or
+    /// `null`). Requests without an `Origin` (non-browser clients) always pass.
+    pub fn allow_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_origins = Some(origins.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Accepts any `Origin`.
+    pub fn allow_any_origin(mut self) -> Self {
+        self.allowed_origins = None;
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on the MCP endpoint and `/metrics`
+    /// (`401` otherwise). `/healthz` and `/readyz` stay open for probes.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        let token = token.into();
+        self.bearer_token = (!token.is_empty()).then_some(token);
+        self
+    }
+
+    /// The largest request body accepted (`413` beyond; 4 MiB by default).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Serves every request on its own, without sessions, for replicas behind a load
+    /// balancer (see the type's documentation for what that gives up).
+    pub fn stateless(mut self, stateless: bool) -> Self {
+        self.stateless = stateless;
+        self
+    }
+
+    /// In stateless mode, answers a call without notifications with
+    /// `Content-Type: application/json` instead of an SSE stream (the default there).
+    pub fn json_response(mut self, json: bool) -> Self {
+        self.json_response = Some(json);
+        self
+    }
+
+    /// How long, after SIGTERM or SIGINT, calls in flight may take to finish before the
+    /// server stops anyway (10 s by default). A second signal stops at once.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// The interval of SSE keep-alive comments (15 s by default; `None` for none).
+    pub fn sse_keep_alive(mut self, interval: Option<Duration>) -> Self {
+        self.sse_keep_alive = interval;
+        self
+    }
+
+    /// How long a client may take to send a request's headers (10 s by default); the
+    /// connection closes after it. The same bound applies to a keep-alive connection
+    /// between two requests.
+    ///
+    /// Without it a client that sends one header byte a second (slowloris) holds a
+    /// connection, and a file descriptor, for as long as it likes. Headers are a few
+    /// hundred bytes: a real client sends them in milliseconds, even over a slow link, so
+    /// 10 s leaves ample room while a flood of stalled clients is cut within seconds.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().header_read_timeout(Duration::from_secs(5));
+    /// # drop(options);
+    /// ```
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// The most connections served at once (512 by default, at least 1). At the cap
+    /// the server stops accepting: new connections wait in the kernel's backlog until
+    /// one closes, and cost no file descriptor meanwhile.
+    ///
+    /// 512 is half the usual soft limit on open files (1024), which leaves descriptors
+    /// for the tools' own files, sockets and database pools; a server that raises its
+    /// limit can raise this one. Each open SSE stream (a session's `GET`, a call's
+    /// answer) holds a connection.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_connections(4096);
+    /// # drop(options);
+    /// ```
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// The most sessions open at once (1024 by default); over it, an `initialize` gets
+    /// `503 Service Unavailable` with `Retry-After`. A session costs about 56 kB, so the
+    /// default bounds them to about 56 MB. No effect in [`stateless`](Self::stateless) mode.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_sessions(100);
+    /// # drop(options);
+    /// ```
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// How long a session may stay idle, with no request from its client and no call
+    /// in flight, before it ends (10 minutes by default; `None` keeps idle sessions
+    /// for good). Its next request then gets `404`, upon which MCP clients initialize a
+    /// new session.
+    ///
+    /// Clients that leave without `DELETE` are the common case; without expiry their
+    /// sessions would fill [`max_sessions`](Self::max_sessions) for good. Ten minutes
+    /// outlasts a person's pause in a conversation with an agent.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().session_idle_timeout(Some(Duration::from_secs(60)));
+    /// # drop(options);
+    /// ```
+    pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// The most requests in flight in one session (32 by default, at least 1). A request
+    /// over it gets a JSON-RPC error (`-32000`) at once that says so.
+    ///
+    /// A client that leaves does not cancel its calls over HTTP, so without a cap a
+    /// client could leave hung calls behind without bound (about 35 kB each). Agents
+    /// rarely run more than a few calls at once; 32 leaves room for bursts.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_calls_per_session(8);
+    /// # drop(options);
+    /// ```
+    pub fn max_calls_per_session(mut self, calls: usize) -> Self {
+        self.max_calls_per_session = calls.max(1);
+        self
+    }
+
+    /// The URL of the MCP endpoint at the configured address.
+    pub fn local_url(&self) -> String {
+        url_of(self.addr, &self.path)
+    }
+
+    /// The MCP path must not shadow the other routes nor hold routing syntax.
+    pub(super) fn check_path(&self) -> Result<(), String> {
+        let path = self.path.as_str();
+        if matches!(path, "/healthz" | "/readyz" | "/metrics") {
+            return Err(format!(
+                "the MCP path cannot be {path}, which serves something else"
+            ));
+        }
+        if path.contains(['{', '}', '*', ':', '?', '#']) || path.contains("//") {
+            return Err(format!(
+                "the MCP path {path:?} must be a plain path such as /mcp"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The hosts accepted, with the bound address's when it is a specific one.
+    pub(super) fn effective_hosts(&self, bound: SocketAddr) -> Vec<String> {
+        let mut hosts = self.allowed_hosts.clone();
+        if hosts.is_empty() {
+            return hosts;
+        }
+        let ip = bound.ip();
+        if !ip.is_unspecified() && !ip.is_loopback() {
+            hosts.push(ip.to_string());
+        }
+        hosts
+    }
+
+    pub(super) fn rmcp_config(
+        &self,
+        hosts: &[String],
+        cancel: CancellationToken,
+    ) -> StreamableHttpServerConfig {
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(!self.stateless)
+            .with_json_response(self.json_response.unwrap_or(self.stateless))
+            .with_sse_keep_alive(self.sse_keep_alive)
+            .with_max_request_body_bytes(self.max_body_bytes)
+            .with_cancellation_token(cancel);
+        let config = if hosts.is_empty() {
+            config.disable_allowed_hosts()
+        } else {
+            config.with_allowed_hosts(hosts.iter().cloned())
+        };
+        match &self.allowed_origins {
+            Some(origins) => config
+                .with_allowed_origins(origins.iter().cloned())
+                .enforce_origin_validation(),
+            None => config.disable_allowed_origins(),
+        }
+    }
+}
+
+pub(super) fn url_of(addr: SocketAddr, path: &str) -> String {
+    format!("http://{addr}{path}")
+}

@@ -1,0 +1,153 @@
+//! What the reader, the writer and the handle share: the queue of outgoing messages, the
+//! ids still unanswered (duplicates refused), the unwritten bytes (backpressure), latches.
+
+use std::{
+    collections::HashSet,
+    io::{self},
+    sync::{
+        Mutex, PoisonError,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+};
+
+use rmcp::model::RequestId;
+use tokio::sync::{Notify, oneshot};
+
+/// What the writer is asked to do.
+pub(super) enum Outgoing {
+    /// One serialized message, its newline included (counted in `Shared::unwritten`).
+    Line(Vec<u8>),
+    /// Acknowledge once everything queued before has been written.
+    Flush(oneshot::Sender<()>),
+    /// Like `Flush`, then stop and close the output.
+    Close(oneshot::Sender<()>),
+}
+
+/// A condition that happens once, that tasks can wait for.
+#[derive(Default)]
+pub(super) struct Latch {
+    pub(super) set: AtomicBool,
+    pub(super) notify: Notify,
+}
+
+impl Latch {
+    pub(super) fn set(&self) {
+        self.set.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    pub(super) fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    /// Cancel-safe: nothing is consumed.
+    pub(super) async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Register before checking, so a `set` between the check and the await wakes us.
+            notified.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// State shared by the transport, its writer and [`StdioHandle`].
+#[derive(Default)]
+pub(super) struct Shared {
+    /// Requests received and not answered yet. An id is in it at most once: a second
+    /// request with an id in flight is refused by the transport.
+    pub(super) unanswered: Mutex<HashSet<RequestId>>,
+    /// Notified when `unanswered` becomes empty.
+    pub(super) all_answered: Notify,
+    /// Set when `receive` has returned `None` (the input ended and the grace is over or
+    /// every call was answered, or the output failed).
+    pub(super) input_ended: Latch,
+    /// Set when the writer stopped (the output failed or was closed).
+    pub(super) output_closed: Latch,
+    /// Why the output failed, when it did.
+    pub(super) output_error: Mutex<Option<io::Error>>,
+    /// Set to stop reading the input (SIGTERM): what was read is served, then the input
+    /// counts as ended.
+    pub(super) stop_reading: Latch,
+    /// Bytes queued for the writer and not written yet.
+    pub(super) unwritten: AtomicUsize,
+    /// Notified when the writer has written a batch.
+    pub(super) written: Notify,
+}
+
+impl Shared {
+    pub(super) fn unanswered(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+        // The set stays consistent whatever panicked while holding it.
+        self.unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a request in flight; `false` when its id already is.
+    pub(super) fn opened(&self, id: &RequestId) -> bool {
+        self.unanswered().insert(id.clone())
+    }
+
+    pub(super) fn answered(&self, id: &RequestId) {
+        let mut unanswered = self.unanswered();
+        unanswered.remove(id);
+        if unanswered.is_empty() {
+            self.all_answered.notify_waiters();
+        }
+    }
+
+    pub(super) fn cancelled(&self, id: &RequestId) {
+        let mut unanswered = self.unanswered();
+        unanswered.remove(id);
+        if unanswered.is_empty() {
+            self.all_answered.notify_waiters();
+        }
+    }
+
+    pub(super) fn pending(&self) -> usize {
+        self.unanswered().len()
+    }
+
+    /// Records why the output failed (the first error only) and stops the writer's users.
+    pub(super) fn output_failed(&self, error: io::Error) {
+        let mut slot = self
+            .output_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        slot.get_or_insert(error);
+    }
+
+    /// Cancel-safe: waits until at most `limit` bytes wait to be written, or the output
+    /// closed (nothing will be written any more: the caller finds out next).
+    pub(super) async fn wait_for_room(&self, limit: usize) {
+        loop {
+            let written = self.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            if self.unwritten.load(Ordering::Acquire) <= limit || self.output_closed.is_set() {
+                return;
+            }
+            tokio::select! {
+                () = written => {}
+                () = self.output_closed.wait() => return,
+            }
+        }
+    }
+
+    /// Cancel-safe.
+    pub(super) async fn wait_all_answered(&self) {
+        loop {
+            let notified = self.all_answered.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.unanswered().is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
