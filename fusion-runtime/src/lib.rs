@@ -188,7 +188,6 @@ pub mod __private {
         },
         failure::classify::{
             Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
-            parse_duration,
         },
         future::BoxFuture,
         output::attach_presentation,
