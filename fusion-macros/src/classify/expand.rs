@@ -28,7 +28,7 @@ pub(crate) fn expand(input: &DeriveInput, parsed: &Input) -> TokenStream {
                 let value = classification(&private, class);
                 quote!(#pattern_path { .. } => #value,)
             }
-            (_, _, None) => quote!(#pattern_path { .. } => #private::Classification::of(#private::ErrorClass::Internal),),
+            (_, _, None) => quote!(#pattern_path { .. } => #private::Classification::INTERNAL,),
         }
     });
     let ident = &input.ident;
@@ -53,7 +53,7 @@ pub(crate) fn fallback(input: &DeriveInput, krate: Option<&Path>) -> TokenStream
     quote! {
         impl #impl_generics #private::Classify for #ident #type_generics #where_clause {
             fn classification(&self) -> #private::Classification {
-                #private::Classification::of(#private::ErrorClass::Internal)
+                #private::Classification::INTERNAL
             }
         }
     }

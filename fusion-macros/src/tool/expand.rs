@@ -484,59 +484,30 @@ fn policy(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
     quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit })
 }
 
-/// `retry(..)`. Without `max_backoff` the runtime's constructor supplies the cap.
+/// `retry(..)`: the runtime fills in what the attribute leaves out.
 fn retry_policy(private: &TokenStream, retry: &Retry) -> TokenStream {
     let Some((attempts, _)) = retry.attempts else {
         unreachable!("`valid::check_policy` refuses `retry(..)` without `attempts`")
     };
-    // issue 16: the runtime should own this default too (see `DEFAULT_BACKOFF_MILLIS`).
-    let backoff = duration_or(retry.backoff, DEFAULT_BACKOFF_MILLIS);
-    match retry.max_backoff {
-        Some(max_backoff) => {
-            let max_backoff = duration(max_backoff);
-            quote!(#private::RetryPolicy {
-                attempts: #attempts,
-                backoff: #backoff,
-                max_backoff: #max_backoff,
-            })
-        }
-        None => quote!(#private::RetryPolicy::new(#attempts, #backoff)),
-    }
+    // The runtime owns the defaults of the parts the attribute leaves out.
+    let backoff = option(retry.backoff.map(duration));
+    let max_backoff = option(retry.max_backoff.map(duration));
+    quote!(#private::RetryPolicy::from_attribute(#attempts, #backoff, #max_backoff))
 }
 
-/// `circuit(..)`.
+/// `circuit(..)`: the runtime fills in what the attribute leaves out.
 fn circuit_policy(private: &TokenStream, circuit: &CircuitAttr) -> TokenStream {
     let Some((failures, _)) = circuit.failures else {
         unreachable!("`valid::check_policy` refuses `circuit(..)` without `failures`")
     };
-    // issue 16: the runtime should own these defaults (see the constants).
-    let window = duration_or(circuit.window, DEFAULT_WINDOW_MILLIS);
-    let cooldown = duration_or(circuit.cooldown, DEFAULT_COOLDOWN_MILLIS);
-    quote!(#private::CircuitPolicy {
-        failures: #failures,
-        window: #window,
-        cooldown: #cooldown,
-    })
+    // The runtime owns the defaults of the parts the attribute leaves out.
+    let window = option(circuit.window.map(duration));
+    let cooldown = option(circuit.cooldown.map(duration));
+    quote!(#private::CircuitPolicy::from_attribute(#failures, #window, #cooldown))
 }
-
-// The only default values the macro still writes into generated code. The runtime has no
-// constant or constructor for them yet (issue 16, item 1: "the macro emits no default
-// values of its own"); once it has, each use above becomes a path to it.
-
-/// The first wait of `retry(..)` without `backoff`.
-const DEFAULT_BACKOFF_MILLIS: u64 = 100;
-/// The window of `circuit(..)` without `window`.
-const DEFAULT_WINDOW_MILLIS: u64 = 30_000;
-/// The open time of `circuit(..)` without `cooldown`.
-const DEFAULT_COOLDOWN_MILLIS: u64 = 10_000;
 
 fn duration(value: Millis) -> TokenStream {
     let millis = value.millis;
-    quote!(::core::time::Duration::from_millis(#millis))
-}
-
-fn duration_or(value: Option<Millis>, default_millis: u64) -> TokenStream {
-    let millis = value.map_or(default_millis, |value| value.millis);
     quote!(::core::time::Duration::from_millis(#millis))
 }
 

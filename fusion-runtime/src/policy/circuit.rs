@@ -25,6 +25,35 @@ pub struct CircuitPolicy {
     pub cooldown: Duration,
 }
 
+impl CircuitPolicy {
+    /// The window of `#[mcp_tool(circuit(..))]` without `window`.
+    pub const DEFAULT_WINDOW: Duration = Duration::from_secs(30);
+
+    /// The open time of `#[mcp_tool(circuit(..))]` without `cooldown`.
+    pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(10);
+
+    /// What `#[mcp_tool(circuit(..))]` generates: the parts the attribute names, the
+    /// defaults for the rest (the runtime owns the defaults; the macro writes none).
+    #[doc(hidden)]
+    pub const fn from_attribute(
+        failures: u32,
+        window: Option<Duration>,
+        cooldown: Option<Duration>,
+    ) -> Self {
+        Self {
+            failures,
+            window: match window {
+                Some(window) => window,
+                None => Self::DEFAULT_WINDOW,
+            },
+            cooldown: match cooldown {
+                Some(cooldown) => cooldown,
+                None => Self::DEFAULT_COOLDOWN,
+            },
+        }
+    }
+}
+
 /// The state of one tool's circuit breaker.
 #[derive(Debug)]
 pub(crate) struct Circuit {

@@ -35,12 +35,48 @@ impl RetryPolicy {
         max_backoff: Duration::ZERO,
     };
 
-    /// `attempts` runs in all, starting with a `backoff` wait, capped at 30 s.
+    /// The first wait of `#[mcp_tool(retry(..))]` without `backoff`.
+    pub const DEFAULT_BACKOFF: Duration = Duration::from_millis(100);
+
+    /// The longest wait when none is named: 30 s.
+    pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+    /// `attempts` runs in all, starting with a `backoff` wait, capped at
+    /// [`DEFAULT_MAX_BACKOFF`](Self::DEFAULT_MAX_BACKOFF).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::RetryPolicy;
+    ///
+    /// let retry = RetryPolicy::new(3, Duration::from_millis(50));
+    /// assert_eq!(retry.max_backoff, RetryPolicy::DEFAULT_MAX_BACKOFF);
+    /// ```
     pub const fn new(attempts: u32, backoff: Duration) -> Self {
         Self {
             attempts,
             backoff,
-            max_backoff: Duration::from_secs(30),
+            max_backoff: Self::DEFAULT_MAX_BACKOFF,
+        }
+    }
+
+    /// What `#[mcp_tool(retry(..))]` generates: the parts the attribute names, the
+    /// defaults for the rest (the runtime owns the defaults; the macro writes none).
+    #[doc(hidden)]
+    pub const fn from_attribute(
+        attempts: u32,
+        backoff: Option<Duration>,
+        max_backoff: Option<Duration>,
+    ) -> Self {
+        Self {
+            attempts,
+            backoff: match backoff {
+                Some(backoff) => backoff,
+                None => Self::DEFAULT_BACKOFF,
+            },
+            max_backoff: match max_backoff {
+                Some(max_backoff) => max_backoff,
+                None => Self::DEFAULT_MAX_BACKOFF,
+            },
         }
     }
 
@@ -94,6 +130,26 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runtime_fills_in_what_an_attribute_leaves_out() {
+        let retry = RetryPolicy::from_attribute(3, None, None);
+        assert_eq!(
+            (retry.attempts, retry.backoff, retry.max_backoff),
+            (
+                3,
+                RetryPolicy::DEFAULT_BACKOFF,
+                RetryPolicy::DEFAULT_MAX_BACKOFF
+            )
+        );
+        let named = RetryPolicy::from_attribute(2, Some(Duration::from_millis(5)), None);
+        assert_eq!(named.backoff, Duration::from_millis(5));
+        let circuit = CircuitPolicy::from_attribute(5, None, Some(Duration::from_secs(1)));
+        assert_eq!(
+            (circuit.failures, circuit.window, circuit.cooldown),
+            (5, CircuitPolicy::DEFAULT_WINDOW, Duration::from_secs(1))
+        );
+    }
 
     #[test]
     fn backoff_doubles_up_to_the_cap_with_jitter() {
