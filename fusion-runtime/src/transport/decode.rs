@@ -11,7 +11,7 @@
 //! `tools/call` — nearly all the traffic — is decoded straight into
 //! `ClientRequest::CallToolRequest`. rmcp's own message type is an untagged enum of
 //! untagged enums: serde buffers the whole message and tries the variants one by one, which
-//! measured 37% of the server's CPU (REFERENCE.md). The fast path reads the envelope once
+//! measured 37% of the server's CPU in a profile. The fast path reads the envelope once
 //! (the params as a borrowed raw slice) and the params once, and builds exactly what the
 //! general parse would (`_meta` in the request's extensions, as rmcp's own deserializer
 //! puts it); a unit test holds the two to the same result.
