@@ -69,6 +69,21 @@ fn leave_running_hang(server: &HttpServer, session: &str, id: u32) {
     });
 }
 
+/// Waits (at most `limit`) until `/healthz` answers 200 on a new connection.
+fn wait_until_healthy(server: &HttpServer, limit: Duration, what: &str) {
+    wait_for(limit, what, server, || {
+        try_raw_http(
+            server.addr(),
+            "GET",
+            "/healthz",
+            &[],
+            b"",
+            Duration::from_secs(1),
+        )
+        .is_ok_and(|health| health.status == 200)
+    });
+}
+
 /// Initializes a session; its id.
 fn open_session(server: &HttpServer) -> String {
     let init = post_to(server.addr(), None, INITIALIZE, REQUEST);
@@ -289,21 +304,10 @@ fn the_connection_cap_holds_new_connections_until_one_closes() {
         "a fourth connection is served while three are held: {refused:?}"
     );
     drop(held);
-    wait_for(
+    wait_until_healthy(
+        &server,
         Duration::from_secs(5),
         "served once the held connections closed",
-        &server,
-        || {
-            try_raw_http(
-                server.addr(),
-                "GET",
-                "/healthz",
-                &[],
-                b"",
-                Duration::from_secs(1),
-            )
-            .is_ok_and(|health| health.status == 200)
-        },
     );
 }
 
@@ -649,21 +653,10 @@ fn running_out_of_file_descriptors_neither_crashes_nor_spins_and_serving_resumes
         server.stderr()
     );
     drop(flood);
-    wait_for(
+    wait_until_healthy(
+        &server,
         Duration::from_secs(15),
         "a new client is served after the flood",
-        &server,
-        || {
-            try_raw_http(
-                server.addr(),
-                "GET",
-                "/healthz",
-                &[],
-                b"",
-                Duration::from_secs(1),
-            )
-            .is_ok_and(|health| health.status == 200)
-        },
     );
     let init = post_to(server.addr(), None, INITIALIZE, REQUEST);
     assert_eq!(init.status, 200, "{init:?}");
