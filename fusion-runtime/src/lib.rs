@@ -36,6 +36,7 @@ mod exit;
 mod failure;
 mod future;
 pub mod idempotency;
+pub mod identity;
 pub mod middleware;
 mod observe;
 mod output;
