@@ -19,7 +19,7 @@ use std::{io::IsTerminal as _, process::ExitCode, time::Duration};
 use rmcp::{RoleServer, service::ServerInitializeError};
 
 #[cfg(feature = "http")]
-pub use self::http::HttpOptions;
+pub use self::http::{HttpConfigError, HttpOptions};
 pub use self::stdio::StdioOptions;
 use self::stdio::{StdioHandle, StdioTransport};
 use crate::server::Server;

@@ -38,6 +38,21 @@ pub(super) struct HttpState {
     pub(super) draining: AtomicBool,
     /// The sessions, in stateful mode.
     pub(super) sessions: Option<Arc<Sessions>>,
+    /// Starts the task that ends idle sessions, once, from the first request (a router
+    /// may be built outside a Tokio runtime and mounted later).
+    pub(super) reaper: std::sync::Once,
+}
+
+impl HttpState {
+    /// Starts the idle-session reaper unless it runs. It holds the sessions weakly, so it
+    /// ends once the router is dropped.
+    pub(super) fn start_reaper(&self) {
+        if let Some(sessions) = &self.sessions {
+            self.reaper.call_once(|| {
+                tokio::spawn(Sessions::reap(Arc::downgrade(sessions)));
+            });
+        }
+    }
 }
 
 /// While draining, every HTTP/1 answer closes its connection, so that clients and proxies
@@ -119,6 +134,7 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
+    state.start_reaper();
     if let Err(rejection) = check_host(&state.hosts, request.uri(), request.headers()) {
         return *rejection;
     }

@@ -6,6 +6,13 @@ use std::{net::SocketAddr, time::Duration};
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use tokio_util::sync::CancellationToken;
 
+/// Options that cannot serve, found by [`Server::router`](crate::Server::router) and
+/// [`Server::serve_http_with`](crate::Server::serve_http_with) (which exits with
+/// [`EXIT_CONFIG`](crate::EXIT_CONFIG)); the message says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HttpConfigError(pub(super) String);
+
 /// How [`Server::serve_http_with`] serves: the address, the MCP path, who may connect,
 /// limits, and the session mode.
 ///
@@ -364,17 +371,19 @@ impl HttpOptions {
     }
 
     /// The MCP path must not shadow the other routes nor hold routing syntax.
-    pub(super) fn check_path(&self) -> Result<(), String> {
+    /// Whether these options can serve: the MCP path shadows no other route and is a
+    /// plain path.
+    pub(super) fn check(&self) -> Result<(), HttpConfigError> {
         let path = self.path.as_str();
         if matches!(path, "/healthz" | "/readyz" | "/metrics") {
-            return Err(format!(
+            return Err(HttpConfigError(format!(
                 "the MCP path cannot be {path}, which serves something else"
-            ));
+            )));
         }
         if path.contains(['{', '}', '*', ':', '?', '#']) || path.contains("//") {
-            return Err(format!(
+            return Err(HttpConfigError(format!(
                 "the MCP path {path:?} must be a plain path such as /mcp"
-            ));
+            )));
         }
         Ok(())
     }
