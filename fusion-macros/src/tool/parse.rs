@@ -380,11 +380,12 @@ fn scopes_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Vec<Li
             continue;
         };
         let text = scope.value();
-        let is_token = !text.is_empty()
-            && text.bytes().all(|byte| {
-                byte == 0x21 || (0x23..=0x5B).contains(&byte) || (0x5D..=0x7E).contains(&byte)
-            });
-        if !is_token {
+        let is_token = text.bytes().all(|byte| {
+            byte == 0x21 || (0x23..=0x5B).contains(&byte) || (0x5D..=0x7E).contains(&byte)
+        });
+        if text.is_empty() {
+            cx.error_spanned_by(&scope, "a scope cannot be empty");
+        } else if !is_token {
             cx.error_spanned_by(
                 &scope,
                 format!(

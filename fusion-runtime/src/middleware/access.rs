@@ -1,6 +1,6 @@
 //! Who may call: roles from the context, scopes from the verified token.
 
-use super::{CallInfo, Middleware, from_fn, refuse};
+use super::base::{CallInfo, Middleware, from_fn, refuse};
 use crate::{
     failure::Failure,
     failure::classify::{Classification, ErrorClass, ErrorCode},

@@ -9,7 +9,7 @@ use std::{
     },
 };
 
-use super::{CallInfo, Guard, Middleware, Verdict, busy};
+use super::base::{CallInfo, Guard, Middleware, Verdict, busy};
 use crate::BoxFuture;
 
 /// Lets at most `running` calls run at once and `queued` more wait; beyond that, calls

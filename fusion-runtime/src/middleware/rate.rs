@@ -5,7 +5,7 @@ use std::{collections::HashMap, sync::Mutex, time::Duration};
 // tokio's clock: std's outside tests, and a paused clock drives the limiter in tests.
 use tokio::time::Instant;
 
-use super::{CallInfo, Middleware, Verdict, busy};
+use super::base::{CallInfo, Middleware, Verdict, busy};
 use crate::{BoxFuture, failure::FailureKind};
 
 /// Allows `per_second` calls a second on average, with bursts of up to `burst` (a token

@@ -101,6 +101,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             tool,
             action: target.action,
             request_id: call.request_id(),
+            caller: call.request().subject(),
             args: &args,
             correlation_id: &correlation_id,
             redactor: &redactor,
