@@ -39,7 +39,10 @@ use rmcp::{
 };
 use serde_json::{Map, Value};
 
-use crate::{future::BoxFuture, setup::error::BuildError, setup::uri_template::UriTemplate};
+use crate::{
+    failure::wording::catalog as words, future::BoxFuture, setup::error::BuildError,
+    setup::uri_template::UriTemplate,
+};
 
 /// What a resource's closure returns: text or bytes, with an optional MIME type that
 /// overrides the one the resource was registered with.
@@ -467,19 +470,13 @@ pub(crate) enum ReadError {
     Failed { reference: String },
 }
 
-/// The message of a failed read, as the client reads it.
-pub(crate) fn read_error_message(uri: &str, error: &ReadError) -> String {
-    // The client's URI, quoted whole up to a generous URI length and cut beyond it.
-    let uri = crate::echo::cut(uri, 2048);
-    match error {
-        ReadError::NotFound => format!("no resource has the URI `{uri}`"),
-        ReadError::InvalidUri(details) => {
-            format!("the URI `{uri}` matches a template but its variables are invalid: {details}")
-        }
-        ReadError::Failed { reference } => {
-            format!(
-                "reading `{uri}` failed (reference {reference}; the details are in the server log)"
-            )
+impl ReadError {
+    /// The message of a failed read of `uri`, as the client reads it.
+    pub(crate) fn message(&self, uri: &str) -> String {
+        match self {
+            Self::NotFound => words::resource_not_found(uri),
+            Self::InvalidUri(details) => words::resource_uri_invalid(uri, details),
+            Self::Failed { reference } => words::resource_read_failed(uri, reference),
         }
     }
 }

@@ -121,7 +121,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         match self.catalog().read(&request.uri).await {
             Ok(contents) => Ok(rmcp::model::ReadResourceResult::new(contents).into()),
             Err(error) => {
-                let message = crate::resource::read_error_message(&request.uri, &error);
+                let message = error.message(&request.uri);
                 let data = Some(serde_json::json!({ "uri": request.uri }));
                 Err(match error {
                     crate::resource::ReadError::NotFound => {
@@ -148,7 +148,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     ) -> Result<(), ErrorData> {
         self.require_resources()?;
         if !self.catalog().knows(&request.uri) {
-            let message = format!("no resource has the URI `{}`", request.uri);
+            let message = crate::failure::wording::catalog::subscribe_not_found(&request.uri);
             return Err(ErrorData::resource_not_found(
                 message,
                 Some(serde_json::json!({ "uri": request.uri })),
@@ -198,7 +198,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         match prompts.get(&request.name, request.arguments).await {
             Ok(result) => Ok(result.into()),
             Err(error) => {
-                let message = crate::prompt::prompt_error_message(&request.name, &error);
+                let message = error.message(&request.name);
                 Err(match error {
                     crate::prompt::PromptError::Failed { .. } => {
                         ErrorData::internal_error(message, None)

@@ -6,7 +6,7 @@ use rmcp::model::{ResourceContents, ResourceUpdatedNotificationParam};
 use serde::de::DeserializeOwned;
 
 use crate::{
-    resource::{IntoResourceContents, ReadFailure, ReadFn, ResourceInfo, read_error_message},
+    resource::{IntoResourceContents, ReadFailure, ReadFn, ResourceInfo},
     server::Server,
     setup::builder::ServerBuilder,
 };
@@ -175,7 +175,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         self.catalog()
             .read(uri)
             .await
-            .map_err(|error| read_error_message(uri, &error))
+            .map_err(|error| error.message(uri))
     }
 
     /// Tells every client subscribed to `uri` that it changed
