@@ -115,7 +115,8 @@ pub struct Failure {
     /// The error's own message and its source chain, outermost first. Never shown to the
     /// model for masked failures.
     pub(crate) chain: Vec<String>,
-    /// How many times the handler ran (more than one after retries).
+    /// How many times the handler ran (more than one after retries). The pipeline counts
+    /// them in `pipeline::policy::Ran` and writes the count here once, before rendering.
     pub(crate) attempts: u32,
 }
 

@@ -25,7 +25,6 @@ use crate::{
     failure::{Failure, FailureKind, Target},
     idempotency::{Claim, ClaimGuard},
     log::Redactor,
-    output::Outcome,
 };
 
 use crate::server::Server;
@@ -38,6 +37,7 @@ pub(crate) mod render;
 mod replay;
 
 use call_log::CallLog;
+use policy::Ran;
 pub(crate) use render::CallReport;
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -130,17 +130,19 @@ impl<C: Send + Sync + 'static> Server<C> {
         // A cancelled request drops the handler's future (its destructors run); the
         // transport sends no answer for a cancelled id, as the protocol says. A request
         // cancelled before it started never starts.
-        let (outcome, attempts) = match resolved {
-            Err(kind) => (Outcome::Failure(Failure::new(kind)), 0),
-            Ok(_) if cancelled_early => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+        let ran = match resolved {
+            Err(kind) => Ran::no_attempt(Failure::new(kind)),
+            Ok(_) if cancelled_early => Ran::no_attempt(Failure::new(FailureKind::Cancelled)),
             // Await: the call itself. Holds `in_flight` and `claim`; a drop here gives both
             // back (the claim is released, so a waiter or a retry of the key runs).
             Ok((index, _)) => tokio::select! {
                 biased;
-                () = call.cancelled() => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
-                finished = self.run(index, &target, &args, context, call, &redactor) => finished,
+                () = call.cancelled() => Ran::no_attempt(Failure::new(FailureKind::Cancelled)),
+                ran = self.run(index, &target, &args, context, call, &redactor) => ran,
             },
         };
+        let attempts = ran.attempts;
+        let outcome = ran.into_outcome();
         // No `.await` from here on: the call ends in this poll.
         let (mut rendered, mut outcome_name) =
             self.render(&target, handler, outcome, &correlation_id, &redactor);
