@@ -1,7 +1,7 @@
 //! The call pipeline: every `tools/call`, from a transport or the [`Tester`](crate::testing::Tester),
 //! goes through [`Server::call`], one step a file, in this order:
 //!
-//! 1. resolve: the tool and action, by the registry (`registry.rs`), and the arguments;
+//! 1. resolve: the tool and action, by the registry (`setup/registry.rs`), and the arguments;
 //! 2. replay (`replay.rs`): an idempotency key seen before returns the first call's result;
 //! 3. admit (`admit.rs`): the context, the argument limits, the middleware chain;
 //! 4. policy (`policy.rs`): the circuit breaker, retries with backoff, the timeout, reconnect;

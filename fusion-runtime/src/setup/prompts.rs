@@ -6,12 +6,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
-    prompt::{
-        CompletionTarget, IntoPromptMessages, PromptInfo, RegisteredPrompt, Render, RenderFn,
-    },
     server::Server,
     setup::builder::ServerBuilder,
     setup::error::BuildError,
+    setup::prompt::{
+        CompletionTarget, IntoPromptMessages, PromptInfo, RegisteredPrompt, Render, RenderFn,
+    },
 };
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {

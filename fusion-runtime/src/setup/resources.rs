@@ -6,9 +6,9 @@ use rmcp::model::{ResourceContents, ResourceUpdatedNotificationParam};
 use serde::de::DeserializeOwned;
 
 use crate::{
-    resource::{IntoResourceContents, ReadFailure, ReadFn, ResourceInfo},
     server::Server,
     setup::builder::ServerBuilder,
+    setup::resource::{IntoResourceContents, ReadFailure, ReadFn, ResourceInfo},
 };
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
@@ -71,7 +71,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     .map_err(ReadFailure::Error)
             })
         });
-        self.catalog.push_fixed(info, read);
+        self.catalog.resources.push_fixed(info, read);
         self
     }
 
@@ -137,7 +137,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     .map_err(ReadFailure::Error)
             })
         });
-        self.catalog.push_template(info, read);
+        self.catalog.resources.push_template(info, read);
         self
     }
 }
@@ -145,12 +145,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
 impl<C: Send + Sync + 'static> Server<C> {
     /// The fixed resources, as `resources/list` describes them.
     pub fn resources(&self) -> Vec<rmcp::model::Resource> {
-        self.catalog().resources()
+        self.catalog().resources.resources()
     }
 
     /// The resource templates, as `resources/templates/list` describes them.
     pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
-        self.catalog().templates()
+        self.catalog().resources.templates()
     }
 
     /// Reads a resource as a client would (`resources/read`): the contents, with each
@@ -173,6 +173,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, String> {
         self.catalog()
+            .resources
             .read(uri)
             .await
             .map_err(|error| error.message(uri))
@@ -181,7 +182,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// Tells every client subscribed to `uri` that it changed
     /// (`notifications/resources/updated`); they read it again when they want it.
     pub async fn notify_resource_updated(&self, uri: &str) {
-        for peer in self.catalog().subscribers_of(uri) {
+        for peer in self.catalog().resources.subscribers_of(uri) {
             let sent = peer
                 .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
                 .await;

@@ -252,18 +252,20 @@ impl<'s> Compiler<'s> {
     }
 }
 
+/// A validator of a schema written with `json!` in a unit test (an object).
+#[cfg(test)]
+pub(super) fn validator(schema: Value) -> Validator {
+    match schema {
+        Value::Object(object) => Validator::compile(&object),
+        _ => unreachable!("test schemas are objects"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
-
-    fn validator(schema: Value) -> Validator {
-        match schema {
-            Value::Object(object) => Validator::compile(&object),
-            _ => unreachable!("test schemas are objects"),
-        }
-    }
 
     #[test]
     fn recursive_definitions_compile() {

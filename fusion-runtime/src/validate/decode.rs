@@ -253,3 +253,18 @@ pub(crate) fn decode_map<T: DeserializeOwned>(map: Map<String, Value>) -> Result
         Err(error) => Err(error.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    #[test]
+    fn unit_arguments_decode_from_an_empty_map() {
+        assert!(decode_map::<()>(Map::new()).is_ok());
+        let mut one = Map::new();
+        one.insert("a".into(), Value::String("b".into()));
+        assert!(decode_map::<HashMap<String, String>>(one).is_ok());
+    }
+}

@@ -325,16 +325,9 @@ fn is_plain_key(key: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
-    use super::super::{compile::Validator, issue::IssueCode};
-
-    fn validator(schema: Value) -> Validator {
-        match schema {
-            Value::Object(object) => Validator::compile(&object),
-            _ => unreachable!("test schemas are objects"),
-        }
-    }
+    use super::super::{compile::validator, issue::IssueCode};
 
     #[test]
     fn reports_every_problem_with_its_path() {

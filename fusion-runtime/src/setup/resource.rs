@@ -266,14 +266,14 @@ struct TemplateResource {
     read: ReadFn,
 }
 
-/// The resources, prompts and completions of a server (and the mistakes made registering
-/// them, reported by `try_build`).
+/// The resources of a server: fixed ones, templates, who subscribed to which URI, and the
+/// mistakes made registering them (reported by `try_build`). The prompts and completions
+/// have their own catalog (`prompt.rs`); `catalog.rs` holds both.
 #[derive(Default)]
-pub(crate) struct Catalog {
+pub(crate) struct Resources {
     fixed: Vec<FixedResource>,
     templates: Vec<TemplateResource>,
     subscribers: Mutex<Vec<Subscriber>>,
-    pub(crate) prompts: crate::prompt::Prompts,
     errors: Vec<BuildError>,
 }
 
@@ -282,12 +282,10 @@ struct Subscriber {
     peer: Peer<RoleServer>,
 }
 
-impl Catalog {
-    /// The registration mistakes: duplicate URIs or names, malformed templates.
+impl Resources {
+    /// The registration mistakes: duplicate URIs, malformed templates.
     pub(crate) fn take_errors(&mut self) -> Vec<BuildError> {
-        let mut errors = std::mem::take(&mut self.errors);
-        errors.extend(self.prompts.take_errors());
-        errors
+        std::mem::take(&mut self.errors)
     }
 
     pub(crate) fn has_resources(&self) -> bool {
