@@ -8,6 +8,9 @@
 //!
 //! The code that finds a problem decides what it is; the words are built here, from plain
 //! values, so that changing a sentence never means reading a validator or a pipeline.
+//! Written where they are raised instead: the refusals of the built-in middleware
+//! (`middleware.rs`, a message like any user middleware's `refuse`), and the JSON-RPC
+//! errors of requests that are not a well-formed call (`protocol/params.rs`, `transport/`).
 
 pub(crate) mod args;
 pub(crate) mod catalog;
