@@ -122,7 +122,7 @@ impl PromptArg {
 
     /// Values that `completion/complete` suggests for this argument: those that start
     /// with what the user typed (ignoring case). For computed suggestions, see
-    /// [`ServerBuilder::complete_prompt_argument`].
+    /// [`ServerBuilder::complete_prompt_argument`](crate::ServerBuilder::complete_prompt_argument).
     pub fn choices<I, S>(mut self, choices: I) -> Self
     where
         I: IntoIterator<Item = S>,

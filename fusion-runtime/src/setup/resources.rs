@@ -16,8 +16,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// `mime_type`; `content` is called on each `resources/read`.
     ///
     /// `content` returns anything [`IntoResourceContents`]: text, bytes (sent as a base64
-    /// blob), JSON, [`ResourceContent`]s, or a `Result` of these (an error is logged and
-    /// the client gets an internal error with a reference, never the error's text).
+    /// blob), JSON, [`ResourceContent`](crate::ResourceContent)s, or a `Result` of these (an
+    /// error is logged and the client gets an internal error with a reference, never the
+    /// error's text).
     ///
     /// ```
     /// use fusion_runtime::prelude::*;
