@@ -44,12 +44,9 @@ pub(crate) mod pipeline;
 mod policy;
 mod present;
 mod probe;
-pub mod prompt;
 mod protocol;
 #[cfg(feature = "redis")]
 pub mod redis;
-mod registry;
-pub mod resource;
 pub mod schema;
 mod server;
 mod setup;
@@ -75,12 +72,14 @@ pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use pipeline::render::ISSUES_META_KEY;
 pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use present::{Presentation, PresenterFn, UiBlock};
-pub use prompt::{IntoPromptMessages, PromptArg, PromptInfo};
-pub use registry::{ACTION_KEY, Exposure};
-pub use resource::{IntoResourceContents, ResourceContent, ResourceInfo};
 pub use server::Server;
 pub use setup::builder::ServerBuilder;
 pub use setup::error::{BuildError, StartupError};
+// `fusion_runtime::prompt` and `fusion_runtime::resource` are public modules whose files
+// live in `setup/`, beside the catalog that holds what they describe.
+pub use setup::prompt::{self, IntoPromptMessages, PromptArg, PromptInfo};
+pub use setup::registry::{ACTION_KEY, Exposure};
+pub use setup::resource::{self, IntoResourceContents, ResourceContent, ResourceInfo};
 pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
 pub use transport::StdioOptions;
 #[cfg(feature = "http")]
