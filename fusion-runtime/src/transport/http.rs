@@ -6,6 +6,8 @@
 //! [`conn`] bounds connections (count, time to send headers); beside it, [`sessions`]
 //! bounds sessions (count, idleness, calls in flight, duplicate ids).
 
+#[cfg(feature = "oauth")]
+mod auth;
 mod conn;
 mod guard;
 mod options;
@@ -38,6 +40,8 @@ use self::{
 use super::signals::Signals;
 use crate::{server::Server, setup::builder::ServerBuilder};
 
+#[cfg(feature = "oauth")]
+pub use self::auth::{JwtAlgorithm, OAuth};
 pub use self::options::HttpOptions;
 use self::{guard::*, options::*};
 
@@ -92,7 +96,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// # }
     /// ```
     pub async fn serve_http_with(self, options: HttpOptions) -> ExitCode {
-        if let Err(problem) = options.check_path() {
+        if let Err(problem) = options.check_path().and_then(|()| options.check_auth()) {
             eprintln!("fusion: {problem}");
             return ExitCode::from(crate::exit::EXIT_CONFIG);
         }
@@ -111,6 +115,16 @@ impl<C: Send + Sync + 'static> Server<C> {
             idle_timeout: options.session_idle_timeout,
             max_in_flight: options.max_calls_per_session,
         }));
+        // The resource server's configuration is checked once the port is known: by
+        // default its resource URL (the audience tokens must name) is the bound one.
+        #[cfg(feature = "oauth")]
+        let oauth = match options.authenticator(&url_of(bound, &options.path), self.name()) {
+            Ok(oauth) => oauth.map(Arc::new),
+            Err(problem) => {
+                eprintln!("fusion: {problem}");
+                return ExitCode::from(crate::exit::EXIT_CONFIG);
+            }
+        };
         let state = Arc::new(HttpState {
             hosts: hosts.clone(),
             origins: options.allowed_origins.clone(),
@@ -118,6 +132,19 @@ impl<C: Send + Sync + 'static> Server<C> {
             max_body_bytes: options.max_body_bytes,
             draining: AtomicBool::new(false),
             sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
+            #[cfg(feature = "oauth")]
+            oauth: oauth.clone(),
+        });
+        // The issuer's keys load beside the server: an issuer that is down delays no
+        // start-up (requests with a token get 503 until it answers).
+        #[cfg(feature = "oauth")]
+        let warm_up = oauth.map(|oauth| {
+            eprintln!(
+                "fusion: OAuth resource server: tokens from {}, metadata at {}",
+                options.oauth.as_ref().map_or("", |config| config.issuer()),
+                oauth.metadata_url()
+            );
+            tokio::spawn(async move { oauth.warm_up().await })
         });
         let router = self.router(
             &options,
@@ -214,6 +241,10 @@ impl<C: Send + Sync + 'static> Server<C> {
             serving.abort();
         }
         reaper.abort();
+        #[cfg(feature = "oauth")]
+        if let Some(warm_up) = warm_up {
+            warm_up.abort();
+        }
         tracing::info!(target: "fusion::server", "stopped");
         code
     }
@@ -254,6 +285,13 @@ impl<C: Send + Sync + 'static> Server<C> {
             )
             .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
         let closing = Arc::clone(&state);
+        // RFC 9728 metadata: open, like the probes (clients read it to find the issuer);
+        // merged after the guard's layer, so the guard does not wrap it.
+        #[cfg(feature = "oauth")]
+        let protected = match &state.oauth {
+            Some(oauth) => protected.merge(oauth.well_known_routes()),
+            None => protected,
+        };
         Router::new()
             .route("/healthz", get(|| async { "ok\n" }))
             .route(

@@ -1,5 +1,5 @@
 //! The guard in front of the MCP endpoint: request framing (one `Host`), the Host, Origin
-//! and bearer-token checks, the session a request names, the body's size and type, the
+//! and bearer-token checks (a static token, or an OAuth access token through `auth`), the session a request names, the body's size and type, the
 //! number literals of a `tools/call` body, and closing connections while draining.
 
 use std::{
@@ -38,6 +38,9 @@ pub(super) struct HttpState {
     pub(super) draining: AtomicBool,
     /// The sessions, in stateful mode.
     pub(super) sessions: Option<Arc<Sessions>>,
+    /// The OAuth resource server, when configured.
+    #[cfg(feature = "oauth")]
+    pub(super) oauth: Option<Arc<super::auth::Authenticator>>,
 }
 
 /// While draining, every HTTP/1 answer closes its connection, so that clients and proxies
@@ -137,6 +140,15 @@ pub(super) async fn guard(
         )
             .into_response();
     }
+    // An OAuth access token: verified, its claims put in the extensions for the handler.
+    #[cfg(feature = "oauth")]
+    let request = match &state.oauth {
+        Some(oauth) => match oauth.authorize(request).await {
+            Ok(request) => request,
+            Err(refused) => return refused,
+        },
+        None => request,
+    };
     let session = session_of(request.headers()).map(str::to_owned);
     // rmcp answers 404 for an unknown session on GET and POST, but ends it without a
     // word on DELETE (204 for a forged id): one check here, for every method.

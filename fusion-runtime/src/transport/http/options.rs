@@ -89,11 +89,14 @@ pub struct HttpOptions {
     pub(super) max_sessions: usize,
     pub(super) session_idle_timeout: Option<Duration>,
     pub(super) max_calls_per_session: usize,
+    #[cfg(feature = "oauth")]
+    pub(super) oauth: Option<super::auth::OAuth>,
 }
 
 impl std::fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpOptions")
+        let mut debug = f.debug_struct("HttpOptions");
+        let debug = debug
             .field("addr", &self.addr)
             .field("path", &self.path)
             .field("allowed_hosts", &self.allowed_hosts)
@@ -111,8 +114,10 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_connections", &self.max_connections)
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
-            .field("max_calls_per_session", &self.max_calls_per_session)
-            .finish()
+            .field("max_calls_per_session", &self.max_calls_per_session);
+        #[cfg(feature = "oauth")]
+        let debug = debug.field("oauth", &self.oauth);
+        debug.finish()
     }
 }
 
@@ -147,6 +152,8 @@ impl Default for HttpOptions {
             max_sessions: 1024,
             session_idle_timeout: Some(Duration::from_secs(600)),
             max_calls_per_session: 32,
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 }
@@ -227,6 +234,28 @@ impl HttpOptions {
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         let token = token.into();
         self.bearer_token = (!token.is_empty()).then_some(token);
+        self
+    }
+
+    /// Makes the endpoint an OAuth 2.1 resource server: every request to it (and to
+    /// `/metrics`) needs a valid access token from the configured issuer, and the RFC 9728
+    /// metadata is served at `/.well-known/oauth-protected-resource` (see [`OAuth`]).
+    /// Feature `oauth`. Cannot be combined with [`bearer_token`](Self::bearer_token): the
+    /// server refuses to start (exit 78) when both are set.
+    ///
+    /// [`OAuth`]: crate::OAuth
+    ///
+    /// ```
+    /// use fusion_runtime::{HttpOptions, OAuth};
+    ///
+    /// let options = HttpOptions::default()
+    ///     .port(8931)
+    ///     .oauth(OAuth::new("https://id.example.com").required_scopes(["mcp"]));
+    /// # drop(options);
+    /// ```
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: super::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -377,6 +406,34 @@ impl HttpOptions {
             ));
         }
         Ok(())
+    }
+
+    /// One way to authenticate: a static token and OAuth together would leave it unclear
+    /// which a client must send, and the weaker one would open the endpoint.
+    pub(super) fn check_auth(&self) -> Result<(), String> {
+        #[cfg(feature = "oauth")]
+        if self.oauth.is_some() && self.bearer_token.is_some() {
+            return Err(
+                "HttpOptions::oauth and HttpOptions::bearer_token cannot be combined: choose the OAuth resource server or the static token"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The OAuth resource server of these options, with `local_url` (the MCP URL at the
+    /// bound address) as its default resource URL; `None` without OAuth, a configuration
+    /// mistake as an `Err`.
+    #[cfg(feature = "oauth")]
+    pub(super) fn authenticator(
+        &self,
+        local_url: &str,
+        server_name: &str,
+    ) -> Result<Option<super::auth::Authenticator>, String> {
+        self.oauth
+            .as_ref()
+            .map(|oauth| super::auth::Authenticator::new(oauth, local_url, &self.path, server_name))
+            .transpose()
     }
 
     /// The hosts accepted, with the bound address's when it is a specific one.
