@@ -16,14 +16,19 @@
 //!   [`nginx`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
 //!   missing; under `CI=true` a missing tool fails the test.
 //! - [`stdio_peer::StdioPeer`]: raw JSON-RPC lines to an example server over stdio.
+//! - [`auth_server::AuthServer`]: a test OAuth authorization server on loopback (RFC 8414
+//!   metadata, a JWKS of RSA keys made at start), minting and forging access tokens.
 
 #![allow(dead_code)]
 
+pub(crate) mod auth_server;
 pub(crate) mod http;
 pub(crate) mod process;
 pub(crate) mod stdio_peer;
 pub(crate) mod toolchains;
 
+#[allow(unused_imports)]
+pub(crate) use auth_server::AuthServer;
 #[allow(unused_imports)]
 pub(crate) use http::{HttpServer, RawResponse, mcp_headers, post_mcp, raw_http, try_raw_http};
 #[allow(unused_imports)]
