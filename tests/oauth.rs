@@ -242,6 +242,62 @@ fn a_valid_token_initializes_and_calls_a_tool() {
     assert_not_logged(&demo, &[token]);
 }
 
+/// A session for `token`: `initialize`, `notifications/initialized`, then `call` (a
+/// JSON-RPC request with id 2); the call's response.
+fn session_call(addr: std::net::SocketAddr, token: &str, call: &str) -> RawResponse {
+    let authorization = format!("Bearer {token}");
+    let auth = ("Authorization", authorization.as_str());
+    let init = support::post_mcp(addr, &[auth], INITIALIZE, REQUEST);
+    assert_eq!(init.status, 200, "{init:?}");
+    let session = init.header("mcp-session-id").unwrap_or_default().to_owned();
+    let headers = [
+        auth,
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let initialized = support::post_mcp(
+        addr,
+        &headers,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        REQUEST,
+    );
+    assert_eq!(initialized.status, 202, "{initialized:?}");
+    support::post_mcp(addr, &headers, call, REQUEST)
+}
+
+#[test]
+fn admin_and_guest_tokens_get_different_answers_at_once() {
+    let auth = AuthServer::start();
+    let demo = demo(&auth, &[]);
+    let find_many = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"db_user","arguments":{"action":"find_many","take":2}}}"#;
+    let admin = auth.token(&auth.claims(demo.url(), "ann", "admin"));
+    let guest = auth.token(&auth.claims(demo.url(), "gus", "read"));
+    let addr = demo.addr();
+    let callers: Vec<_> = [admin, guest]
+        .into_iter()
+        .map(|token| std::thread::spawn(move || session_call(addr, &token, find_many)))
+        .collect();
+    let mut answers = callers.into_iter().map(|caller| {
+        caller
+            .join()
+            .unwrap_or_else(|_| panic!("a caller panicked"))
+    });
+    let (admin, guest) = (
+        answers.next().expect("the admin's answer"),
+        answers.next().expect("the guest's answer"),
+    );
+    assert_eq!(admin.status, 200, "{admin:?}");
+    assert!(
+        !admin.body.contains(r#""isError":true"#) && admin.body.contains("email"),
+        "the admin reads users: {admin:?}"
+    );
+    assert_eq!(guest.status, 200, "{guest:?}");
+    assert!(
+        guest.body.contains(r#""isError":true"#),
+        "the guest is refused: {guest:?}"
+    );
+}
+
 #[test]
 fn a_key_published_after_start_up_is_accepted() {
     let auth = AuthServer::start();

@@ -107,6 +107,27 @@ async fn a_successful_call_logs_every_field_at_info() {
     let arguments: Value =
         serde_json::from_str(f["arguments"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
     assert_eq!(arguments, json!({"text": "hello"}));
+    assert_eq!(f["caller"], "", "no token, no caller");
+}
+
+#[tokio::test]
+async fn the_call_log_names_the_tokens_subject_and_nothing_else_of_it() {
+    use fusion_runtime::identity::{Claims, RequestInfo};
+    let (captured, _guard) = capture();
+    let claims = Claims::from_json(json!({
+        "sub": "ann@example.com",
+        "scope": "admin",
+        "email": "private@example.com",
+    }));
+    tester()
+        .as_caller(RequestInfo::in_memory().with_claims(claims))
+        .call("echo", json!({"text": "hello"}))
+        .await;
+    let events = captured.call_events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(fields(&events[0])["caller"], "ann@example.com");
+    let line = events[0].to_string();
+    assert!(!line.contains("private@example.com"), "{line}");
 }
 
 /// (tool, args, expected outcome, expected level)

@@ -44,6 +44,8 @@ pub(crate) const ACTION: &str = "action";
 pub(crate) const PRESENTER: &str = "presenter";
 /// `#[mcp_tool(idempotency_key = "request_id")]`
 pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency_key";
+/// `#[mcp_tool(scopes = ["db:write"])]`
+pub(crate) const SCOPES: &str = "scopes";
 
 /// Every key of `#[mcp_tool(...)]`, in the order the error message lists them.
 pub(crate) const TOOL_KEYS: &[&str] = &[
@@ -62,6 +64,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     ACTION,
     PRESENTER,
     IDEMPOTENCY_KEY,
+    SCOPES,
     CRATE,
 ];
 

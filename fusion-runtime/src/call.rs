@@ -30,7 +30,7 @@ use rmcp::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::validate::NumberLiterals;
+use crate::{identity::RequestInfo, validate::NumberLiterals};
 
 /// The request a tool is serving. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -52,6 +52,8 @@ struct Inner {
     /// The number literals of the arguments that a JSON value cannot hold exactly, as the
     /// transport recorded them: the validator judges integers sent as floats by them.
     numbers: NumberLiterals,
+    /// Who is calling, as the transport knows them.
+    request: RequestInfo,
 }
 
 impl Call {
@@ -63,6 +65,7 @@ impl Call {
         cancel: CancellationToken,
         log_level: Option<LogLevel>,
         numbers: NumberLiterals,
+        request: RequestInfo,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -73,6 +76,7 @@ impl Call {
                 log_level,
                 recorded: None,
                 numbers,
+                request,
             }),
         }
     }
@@ -80,12 +84,13 @@ impl Call {
     /// A call without a client (the in-memory tester): notifications are recorded, not
     /// sent; every log level is recorded and a progress token is assumed.
     pub fn detached() -> Self {
-        Self::detached_with_numbers(NumberLiterals::default())
+        Self::detached_as(NumberLiterals::default(), RequestInfo::in_memory())
     }
 
-    /// A detached call whose arguments came as JSON text with these number literals
-    /// ([`Tester::call_json`](crate::testing::Tester::call_json)).
-    pub(crate) fn detached_with_numbers(numbers: NumberLiterals) -> Self {
+    /// A detached call from `request`'s caller, whose arguments came as JSON text with
+    /// these number literals ([`Tester::call_json`](crate::testing::Tester::call_json),
+    /// [`Tester::as_caller`](crate::testing::Tester::as_caller)).
+    pub(crate) fn detached_as(numbers: NumberLiterals, request: RequestInfo) -> Self {
         Self {
             inner: Arc::new(Inner {
                 request_id: None,
@@ -97,6 +102,7 @@ impl Call {
                 log_level: Some(LogLevel::Debug),
                 recorded: Some(Mutex::new(Vec::new())),
                 numbers,
+                request,
             }),
         }
     }
@@ -109,6 +115,23 @@ impl Call {
     /// Whether the call came over a transport (not from the in-memory tester).
     pub(crate) fn is_served(&self) -> bool {
         self.inner.peer.is_some()
+    }
+
+    /// Who is calling: the transport, the HTTP headers and extensions, the session, the
+    /// verified token's claims ([`RequestInfo`]).
+    ///
+    /// ```
+    /// use fusion_runtime::{Call, prelude::*};
+    ///
+    /// /// Who am I?
+    /// #[mcp_tool]
+    /// async fn whoami(#[call] call: &Call) -> String {
+    ///     call.request().subject().unwrap_or("anonymous").to_owned()
+    /// }
+    /// # let _ = Server::builder("who", "0").tool(whoami).build();
+    /// ```
+    pub fn request(&self) -> &RequestInfo {
+        &self.inner.request
     }
 
     /// The JSON-RPC id of the request, when served over a transport.

@@ -57,6 +57,9 @@ mod tool;
 mod transport;
 mod validate;
 
+/// axum, as the HTTP transport uses it: mount [`Server::router`] with the same version.
+#[cfg(feature = "http")]
+pub use axum;
 pub use call::{Call, ClientRequestError, Elicitation, ElicitationAction, LogLevel};
 pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
 pub use exit::{EXIT_CONFIG, EXIT_FATAL};
@@ -77,9 +80,9 @@ pub use server::Server;
 pub use setup::builder::ServerBuilder;
 pub use setup::error::{BuildError, StartupError};
 pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
-#[cfg(feature = "http")]
-pub use transport::HttpOptions;
 pub use transport::StdioOptions;
+#[cfg(feature = "http")]
+pub use transport::{HttpConfigError, HttpOptions};
 #[cfg(feature = "oauth")]
 pub use transport::{JwtAlgorithm, OAuth};
 pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};

@@ -51,7 +51,8 @@ impl<C> std::fmt::Debug for Server<C> {
     }
 }
 
-pub(crate) type ContextFactory<C> = Arc<dyn Fn() -> C + Send + Sync>;
+/// Builds the context of one call from what the transport knows about its caller.
+pub(crate) type ContextFactory<C> = Arc<dyn Fn(&crate::identity::RequestInfo) -> C + Send + Sync>;
 
 pub(crate) struct Inner<C> {
     pub(crate) name: String,
@@ -119,10 +120,13 @@ impl<C: Send + Sync + 'static> Server<C> {
             .find(|handler| handler.spec.name == name)
     }
 
-    /// A fresh context from the server's factory.
-    pub(crate) fn make_context(&self) -> Result<C, Failure> {
+    /// A fresh context from the server's factory, for `request`'s caller.
+    pub(crate) fn make_context(
+        &self,
+        request: &crate::identity::RequestInfo,
+    ) -> Result<C, Failure> {
         let factory = &self.inner.context;
-        recover::catch_sync(|| factory()).map_err(Failure::panic)
+        recover::catch_sync(|| factory(request)).map_err(Failure::panic)
     }
 
     /// The resources, prompts and completions.

@@ -27,12 +27,17 @@
 use rmcp::model::CallToolResult;
 use serde_json::Value;
 
-use crate::{call::Call, present::UiBlock, server::Server, validate::literal};
+use crate::{
+    call::Call, identity::RequestInfo, present::UiBlock, server::Server, validate::literal,
+};
 
 /// Calls a server's tools in memory, the way a client would over a transport.
 #[derive(Clone, Debug)]
 pub struct Tester<C = ()> {
     server: Server<C>,
+    /// Who the calls come from: an in-memory caller without claims unless
+    /// [`as_caller`](Tester::as_caller) says otherwise.
+    request: RequestInfo,
 }
 
 /// The result of one call, split into the layers a test asserts on.
@@ -85,7 +90,44 @@ impl TestResult {
 impl<C: Send + Sync + 'static> Tester<C> {
     /// A tester for a built server (what `Server::builder(..)...build()` returns).
     pub fn new(server: Server<C>) -> Self {
-        Self { server }
+        Self {
+            server,
+            request: RequestInfo::in_memory(),
+        }
+    }
+
+    /// A tester of the same server whose calls come from `request`'s caller: its claims
+    /// (subject, scopes), headers and session, as a transport would report them. The
+    /// context factory, middleware and per-tool scopes see them.
+    ///
+    /// ```
+    /// use fusion_runtime::{identity::{Claims, RequestInfo}, prelude::*, testing::Tester};
+    ///
+    /// /// Delete a row.
+    /// #[mcp_tool(destructive, scopes = ["db:write"])]
+    /// async fn delete(id: u32) -> String {
+    ///     format!("deleted {id}")
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let tester = Tester::new(Server::builder("db", "1.0.0").tool(delete).build());
+    /// let reader = tester.as_caller(
+    ///     RequestInfo::in_memory().with_claims(Claims::for_subject("bob", ["db:read"])),
+    /// );
+    /// let refused = reader.call("delete", serde_json::json!({"id": 7})).await;
+    /// assert!(refused.is_error);
+    /// assert!(refused.text().contains("`db:write`"), "{}", refused.text());
+    /// let writer = tester.as_caller(
+    ///     RequestInfo::in_memory().with_claims(Claims::for_subject("ann", ["db:write"])),
+    /// );
+    /// assert_eq!(writer.call("delete", serde_json::json!({"id": 7})).await.data, "deleted 7");
+    /// # });
+    /// ```
+    pub fn as_caller(&self, request: RequestInfo) -> Self {
+        Self {
+            server: self.server.clone(),
+            request,
+        }
     }
 
     /// The server under test.
@@ -134,8 +176,8 @@ impl<C: Send + Sync + 'static> Tester<C> {
             panic!("call_json({tool:?}): the arguments are not JSON: {error}")
         });
         let numbers = literal::literals_of(json, &args);
-        self.run_with(tool, None, args, None, Call::detached_with_numbers(numbers))
-            .await
+        let call = Call::detached_as(numbers, self.request.clone());
+        self.run_with(tool, None, args, None, call).await
     }
 
     /// Calls `action` of a grouped `tool`.
@@ -169,7 +211,7 @@ impl<C: Send + Sync + 'static> Tester<C> {
     /// A context from the server's factory, adjusted. `None` when the factory panics: the
     /// call then makes its own, and is reported like any other call that failed.
     fn adjusted(&self, adjust: impl FnOnce(&mut C)) -> Option<C> {
-        let mut context = self.server.make_context().ok()?;
+        let mut context = self.server.make_context(&self.request).ok()?;
         adjust(&mut context);
         Some(context)
     }
@@ -181,8 +223,8 @@ impl<C: Send + Sync + 'static> Tester<C> {
         args: Value,
         context: Option<C>,
     ) -> TestResult {
-        self.run_with(tool, action, args, context, Call::detached())
-            .await
+        let call = Call::detached_as(Default::default(), self.request.clone());
+        self.run_with(tool, action, args, context, call).await
     }
 
     async fn run_with(

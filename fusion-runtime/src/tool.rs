@@ -70,6 +70,9 @@ pub struct ToolSpec {
     pub action: Option<&'static str>,
     /// The argument whose value identifies a call for deduplication.
     pub idempotency_key: Option<&'static str>,
+    /// The OAuth scopes the caller's token must grant (`scopes = [..]`); checked before
+    /// any middleware, against [`RequestInfo::claims`](crate::identity::RequestInfo::claims).
+    pub scopes: &'static [&'static str],
 }
 
 impl ToolSpec {

@@ -19,6 +19,7 @@ use std::sync::{Arc, RwLock};
 
 use fusion_runtime::{
     Classify, Presentation, Server, UiBlock,
+    identity::RequestInfo,
     middleware::{self, HasRoles},
     prelude::*,
 };
@@ -40,6 +41,17 @@ impl Role {
             "ADMIN" => Some(Self::Admin),
             "GUEST" => Some(Self::Guest),
             _ => None,
+        }
+    }
+}
+
+impl Role {
+    /// The role of a caller with a verified access token: an admin when its `scope` grants
+    /// `admin`, a guest otherwise. A caller without a token (stdio, the tester) is a guest.
+    pub fn of(request: &RequestInfo) -> Self {
+        match request.claims() {
+            Some(claims) if claims.has_scope("admin") => Self::Admin,
+            _ => Self::Guest,
         }
     }
 }
@@ -264,16 +276,49 @@ pub async fn health(#[ctx] ctx: &Ctx) -> Result<Health, DbError> {
     })
 }
 
-/// The demo's builder for a caller with `role`, grouped or flat.
+/// The demo server for callers of one `role` (the process's, over stdio).
 pub fn builder(
     role: Role,
+    exposure: fusion_runtime::Exposure,
+) -> fusion_runtime::ServerBuilder<Ctx> {
+    builder_with_roles(move |_| role, exposure)
+}
+
+/// The demo server for many users at once: each call's role comes from its caller's
+/// verified token ([`Role::of`]), so two users get different answers. What
+/// `fusion-demo --http PORT --oauth-issuer URL` serves.
+///
+/// ```
+/// use fusion_runtime::{identity::{Claims, RequestInfo}, testing::Tester, Exposure};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let tester = Tester::new(fusion_demo::builder_from_token(Exposure::Grouped).build());
+/// let token = |scopes: &[&str]| {
+///     RequestInfo::in_memory().with_claims(Claims::for_subject("someone", scopes.iter().copied()))
+/// };
+/// let admin = tester.as_caller(token(&["admin"]));
+/// let guest = tester.as_caller(token(&["read"]));
+/// let list = json!({"take": 1});
+/// assert!(!admin.call_action("db_user", "find_many", list.clone()).await.is_error);
+/// assert!(guest.call_action("db_user", "find_many", list).await.is_error);
+/// # });
+/// ```
+pub fn builder_from_token(
+    exposure: fusion_runtime::Exposure,
+) -> fusion_runtime::ServerBuilder<Ctx> {
+    builder_with_roles(Role::of, exposure)
+}
+
+fn builder_with_roles(
+    role_of: impl Fn(&RequestInfo) -> Role + Send + Sync + 'static,
     exposure: fusion_runtime::Exposure,
 ) -> fusion_runtime::ServerBuilder<Ctx> {
     let store = Arc::new(Store::seeded());
     Server::builder("fusion-demo", env!("CARGO_PKG_VERSION"))
         .instructions("A user directory. `db_user` reads and creates users (admins only); `system` reports health.")
-        .context(move || Ctx {
-            role,
+        .context_from_request(move |request: &RequestInfo| Ctx {
+            role: role_of(request),
             store: Arc::clone(&store),
         })
         .exposure(exposure)

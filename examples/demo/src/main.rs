@@ -6,8 +6,10 @@
 //!
 //! `--oauth-issuer URL` (with `--http`) makes it an OAuth 2.1 resource server: every request
 //! needs an access token from that issuer whose audience is `http://127.0.0.1:PORT/mcp`
-//! (the bound port), and `GET /.well-known/oauth-protected-resource/mcp` says so.
-//! `--oauth-scope SCOPE` (repeatable) requires a scope on every request.
+//! (the bound port), and `GET /.well-known/oauth-protected-resource/mcp` says so. The role
+//! then comes from each caller's token, not from `DEMO_ROLE`: a token granting the `admin`
+//! scope is an admin, any other valid token a guest. `--oauth-scope SCOPE` (repeatable)
+//! requires a scope on every request.
 
 use std::process::ExitCode;
 
@@ -33,13 +35,19 @@ async fn main() -> ExitCode {
     } else {
         Exposure::Grouped
     };
-    let builder = fusion_demo::builder(role, exposure);
-    let Some(at) = args.iter().position(|arg| arg == "--http") else {
-        if args.iter().any(|arg| arg.starts_with("--oauth")) {
-            eprintln!("fusion-demo: --oauth-issuer and --oauth-scope need --http PORT");
+    let oauth = match oauth(&args) {
+        Ok(oauth) => oauth,
+        Err(problem) => {
+            eprintln!("fusion-demo: {problem}");
             return ExitCode::from(EXIT_CONFIG);
         }
-        return builder.serve_stdio().await;
+    };
+    let Some(at) = args.iter().position(|arg| arg == "--http") else {
+        if oauth.is_some() {
+            eprintln!("fusion-demo: --oauth-issuer needs --http PORT");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+        return fusion_demo::builder(role, exposure).serve_stdio().await;
     };
     let Some(port) = args.get(at + 1).and_then(|port| port.parse::<u16>().ok()) else {
         eprintln!("fusion-demo: --http takes a port number");
@@ -48,15 +56,19 @@ async fn main() -> ExitCode {
     let options = HttpOptions::default()
         .port(port)
         .stateless(args.iter().any(|arg| arg == "--stateless"));
-    let options = match oauth(&args) {
-        Ok(None) => options,
-        Ok(Some(oauth)) => options.oauth(oauth),
-        Err(problem) => {
-            eprintln!("fusion-demo: {problem}");
-            return ExitCode::from(EXIT_CONFIG);
+    match oauth {
+        // Many users: each call's role comes from its caller's token (`admin` scope).
+        Some(oauth) => {
+            fusion_demo::builder_from_token(exposure)
+                .serve_http_with(options.oauth(oauth))
+                .await
         }
-    };
-    builder.serve_http_with(options).await
+        None => {
+            fusion_demo::builder(role, exposure)
+                .serve_http_with(options)
+                .await
+        }
+    }
 }
 
 /// The resource server `--oauth-issuer URL` and `--oauth-scope SCOPE` ask for. Its resource

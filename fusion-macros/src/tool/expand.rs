@@ -434,6 +434,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
         (None, _) => option_lit(None),
     };
     let idempotency_key = option_lit(attrs.idempotency_key.as_ref());
+    let scopes = attrs.scopes.iter().flatten();
     quote! {
         #private::ToolSpec {
             name: #name,
@@ -444,6 +445,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
             group: #group,
             action: #action,
             idempotency_key: #idempotency_key,
+            scopes: &[#(#scopes),*],
         }
     }
 }

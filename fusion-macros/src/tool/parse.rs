@@ -39,6 +39,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) presenter: Option<Path>,
     /// The argument whose value deduplicates calls.
     pub(crate) idempotency_key: Option<LitStr>,
+    /// The OAuth scopes a caller's token must grant: `scopes = ["db:write"]`.
+    pub(crate) scopes: Option<Vec<LitStr>>,
 }
 
 /// A duration written as `"250ms"`, `"5s"` or `"2m"`, in milliseconds.
@@ -297,6 +299,11 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             symbol::IDEMPOTENCY_KEY => {
                 set_once(cx, &meta, &mut attrs.idempotency_key, string_value(&meta)?)
             }
+            // scopes = ["db:read", "db:write"]
+            symbol::SCOPES => {
+                let value = scopes_value(&meta, cx)?;
+                set_once(cx, &meta, &mut attrs.scopes, value);
+            }
             // crate = "my::path" | crate = my::path
             symbol::CRATE => set_once(cx, &meta, &mut attrs.krate, crate::krate::parse(&meta)?),
             _ => {
@@ -353,6 +360,45 @@ fn duration_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Mill
 fn count_value(meta: &ParseNestedMeta<'_>) -> syn::Result<(u32, Span)> {
     let lit: syn::LitInt = meta.value()?.parse()?;
     Ok((lit.base10_parse::<u32>()?, lit.span()))
+}
+
+/// `["db:read", "db:write"]`: string literals, each a scope token as OAuth defines it
+/// (RFC 6749 §3.3: printable ASCII without spaces, `"` or `\`), none repeated.
+fn scopes_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Vec<LitStr>> {
+    let list: syn::ExprArray = meta.value()?.parse()?;
+    let mut scopes: Vec<LitStr> = Vec::new();
+    for element in list.elems {
+        let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(scope),
+            ..
+        }) = element
+        else {
+            cx.error_spanned_by(
+                &element,
+                "`scopes` takes string literals: `scopes = [\"db:read\", \"db:write\"]`",
+            );
+            continue;
+        };
+        let text = scope.value();
+        let is_token = text.bytes().all(|byte| {
+            byte == 0x21 || (0x23..=0x5B).contains(&byte) || (0x5D..=0x7E).contains(&byte)
+        });
+        if text.is_empty() {
+            cx.error_spanned_by(&scope, "a scope cannot be empty");
+        } else if !is_token {
+            cx.error_spanned_by(
+                &scope,
+                format!(
+                    "`{text}` is not an OAuth scope: a scope is printable ASCII without spaces, `\"` or `\\` (RFC 6749 §3.3)"
+                ),
+            );
+        } else if scopes.iter().any(|seen| seen.value() == text) {
+            cx.error_spanned_by(&scope, format!("the scope `{text}` is listed twice"));
+        } else {
+            scopes.push(scope);
+        }
+    }
+    Ok(scopes)
 }
 
 fn string_value(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {

@@ -337,6 +337,8 @@ pub(crate) struct CallRecord<'a> {
     pub(crate) tool: &'a str,
     pub(crate) action: Option<&'a str>,
     pub(crate) request_id: Option<&'a str>,
+    /// The verified token's subject, when the caller has one (never the token).
+    pub(crate) caller: Option<&'a str>,
     pub(crate) args: &'a Value,
     pub(crate) correlation_id: &'a crate::failure::panic::CorrelationId,
     pub(crate) latency: Duration,
@@ -390,6 +392,8 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
     let action = crate::echo::name(record.action.unwrap_or(""));
     let action = action.as_ref();
     let request_id = record.request_id.unwrap_or("");
+    let caller = crate::echo::name(record.caller.unwrap_or(""));
+    let caller = caller.as_ref();
     let arguments = render_args(args, redactor);
     macro_rules! event {
         ($level:expr, $message:literal $(, $key:ident = $value:expr)*) => {
@@ -399,6 +403,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
                 tool,
                 action,
                 request_id,
+                caller,
                 correlation_id,
                 latency_us,
                 outcome,

@@ -8,7 +8,7 @@ use crate::{
     failure::panic as recover,
     failure::{Failure, FailureKind, Target},
     log::Redactor,
-    middleware::{CallInfo, Guard},
+    middleware::{CallInfo, Guard, missing_scopes},
     output::Outcome,
 };
 
@@ -26,7 +26,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     ) -> (Outcome, u32) {
         let mut context = match context {
             Some(context) => context,
-            None => match self.make_context() {
+            None => match self.make_context(call.request()) {
                 Ok(context) => context,
                 Err(failure) => return (Outcome::Failure(failure), 0),
             },
@@ -42,7 +42,14 @@ impl<C: Send + Sync + 'static> Server<C> {
             tool: target.tool,
             action: target.action,
             args,
+            request: call.request(),
         };
+        // The tool's own scopes come first: no middleware runs for a caller who may not
+        // call the tool at all.
+        let scopes = self.inner.registry.handlers[index].spec.scopes;
+        if let Some(refusal) = missing_scopes(scopes, &info) {
+            return (Outcome::Failure(refusal), 0);
+        }
         let mut guards: Vec<Guard> = Vec::new();
         for middleware in &self.inner.chains[index] {
             // Await: a middleware's own wait (a concurrency queue). Holds the guards of the

@@ -24,6 +24,7 @@ use crate::{
     failure::panic as recover,
     failure::{Failure, FailureKind, Target},
     idempotency::{Claim, ClaimGuard},
+    identity::RequestInfo,
     log::Redactor,
     output::Outcome,
 };
@@ -46,6 +47,15 @@ fn request_id_text(id: &rmcp::model::RequestId) -> String {
     match id {
         rmcp::model::NumberOrString::Number(number) => number.to_string(),
         rmcp::model::NumberOrString::String(text) => text.to_string(),
+    }
+}
+
+/// Who is calling, from what rmcp hands the handler: the HTTP request's parts when served
+/// over Streamable HTTP; otherwise (stdio) the process's owner.
+fn request_info(extensions: &rmcp::model::Extensions) -> RequestInfo {
+    match extensions.get::<http::request::Parts>() {
+        Some(parts) => RequestInfo::from_http(parts),
+        None => RequestInfo::stdio(),
     }
 }
 
@@ -91,6 +101,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             tool,
             action: target.action,
             request_id: call.request_id(),
+            caller: call.request().subject(),
             args: &args,
             correlation_id: &correlation_id,
             redactor: &redactor,
@@ -193,6 +204,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             context.ct,
             self.log_level(),
             numbers,
+            request_info(&context.extensions),
         );
         let args = request.arguments.map_or(Value::Null, Value::Object);
         self.call(&request.name, None, args, None, &call)

@@ -3,6 +3,7 @@
 //! `tools/call` enters the pipeline through `Server::serve_call` (`pipeline/mod.rs`). Both
 //! transports serve this handler.
 
+mod embed;
 mod params;
 
 use rmcp::{

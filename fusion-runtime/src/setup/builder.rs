@@ -6,6 +6,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use crate::{
     failure::panic as recover,
     idempotency::{IdempotencyStore, MemoryStore},
+    identity::RequestInfo,
     metrics::ToolMetrics,
     middleware::Middleware,
     policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
@@ -77,7 +78,7 @@ impl Server<()> {
             name: name.into(),
             version: version.into(),
             instructions: None,
-            context: Arc::new(|| ()),
+            context: Arc::new(|_: &RequestInfo| ()),
             tools: Vec::new(),
             limits: Limits::default(),
             policy: Policy::default(),
@@ -105,6 +106,46 @@ impl ServerBuilder<()> {
     where
         C: Send + Sync + 'static,
         F: Fn() -> C + Send + Sync + 'static,
+    {
+        self.context_from_request(move |_: &RequestInfo| factory())
+    }
+
+    /// Sets the factory that builds the context of each call from what the transport
+    /// knows about its caller ([`RequestInfo`]): over Streamable HTTP, the request's
+    /// headers and extensions, the session, and the verified token's claims (with
+    /// [`HttpOptions::oauth`](crate::HttpOptions)); over stdio, the process's owner. Call
+    /// it before registering tools.
+    ///
+    /// ```
+    /// use fusion_runtime::{identity::{Claims, RequestInfo}, prelude::*, testing::Tester};
+    ///
+    /// struct Ctx {
+    ///     user: String,
+    /// }
+    ///
+    /// /// Who am I?
+    /// #[mcp_tool]
+    /// async fn whoami(#[ctx] ctx: &Ctx) -> String {
+    ///     ctx.user.clone()
+    /// }
+    ///
+    /// let server = Server::builder("who", "1.0.0")
+    ///     .context_from_request(|request: &RequestInfo| Ctx {
+    ///         user: request.subject().unwrap_or("anonymous").to_owned(),
+    ///     })
+    ///     .tool(whoami)
+    ///     .build();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let tester = Tester::new(server);
+    /// assert_eq!(tester.call("whoami", serde_json::json!({})).await.data, "anonymous");
+    /// let alice = tester.as_caller(RequestInfo::in_memory().with_claims(Claims::for_subject("alice", ["read"])));
+    /// assert_eq!(alice.call("whoami", serde_json::json!({})).await.data, "alice");
+    /// # });
+    /// ```
+    pub fn context_from_request<C, F>(self, factory: F) -> ServerBuilder<C>
+    where
+        C: Send + Sync + 'static,
+        F: Fn(&RequestInfo) -> C + Send + Sync + 'static,
     {
         let mut errors = self.errors;
         if !self.tools.is_empty() || !self.middleware.is_empty() {

@@ -42,8 +42,16 @@ use crate::{server::Server, setup::builder::ServerBuilder};
 
 #[cfg(feature = "oauth")]
 pub use self::auth::{JwtAlgorithm, OAuth};
-pub use self::options::HttpOptions;
+pub use self::options::{HttpConfigError, HttpOptions};
 use self::{guard::*, options::*};
+
+/// The endpoint's routes, and what a server that serves them controls: the guard's state
+/// (draining) and the sessions' cancellation (closing their streams).
+struct Endpoint {
+    router: Router,
+    state: Arc<HttpState>,
+    sessions: CancellationToken,
+}
 
 /// How long, after the last call finished, answers may take to reach their streams before
 /// the sessions close.
@@ -96,7 +104,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// # }
     /// ```
     pub async fn serve_http_with(self, options: HttpOptions) -> ExitCode {
-        if let Err(problem) = options.check_path().and_then(|()| options.check_auth()) {
+        if let Err(problem) = options.check() {
             eprintln!("fusion: {problem}");
             return ExitCode::from(crate::exit::EXIT_CONFIG);
         }
@@ -108,52 +116,39 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
         };
         let bound = listener.local_addr().unwrap_or(options.addr);
-        let hosts = options.effective_hosts(bound);
-        let sessions = CancellationToken::new();
-        let session_manager = Arc::new(Sessions::new(SessionLimits {
-            max_sessions: options.max_sessions,
-            idle_timeout: options.session_idle_timeout,
-            max_in_flight: options.max_calls_per_session,
-        }));
-        // The resource server's configuration is checked once the port is known: by
-        // default its resource URL (the audience tokens must name) is the bound one.
-        #[cfg(feature = "oauth")]
-        let oauth = match options.authenticator(&url_of(bound, &options.path), self.name()) {
-            Ok(oauth) => oauth.map(Arc::new),
+        let Endpoint {
+            router,
+            state,
+            sessions,
+        } = match self.endpoint(&options, bound) {
+            Ok(endpoint) => endpoint,
             Err(problem) => {
                 eprintln!("fusion: {problem}");
                 return ExitCode::from(crate::exit::EXIT_CONFIG);
             }
         };
-        let state = Arc::new(HttpState {
-            hosts: hosts.clone(),
-            origins: options.allowed_origins.clone(),
-            token: options.bearer_token.clone(),
-            max_body_bytes: options.max_body_bytes,
-            draining: AtomicBool::new(false),
-            sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
-            #[cfg(feature = "oauth")]
-            oauth: oauth.clone(),
-        });
-        // The issuer's keys load beside the server: an issuer that is down delays no
-        // start-up (requests with a token get 503 until it answers).
+        // The routes of the endpoint, plus what only a whole server has: a 404 for every
+        // other path (an app that mounts the router keeps its own fallback), and closing
+        // connections while draining.
+        let closing = Arc::clone(&state);
+        let router = router
+            .fallback(|| async {
+                (
+                    StatusCode::NOT_FOUND,
+                    "Not Found: MCP is served at the configured path (default /mcp)\n",
+                )
+            })
+            .layer(middleware::from_fn_with_state(closing, close_when_draining));
+        state.start_reaper();
         #[cfg(feature = "oauth")]
-        let warm_up = oauth.map(|oauth| {
+        let warm_up = state.oauth.as_ref().map(|oauth| {
             eprintln!(
                 "fusion: OAuth resource server: tokens from {}, metadata at {}",
-                options.oauth.as_ref().map_or("", |config| config.issuer()),
+                oauth.issuer(),
                 oauth.metadata_url()
             );
-            tokio::spawn(async move { oauth.warm_up().await })
+            state.warm_up_oauth()
         });
-        let router = self.router(
-            &options,
-            &hosts,
-            Arc::clone(&state),
-            Arc::clone(&session_manager),
-            sessions.clone(),
-        );
-        let reaper = tokio::spawn(Arc::clone(&session_manager).reap());
         let stop = CancellationToken::new();
         let limits = ConnLimits {
             header_read_timeout: options.header_read_timeout,
@@ -240,28 +235,93 @@ impl<C: Send + Sync + 'static> Server<C> {
             tracing::warn!(target: "fusion::server", "connections still open after the close timeout; stopping anyway");
             serving.abort();
         }
-        reaper.abort();
         #[cfg(feature = "oauth")]
-        if let Some(warm_up) = warm_up {
+        if let Some(Some(warm_up)) = warm_up {
             warm_up.abort();
         }
         tracing::info!(target: "fusion::server", "stopped");
         code
     }
 
-    fn router(
+    /// The MCP endpoint as an axum [`Router`], to mount into an existing app with
+    /// `.merge(..)` or `.nest(..)` and wrap in tower layers: the MCP path
+    /// ([`HttpOptions::path`]) behind the Host/Origin guard, the bearer token or OAuth, the
+    /// body limit and the session caps, plus `/healthz`, `/readyz` and `/metrics`. It has
+    /// no fallback, so the app's own stays. [`serve_http_with`](Self::serve_http_with)
+    /// serves this router and adds what only a listener can: the connection cap, the
+    /// header-read timeout, the 404 for other paths and the drain on SIGTERM.
+    ///
+    /// The accepted `Host`s are the options' (loopback by default, plus the address in
+    /// [`HttpOptions::addr`] when it is a specific one): set
+    /// [`allow_hosts`](HttpOptions::allow_hosts) for the names the app is reached by.
+    ///
+    /// Returns an error for options that cannot serve (an MCP path that shadows another
+    /// route or is not a plain path).
+    ///
+    /// ```
+    /// use axum::{Router, routing::get};
+    /// use fusion_runtime::{HttpOptions, prelude::*};
+    ///
+    /// /// Add two integers.
+    /// #[mcp_tool]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let server = Server::builder("calc", "1.0.0").tool(add).build();
+    /// let app: Router = Router::new()
+    ///     .route("/", get(|| async { "the team's own app" }))
+    ///     .merge(server.router(HttpOptions::default())?);
+    /// # let _ = app;
+    /// # Ok::<(), fusion_runtime::HttpConfigError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn router(&self, options: HttpOptions) -> Result<Router, HttpConfigError> {
+        options.check()?;
+        let endpoint = self.endpoint(&options, options.addr)?;
+        // Loads the issuer's keys now when a runtime runs, else with the first token.
+        #[cfg(feature = "oauth")]
+        drop(endpoint.state.warm_up_oauth());
+        Ok(endpoint.router)
+    }
+
+    /// The routes of the endpoint and the state that serving them shares; an error for an
+    /// OAuth configuration that cannot serve.
+    fn endpoint(
         &self,
         options: &HttpOptions,
-        hosts: &[String],
-        state: Arc<HttpState>,
-        session_manager: Arc<Sessions>,
-        sessions: CancellationToken,
-    ) -> Router {
+        bound: SocketAddr,
+    ) -> Result<Endpoint, HttpConfigError> {
+        // By default the resource URL (the audience tokens must name) is the endpoint's
+        // URL at the bound address.
+        #[cfg(feature = "oauth")]
+        let oauth = options
+            .authenticator(&url_of(bound, &options.path), self.name())?
+            .map(Arc::new);
+        let hosts = options.effective_hosts(bound);
+        let sessions = CancellationToken::new();
+        let session_manager = Arc::new(Sessions::new(SessionLimits {
+            max_sessions: options.max_sessions,
+            idle_timeout: options.session_idle_timeout,
+            max_in_flight: options.max_calls_per_session,
+        }));
+        let state = Arc::new(HttpState {
+            hosts: hosts.clone(),
+            origins: options.allowed_origins.clone(),
+            token: options.bearer_token.clone(),
+            max_body_bytes: options.max_body_bytes,
+            draining: AtomicBool::new(false),
+            sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
+            reaper: std::sync::Once::new(),
+            #[cfg(feature = "oauth")]
+            oauth,
+        });
         let factory = self.clone();
         let mcp = StreamableHttpService::new(
             move || Ok(factory.clone()),
             session_manager,
-            options.rmcp_config(hosts, sessions),
+            options.rmcp_config(&hosts, sessions.clone()),
         );
         let metrics_server = self.clone();
         let protected = Router::new()
@@ -284,7 +344,6 @@ impl<C: Send + Sync + 'static> Server<C> {
                 }),
             )
             .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
-        let closing = Arc::clone(&state);
         // RFC 9728 metadata: open, like the probes (clients read it to find the issuer);
         // merged after the guard's layer, so the guard does not wrap it.
         #[cfg(feature = "oauth")]
@@ -292,7 +351,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             Some(oauth) => protected.merge(oauth.well_known_routes()),
             None => protected,
         };
-        Router::new()
+        let router = Router::new()
             .route("/healthz", get(|| async { "ok\n" }))
             .route(
                 "/readyz",
@@ -304,16 +363,14 @@ impl<C: Send + Sync + 'static> Server<C> {
                     }
                 }),
             )
-            .with_state(state)
+            .with_state(Arc::clone(&state))
             .merge(protected)
-            .fallback(|| async {
-                (
-                    StatusCode::NOT_FOUND,
-                    "Not Found: MCP is served at the configured path (default /mcp)\n",
-                )
-            })
-            .layer(middleware::from_fn_with_state(closing, close_when_draining))
-            .layer(middleware::from_fn(check_framing))
+            .layer(middleware::from_fn(check_framing));
+        Ok(Endpoint {
+            router,
+            state,
+            sessions,
+        })
     }
 
     /// Calls running now, over every tool.
@@ -522,17 +579,33 @@ mod tests {
         assert!(!bearer_matches(&headers(&[]), "abc"));
     }
 
+    #[cfg(feature = "oauth")]
+    #[test]
+    fn oauth_and_a_static_token_cannot_be_combined() {
+        let oauth = OAuth::new("https://id.example.com");
+        assert!(HttpOptions::default().oauth(oauth.clone()).check().is_ok());
+        let both = HttpOptions::default()
+            .bearer_token("s3cret")
+            .oauth(oauth.clone());
+        let error = both.check().expect_err("refused");
+        assert!(error.to_string().contains("cannot be combined"), "{error}");
+        // An OAuth configuration that cannot serve is a configuration error of the router.
+        let server = crate::Server::builder("t", "1").build();
+        let unreachable = HttpOptions::default()
+            .addr(([0, 0, 0, 0], 8080))
+            .oauth(oauth.clone());
+        assert!(server.router(unreachable).is_err());
+        let bad = HttpOptions::default().oauth(OAuth::new("not a url"));
+        assert!(server.router(bad).is_err());
+        assert!(server.router(HttpOptions::default().oauth(oauth)).is_ok());
+    }
+
     #[test]
     fn the_mcp_path_cannot_shadow_other_routes() {
-        assert!(HttpOptions::default().check_path().is_ok());
-        assert!(HttpOptions::default().path("api/mcp").check_path().is_ok());
-        assert!(
-            HttpOptions::default()
-                .path("/metrics")
-                .check_path()
-                .is_err()
-        );
-        assert!(HttpOptions::default().path("/{id}").check_path().is_err());
+        assert!(HttpOptions::default().check().is_ok());
+        assert!(HttpOptions::default().path("api/mcp").check().is_ok());
+        assert!(HttpOptions::default().path("/metrics").check().is_err());
+        assert!(HttpOptions::default().path("/{id}").check().is_err());
     }
 
     #[test]

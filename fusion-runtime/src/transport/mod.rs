@@ -19,7 +19,7 @@ use std::{io::IsTerminal as _, process::ExitCode, time::Duration};
 use rmcp::{RoleServer, service::ServerInitializeError};
 
 #[cfg(feature = "http")]
-pub use self::http::HttpOptions;
+pub use self::http::{HttpConfigError, HttpOptions};
 #[cfg(feature = "oauth")]
 pub use self::http::{JwtAlgorithm, OAuth};
 pub use self::stdio::StdioOptions;

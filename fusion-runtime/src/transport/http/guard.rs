@@ -41,6 +41,31 @@ pub(super) struct HttpState {
     /// The OAuth resource server, when configured.
     #[cfg(feature = "oauth")]
     pub(super) oauth: Option<Arc<super::auth::Authenticator>>,
+    /// Starts the task that ends idle sessions, once, from the first request (a router
+    /// may be built outside a Tokio runtime and mounted later).
+    pub(super) reaper: std::sync::Once,
+}
+
+impl HttpState {
+    /// Starts the idle-session reaper unless it runs. It holds the sessions weakly, so it
+    /// ends once the router is dropped.
+    pub(super) fn start_reaper(&self) {
+        if let Some(sessions) = &self.sessions {
+            self.reaper.call_once(|| {
+                tokio::spawn(Sessions::reap(Arc::downgrade(sessions)));
+            });
+        }
+    }
+
+    /// Starts loading the OAuth issuer's keys, when OAuth is configured and a Tokio
+    /// runtime runs (a router built outside one loads them with the first token). A
+    /// failure is logged, not fatal.
+    #[cfg(feature = "oauth")]
+    pub(super) fn warm_up_oauth(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let oauth = Arc::clone(self.oauth.as_ref()?);
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        Some(runtime.spawn(async move { oauth.warm_up().await }))
+    }
 }
 
 /// While draining, every HTTP/1 answer closes its connection, so that clients and proxies
@@ -122,6 +147,7 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
+    state.start_reaper();
     if let Err(rejection) = check_host(&state.hosts, request.uri(), request.headers()) {
         return *rejection;
     }

@@ -6,6 +6,13 @@ use std::{net::SocketAddr, time::Duration};
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use tokio_util::sync::CancellationToken;
 
+/// Options that cannot serve, found by [`Server::router`](crate::Server::router) and
+/// [`Server::serve_http_with`](crate::Server::serve_http_with) (which exits with
+/// [`EXIT_CONFIG`](crate::EXIT_CONFIG)); the message says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HttpConfigError(pub(super) String);
+
 /// How [`Server::serve_http_with`] serves: the address, the MCP path, who may connect,
 /// limits, and the session mode.
 ///
@@ -393,30 +400,28 @@ impl HttpOptions {
     }
 
     /// The MCP path must not shadow the other routes nor hold routing syntax.
-    pub(super) fn check_path(&self) -> Result<(), String> {
+    /// Whether these options can serve: the MCP path shadows no other route and is a
+    /// plain path.
+    pub(super) fn check(&self) -> Result<(), HttpConfigError> {
         let path = self.path.as_str();
         if matches!(path, "/healthz" | "/readyz" | "/metrics") {
-            return Err(format!(
+            return Err(HttpConfigError(format!(
                 "the MCP path cannot be {path}, which serves something else"
-            ));
+            )));
         }
         if path.contains(['{', '}', '*', ':', '?', '#']) || path.contains("//") {
-            return Err(format!(
+            return Err(HttpConfigError(format!(
                 "the MCP path {path:?} must be a plain path such as /mcp"
-            ));
+            )));
         }
-        Ok(())
-    }
-
-    /// One way to authenticate: a static token and OAuth together would leave it unclear
-    /// which a client must send, and the weaker one would open the endpoint.
-    pub(super) fn check_auth(&self) -> Result<(), String> {
+        // One way to authenticate: with a static token and OAuth together it would be
+        // unclear which a client must send, and the weaker one would open the endpoint.
         #[cfg(feature = "oauth")]
         if self.oauth.is_some() && self.bearer_token.is_some() {
-            return Err(
+            return Err(HttpConfigError(
                 "HttpOptions::oauth and HttpOptions::bearer_token cannot be combined: choose the OAuth resource server or the static token"
                     .to_owned(),
-            );
+            ));
         }
         Ok(())
     }
@@ -429,11 +434,12 @@ impl HttpOptions {
         &self,
         local_url: &str,
         server_name: &str,
-    ) -> Result<Option<super::auth::Authenticator>, String> {
+    ) -> Result<Option<super::auth::Authenticator>, HttpConfigError> {
         self.oauth
             .as_ref()
             .map(|oauth| super::auth::Authenticator::new(oauth, local_url, &self.path, server_name))
             .transpose()
+            .map_err(HttpConfigError)
     }
 
     /// The hosts accepted, with the bound address's when it is a specific one.

@@ -148,9 +148,12 @@ impl Sessions {
     }
 
     /// Ends the sessions idle for longer than the idle timeout, every `period`, until
-    /// the task is aborted.
-    pub(super) async fn reap(self: Arc<Self>) {
-        let Some(idle) = self.limits.idle_timeout else {
+    /// the sessions are dropped (with the router that serves them).
+    pub(super) async fn reap(sessions: std::sync::Weak<Self>) {
+        let Some(idle) = sessions
+            .upgrade()
+            .and_then(|sessions| sessions.limits.idle_timeout)
+        else {
             return;
         };
         // A quarter of the timeout: a session ends at most 25% late.
@@ -159,8 +162,11 @@ impl Sessions {
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
+            let Some(this) = sessions.upgrade() else {
+                return;
+            };
             let now = Instant::now();
-            let expired: Vec<SessionId> = self
+            let expired: Vec<SessionId> = this
                 .entries()
                 .iter()
                 .filter(|(_, entry)| entry.idle_for(now).is_some_and(|idle_for| idle_for >= idle))
@@ -168,7 +174,7 @@ impl Sessions {
                 .collect();
             for id in expired {
                 tracing::info!(target: "fusion::server", session = %id, idle_ms = idle.as_millis() as u64, "session expired after its idle timeout");
-                if let Err(error) = self.close_session(&id).await {
+                if let Err(error) = this.close_session(&id).await {
                     tracing::warn!(target: "fusion::server", session = %id, %error, "cannot close an expired session");
                 }
             }

@@ -44,6 +44,7 @@ use crate::identity::{Claims, VerifiedClaims};
 
 /// A running resource server: the checked configuration, the key cache, the document.
 pub(crate) struct Authenticator {
+    issuer: String,
     metadata_url: String,
     document: String,
     paths: Vec<String>,
@@ -86,6 +87,7 @@ impl Authenticator {
             leeway_secs,
         });
         Ok(Self {
+            issuer: config.issuer.clone(),
             metadata_url: metadata::metadata_url(&checked.resource),
             document,
             paths: metadata::paths(&checked.resource, mcp_path),
@@ -104,6 +106,11 @@ impl Authenticator {
             },
             introspector,
         })
+    }
+
+    /// The issuer whose tokens are accepted.
+    pub(crate) fn issuer(&self) -> &str {
+        &self.issuer
     }
 
     /// The URL of the metadata document, as `401` answers point at it.
