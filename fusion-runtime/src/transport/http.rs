@@ -79,7 +79,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     ///     a + b
     /// }
     ///
-    /// #[tokio::main]
+    /// #[tokio::main(flavor = "current_thread")]
     /// async fn main() -> std::process::ExitCode {
     ///     Server::builder("calc", "1.0.0").tool(add).serve_http("127.0.0.1:8931").await
     /// }

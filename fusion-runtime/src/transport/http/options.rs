@@ -18,10 +18,11 @@ pub struct HttpConfigError(pub(super) String);
 ///
 /// | route | what | checks |
 /// |---|---|---|
-/// | `POST`/`GET`/`DELETE /mcp` | MCP (the path is [`path`](Self::path)) | Host, Origin, bearer token, body size |
-/// | `GET /metrics` | [`Server::metrics`] in Prometheus text | Host, Origin, bearer token |
+/// | `POST`/`GET`/`DELETE /mcp` | MCP (the path is [`path`](Self::path)) | Host, Origin, bearer token or OAuth access token, body size |
+/// | `GET /metrics` | [`Server::metrics`] in Prometheus text | Host, Origin, bearer token or OAuth access token |
 /// | `GET /healthz` | `200` while the process serves | none |
 /// | `GET /readyz` | `200` once started, `503` while draining after SIGTERM | none |
+/// | `GET /.well-known/oauth-protected-resource[/mcp]` | with `HttpOptions::oauth` (feature `oauth`): the RFC 9728 metadata | none |
 ///
 /// A body that is not JSON gets `400` with a JSON-RPC `-32700` error, JSON that is not a
 /// JSON-RPC message `400` with `-32600`, a body over the limit `413`, a request with two
