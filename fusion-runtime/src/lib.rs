@@ -46,6 +46,8 @@ mod present;
 mod probe;
 pub mod prompt;
 mod protocol;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod registry;
 pub mod resource;
 pub mod schema;

@@ -10,6 +10,7 @@
 mod auth;
 mod conn;
 mod guard;
+mod literals;
 mod options;
 mod sessions;
 
@@ -147,7 +148,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 oauth.issuer(),
                 oauth.metadata_url()
             );
-            state.warm_up_oauth()
+            oauth.spawn_warm_up()
         });
         let stop = CancellationToken::new();
         let limits = ConnLimits {
@@ -282,7 +283,9 @@ impl<C: Send + Sync + 'static> Server<C> {
         let endpoint = self.endpoint(&options, options.addr)?;
         // Loads the issuer's keys now when a runtime runs, else with the first token.
         #[cfg(feature = "oauth")]
-        drop(endpoint.state.warm_up_oauth());
+        if let Some(oauth) = &endpoint.state.oauth {
+            drop(oauth.spawn_warm_up());
+        }
         Ok(endpoint.router)
     }
 
@@ -314,6 +317,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             draining: AtomicBool::new(false),
             sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
             reaper: std::sync::Once::new(),
+            session_prefix: options.session_prefix.clone(),
             #[cfg(feature = "oauth")]
             oauth,
         });
@@ -343,7 +347,11 @@ impl<C: Send + Sync + 'static> Server<C> {
                     }
                 }),
             )
-            .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
+            .layer(middleware::from_fn_with_state(Arc::clone(&state), guard))
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(&state),
+                session_prefix,
+            ));
         // RFC 9728 metadata: open, like the probes (clients read it to find the issuer);
         // merged after the guard's layer, so the guard does not wrap it.
         #[cfg(feature = "oauth")]
@@ -441,7 +449,7 @@ mod tests {
     use axum::{body::Bytes, http::HeaderMap};
     use serde_json::Value;
 
-    use super::*;
+    use super::{literals::record_number_literals, *};
     use crate::validate::NUMBER_LITERALS_META_KEY;
 
     fn recorded(body: &str) -> Value {

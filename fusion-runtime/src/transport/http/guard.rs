@@ -1,10 +1,9 @@
 //! The guard in front of the MCP endpoint: request framing (one `Host`), the Host, Origin
-//! and bearer-token checks (a static token, or an OAuth access token through `auth`), the session a request names, the body's size and type, the
-//! number literals of a `tools/call` body, and closing connections while draining.
+//! and bearer-token checks (a static token, or an OAuth access token through `auth`), the
+//! session a request names, the body's size and type, the number literals of a
+//! `tools/call` body (recorded by `literals`), and closing connections while draining.
 
 use std::{
-    borrow::Cow,
-    collections::{BTreeMap, HashMap},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -20,14 +19,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use futures_util::StreamExt as _;
-use serde::de::IgnoredAny;
-use serde_json::{
-    Map, Value,
-    value::{RawValue, to_raw_value},
-};
 
-use super::sessions::Sessions;
-use crate::validate::{NUMBER_LITERALS_META_KEY, literal};
+use super::{literals::record_number_literals, sessions::Sessions};
 
 /// What the guard checks, shared by the routes it protects.
 pub(super) struct HttpState {
@@ -44,6 +37,9 @@ pub(super) struct HttpState {
     /// Starts the task that ends idle sessions, once, from the first request (a router
     /// may be built outside a Tokio runtime and mounted later).
     pub(super) reaper: std::sync::Once,
+    /// What this replica's session ids start with on the wire
+    /// (`HttpOptions::session_prefix`).
+    pub(super) session_prefix: Option<String>,
 }
 
 impl HttpState {
@@ -55,16 +51,6 @@ impl HttpState {
                 tokio::spawn(Sessions::reap(Arc::downgrade(sessions)));
             });
         }
-    }
-
-    /// Starts loading the OAuth issuer's keys, when OAuth is configured and a Tokio
-    /// runtime runs (a router built outside one loads them with the first token). A
-    /// failure is logged, not fatal.
-    #[cfg(feature = "oauth")]
-    pub(super) fn warm_up_oauth(&self) -> Option<tokio::task::JoinHandle<()>> {
-        let oauth = Arc::clone(self.oauth.as_ref()?);
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
-        Some(runtime.spawn(async move { oauth.warm_up().await }))
     }
 }
 
@@ -138,6 +124,40 @@ pub(super) fn unknown_session() -> Response {
 pub(super) struct MethodOnly {
     #[serde(default)]
     method: Option<String>,
+}
+
+/// This replica's session-id prefix, on the wire only: a request's `Mcp-Session-Id` loses
+/// it before anything else sees the id (one without it names no session here: `404`), and
+/// an answer's gains it. A proxy in front of stateful replicas routes on it.
+pub(super) async fn session_prefix(
+    State(state): State<Arc<HttpState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(prefix) = &state.session_prefix else {
+        return next.run(request).await;
+    };
+    if let Some(id) = session_of(request.headers()) {
+        let Some(local) = id.strip_prefix(prefix.as_str()) else {
+            return unknown_session();
+        };
+        match HeaderValue::from_str(local) {
+            Ok(local) => {
+                request.headers_mut().insert("mcp-session-id", local);
+            }
+            Err(_) => return unknown_session(),
+        }
+    }
+    let mut response = next.run(request).await;
+    if let Some(id) = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|id| id.to_str().ok())
+        && let Ok(prefixed) = HeaderValue::from_str(&format!("{prefix}{id}"))
+    {
+        response.headers_mut().insert("mcp-session-id", prefixed);
+    }
+    response
 }
 
 /// Host, Origin and bearer token for every protected route; the session a request names;
@@ -249,78 +269,6 @@ pub(super) async fn guard(
         );
     }
     response
-}
-
-/// A `tools/call` body with the number literals of its arguments recorded in
-/// `params._meta` (see [`crate::validate::literal`]), the way the stdio transport records
-/// them: only the literals a JSON value cannot hold exactly, and any value a client sent
-/// under the key removed. Other bodies, and calls without such numbers, pass unchanged.
-/// The arguments' text is kept byte for byte: only `_meta` is rewritten.
-pub(super) fn record_number_literals(body: Bytes) -> Bytes {
-    /// The members that decide whether there is anything to record.
-    #[derive(serde::Deserialize)]
-    struct Message<'a> {
-        #[serde(borrow, default)]
-        method: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        params: Option<&'a RawValue>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow, default)]
-        arguments: Option<&'a RawValue>,
-        #[serde(rename = "_meta", borrow, default)]
-        meta: Option<&'a RawValue>,
-    }
-    // A batch, or a message rmcp will refuse anyway: rmcp answers it as it is.
-    let Ok(Message {
-        method: Some(method),
-        params: Some(params),
-    }) = serde_json::from_slice::<Message<'_>>(&body)
-    else {
-        return body;
-    };
-    if method != "tools/call" {
-        return body;
-    }
-    let Ok(members) = serde_json::from_str::<Params<'_>>(params.get()) else {
-        return body;
-    };
-    let literals = members
-        .arguments
-        .map(|raw| literal::scan(raw.get()))
-        .unwrap_or_default();
-    let forged = members.meta.is_some_and(|raw| {
-        serde_json::from_str::<HashMap<String, IgnoredAny>>(raw.get())
-            .is_ok_and(|meta| meta.contains_key(NUMBER_LITERALS_META_KEY))
-    });
-    if literals.is_empty() && !forged {
-        return body;
-    }
-    let rewritten = (|| {
-        let mut message = serde_json::from_slice::<BTreeMap<String, Box<RawValue>>>(&body).ok()?;
-        let mut params =
-            serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(members_text(&message)?)
-                .ok()?;
-        let mut meta = params
-            .get("_meta")
-            .and_then(|raw| serde_json::from_str::<Map<String, Value>>(raw.get()).ok())
-            .unwrap_or_default();
-        literals.store_in(&mut meta);
-        if meta.is_empty() {
-            params.remove("_meta");
-        } else {
-            params.insert("_meta".to_owned(), to_raw_value(&meta).ok()?);
-        }
-        message.insert("params".to_owned(), to_raw_value(&params).ok()?);
-        serde_json::to_vec(&message).ok()
-    })();
-    rewritten.map_or(body, Bytes::from)
-}
-
-/// The raw text of a message's `params`.
-pub(super) fn members_text(message: &BTreeMap<String, Box<RawValue>>) -> Option<&str> {
-    message.get("params").map(|raw| raw.get())
 }
 
 pub(super) fn is_json(headers: &HeaderMap) -> bool {

@@ -24,6 +24,8 @@ mod jwks;
 mod metadata;
 mod verify;
 
+use std::sync::Arc;
+
 use axum::{
     Router,
     extract::Request,
@@ -122,6 +124,14 @@ impl Authenticator {
     /// token tries again). Run it beside the server at start-up.
     pub(crate) async fn warm_up(&self) {
         self.verifier.keys.warm_up().await;
+    }
+
+    /// Starts [`warm_up`](Self::warm_up) on the current Tokio runtime, if one runs (a
+    /// router built outside one loads the keys with the first token instead).
+    pub(crate) fn spawn_warm_up(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let this = Arc::clone(self);
+        Some(runtime.spawn(async move { this.warm_up().await }))
     }
 
     /// The unauthenticated routes of the RFC 9728 metadata document, to merge beside the
