@@ -298,6 +298,41 @@ fn admin_and_guest_tokens_get_different_answers_at_once() {
     );
 }
 
+/// The official Python SDK: discovery through its own parsers and models, an admin and a
+/// guest at the same time, an expired token (`tests/python/oauth_client.py`).
+#[test]
+fn the_python_sdk_discovers_the_issuer_and_calls_as_two_users() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let auth = AuthServer::start();
+    let demo = demo(&auth, &[]);
+    let url = demo.url().to_owned();
+    let admin = auth.token(&auth.claims(&url, "ann", "admin"));
+    let guest = auth.token(&auth.claims(&url, "gus", "read"));
+    let expired = auth.token(&AuthServer::with(
+        auth.claims(&url, "ann", "admin"),
+        json!({"exp": 1_000_000}),
+    ));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/oauth_client.py");
+    let mut command = Command::new(python);
+    command
+        .arg(script)
+        .args([url.as_str(), auth.issuer(), &admin, &guest, &expired])
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let run = support::run_with_timeout(command, Duration::from_secs(120));
+    assert!(
+        run.success() && run.stdout.contains("ok: all checks passed"),
+        "{}\n--- the demo's log ---\n{}",
+        run.report(),
+        demo.stderr()
+    );
+    println!("{}", run.stdout.trim_end());
+    assert_not_logged(&demo, &[admin, guest, expired]);
+}
+
 #[test]
 fn a_key_published_after_start_up_is_accepted() {
     let auth = AuthServer::start();
