@@ -84,6 +84,8 @@ pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
 pub use transport::StdioOptions;
 #[cfg(feature = "http")]
 pub use transport::{HttpConfigError, HttpOptions};
+#[cfg(feature = "oauth")]
+pub use transport::{JwtAlgorithm, OAuth};
 pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};
 
 /// Turns an `async fn` into an MCP tool.

@@ -39,9 +39,11 @@ impl HttpServer {
         let deadline = Instant::now() + timeout;
         loop {
             let text = server.stderr();
+            // Only a whole line: the pipe may deliver the start-up line in pieces.
             if let Some(url) = text
                 .split("over Streamable HTTP at ")
                 .nth(1)
+                .filter(|rest| rest.contains('\n'))
                 .and_then(|rest| rest.split_whitespace().next())
             {
                 server.url = url.to_owned();

@@ -20,9 +20,12 @@
 //!   killed on drop.
 //! - [`redis_server::RedisServer`]: a Redis of the test's own on a loopback port, stopped
 //!   and started again at will, killed on drop ([`redis_server()`] finds the binary).
+//! - [`auth_server::AuthServer`]: a test OAuth authorization server on loopback (RFC 8414
+//!   metadata, a JWKS of RSA keys made at start), minting and forging access tokens.
 
 #![allow(dead_code)]
 
+pub(crate) mod auth_server;
 pub(crate) mod http;
 pub(crate) mod nginx_proxy;
 pub(crate) mod process;
@@ -30,6 +33,8 @@ pub(crate) mod redis_server;
 pub(crate) mod stdio_peer;
 pub(crate) mod toolchains;
 
+#[allow(unused_imports)]
+pub(crate) use auth_server::AuthServer;
 #[allow(unused_imports)]
 pub(crate) use http::{HttpServer, RawResponse, mcp_headers, post_mcp, raw_http, try_raw_http};
 #[allow(unused_imports)]

@@ -6,8 +6,11 @@
 //! [`conn`] bounds connections (count, time to send headers); beside it, [`sessions`]
 //! bounds sessions (count, idleness, calls in flight, duplicate ids).
 
+#[cfg(feature = "oauth")]
+mod auth;
 mod conn;
 mod guard;
+mod literals;
 mod options;
 mod sessions;
 
@@ -38,6 +41,8 @@ use self::{
 use super::signals::Signals;
 use crate::{server::Server, setup::builder::ServerBuilder};
 
+#[cfg(feature = "oauth")]
+pub use self::auth::{JwtAlgorithm, OAuth};
 pub use self::options::{HttpConfigError, HttpOptions};
 use self::{guard::*, options::*};
 
@@ -75,7 +80,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     ///     a + b
     /// }
     ///
-    /// #[tokio::main]
+    /// #[tokio::main(flavor = "current_thread")]
     /// async fn main() -> std::process::ExitCode {
     ///     Server::builder("calc", "1.0.0").tool(add).serve_http("127.0.0.1:8931").await
     /// }
@@ -116,7 +121,13 @@ impl<C: Send + Sync + 'static> Server<C> {
             router,
             state,
             sessions,
-        } = self.endpoint(&options, bound);
+        } = match self.endpoint(&options, bound) {
+            Ok(endpoint) => endpoint,
+            Err(problem) => {
+                eprintln!("fusion: {problem}");
+                return ExitCode::from(crate::exit::EXIT_CONFIG);
+            }
+        };
         // The routes of the endpoint, plus what only a whole server has: a 404 for every
         // other path (an app that mounts the router keeps its own fallback), and closing
         // connections while draining.
@@ -130,6 +141,15 @@ impl<C: Send + Sync + 'static> Server<C> {
             })
             .layer(middleware::from_fn_with_state(closing, close_when_draining));
         state.start_reaper();
+        #[cfg(feature = "oauth")]
+        let warm_up = state.oauth.as_ref().map(|oauth| {
+            eprintln!(
+                "fusion: OAuth resource server: tokens from {}, metadata at {}",
+                oauth.issuer(),
+                oauth.metadata_url()
+            );
+            oauth.spawn_warm_up()
+        });
         let stop = CancellationToken::new();
         let limits = ConnLimits {
             header_read_timeout: options.header_read_timeout,
@@ -216,6 +236,10 @@ impl<C: Send + Sync + 'static> Server<C> {
             tracing::warn!(target: "fusion::server", "connections still open after the close timeout; stopping anyway");
             serving.abort();
         }
+        #[cfg(feature = "oauth")]
+        if let Some(Some(warm_up)) = warm_up {
+            warm_up.abort();
+        }
         tracing::info!(target: "fusion::server", "stopped");
         code
     }
@@ -256,11 +280,28 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// ```
     pub fn router(&self, options: HttpOptions) -> Result<Router, HttpConfigError> {
         options.check()?;
-        Ok(self.endpoint(&options, options.addr).router)
+        let endpoint = self.endpoint(&options, options.addr)?;
+        // Loads the issuer's keys now when a runtime runs, else with the first token.
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &endpoint.state.oauth {
+            drop(oauth.spawn_warm_up());
+        }
+        Ok(endpoint.router)
     }
 
-    /// The routes of the endpoint and the state that serving them shares.
-    fn endpoint(&self, options: &HttpOptions, bound: SocketAddr) -> Endpoint {
+    /// The routes of the endpoint and the state that serving them shares; an error for an
+    /// OAuth configuration that cannot serve.
+    fn endpoint(
+        &self,
+        options: &HttpOptions,
+        bound: SocketAddr,
+    ) -> Result<Endpoint, HttpConfigError> {
+        // By default the resource URL (the audience tokens must name) is the endpoint's
+        // URL at the bound address.
+        #[cfg(feature = "oauth")]
+        let oauth = options
+            .authenticator(&url_of(bound, &options.path), self.name())?
+            .map(Arc::new);
         let hosts = options.effective_hosts(bound);
         let sessions = CancellationToken::new();
         let session_manager = Arc::new(Sessions::new(SessionLimits {
@@ -277,6 +318,8 @@ impl<C: Send + Sync + 'static> Server<C> {
             sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
             reaper: std::sync::Once::new(),
             session_prefix: options.session_prefix.clone(),
+            #[cfg(feature = "oauth")]
+            oauth,
         });
         let factory = self.clone();
         let mcp = StreamableHttpService::new(
@@ -309,6 +352,13 @@ impl<C: Send + Sync + 'static> Server<C> {
                 Arc::clone(&state),
                 session_prefix,
             ));
+        // RFC 9728 metadata: open, like the probes (clients read it to find the issuer);
+        // merged after the guard's layer, so the guard does not wrap it.
+        #[cfg(feature = "oauth")]
+        let protected = match &state.oauth {
+            Some(oauth) => protected.merge(oauth.well_known_routes()),
+            None => protected,
+        };
         let router = Router::new()
             .route("/healthz", get(|| async { "ok\n" }))
             .route(
@@ -324,11 +374,11 @@ impl<C: Send + Sync + 'static> Server<C> {
             .with_state(Arc::clone(&state))
             .merge(protected)
             .layer(middleware::from_fn(check_framing));
-        Endpoint {
+        Ok(Endpoint {
             router,
             state,
             sessions,
-        }
+        })
     }
 
     /// Calls running now, over every tool.
@@ -399,7 +449,7 @@ mod tests {
     use axum::{body::Bytes, http::HeaderMap};
     use serde_json::Value;
 
-    use super::*;
+    use super::{literals::record_number_literals, *};
     use crate::validate::NUMBER_LITERALS_META_KEY;
 
     fn recorded(body: &str) -> Value {
@@ -535,6 +585,27 @@ mod tests {
             "abc"
         ));
         assert!(!bearer_matches(&headers(&[]), "abc"));
+    }
+
+    #[cfg(feature = "oauth")]
+    #[test]
+    fn oauth_and_a_static_token_cannot_be_combined() {
+        let oauth = OAuth::new("https://id.example.com");
+        assert!(HttpOptions::default().oauth(oauth.clone()).check().is_ok());
+        let both = HttpOptions::default()
+            .bearer_token("s3cret")
+            .oauth(oauth.clone());
+        let error = both.check().expect_err("refused");
+        assert!(error.to_string().contains("cannot be combined"), "{error}");
+        // An OAuth configuration that cannot serve is a configuration error of the router.
+        let server = crate::Server::builder("t", "1").build();
+        let unreachable = HttpOptions::default()
+            .addr(([0, 0, 0, 0], 8080))
+            .oauth(oauth.clone());
+        assert!(server.router(unreachable).is_err());
+        let bad = HttpOptions::default().oauth(OAuth::new("not a url"));
+        assert!(server.router(bad).is_err());
+        assert!(server.router(HttpOptions::default().oauth(oauth)).is_ok());
     }
 
     #[test]

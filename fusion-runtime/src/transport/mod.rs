@@ -20,6 +20,8 @@ use rmcp::{RoleServer, service::ServerInitializeError};
 
 #[cfg(feature = "http")]
 pub use self::http::{HttpConfigError, HttpOptions};
+#[cfg(feature = "oauth")]
+pub use self::http::{JwtAlgorithm, OAuth};
 pub use self::stdio::StdioOptions;
 use self::stdio::{StdioHandle, StdioTransport};
 use crate::server::Server;

@@ -1,10 +1,9 @@
 //! The guard in front of the MCP endpoint: request framing (one `Host`), the Host, Origin
-//! and bearer-token checks, the session a request names, the body's size and type, the
-//! number literals of a `tools/call` body, and closing connections while draining.
+//! and bearer-token checks (a static token, or an OAuth access token through `auth`), the
+//! session a request names, the body's size and type, the number literals of a
+//! `tools/call` body (recorded by `literals`), and closing connections while draining.
 
 use std::{
-    borrow::Cow,
-    collections::{BTreeMap, HashMap},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -20,14 +19,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use futures_util::StreamExt as _;
-use serde::de::IgnoredAny;
-use serde_json::{
-    Map, Value,
-    value::{RawValue, to_raw_value},
-};
 
-use super::sessions::Sessions;
-use crate::validate::{NUMBER_LITERALS_META_KEY, literal};
+use super::{literals::record_number_literals, sessions::Sessions};
 
 /// What the guard checks, shared by the routes it protects.
 pub(super) struct HttpState {
@@ -38,6 +31,9 @@ pub(super) struct HttpState {
     pub(super) draining: AtomicBool,
     /// The sessions, in stateful mode.
     pub(super) sessions: Option<Arc<Sessions>>,
+    /// The OAuth resource server, when configured.
+    #[cfg(feature = "oauth")]
+    pub(super) oauth: Option<Arc<super::auth::Authenticator>>,
     /// Starts the task that ends idle sessions, once, from the first request (a router
     /// may be built outside a Tokio runtime and mounted later).
     pub(super) reaper: std::sync::Once,
@@ -190,6 +186,15 @@ pub(super) async fn guard(
         )
             .into_response();
     }
+    // An OAuth access token: verified, its claims put in the extensions for the handler.
+    #[cfg(feature = "oauth")]
+    let request = match &state.oauth {
+        Some(oauth) => match oauth.authorize(request).await {
+            Ok(request) => request,
+            Err(refused) => return refused,
+        },
+        None => request,
+    };
     let session = session_of(request.headers()).map(str::to_owned);
     // rmcp answers 404 for an unknown session on GET and POST, but ends it without a
     // word on DELETE (204 for a forged id): one check here, for every method.
@@ -264,78 +269,6 @@ pub(super) async fn guard(
         );
     }
     response
-}
-
-/// A `tools/call` body with the number literals of its arguments recorded in
-/// `params._meta` (see [`crate::validate::literal`]), the way the stdio transport records
-/// them: only the literals a JSON value cannot hold exactly, and any value a client sent
-/// under the key removed. Other bodies, and calls without such numbers, pass unchanged.
-/// The arguments' text is kept byte for byte: only `_meta` is rewritten.
-pub(super) fn record_number_literals(body: Bytes) -> Bytes {
-    /// The members that decide whether there is anything to record.
-    #[derive(serde::Deserialize)]
-    struct Message<'a> {
-        #[serde(borrow, default)]
-        method: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        params: Option<&'a RawValue>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow, default)]
-        arguments: Option<&'a RawValue>,
-        #[serde(rename = "_meta", borrow, default)]
-        meta: Option<&'a RawValue>,
-    }
-    // A batch, or a message rmcp will refuse anyway: rmcp answers it as it is.
-    let Ok(Message {
-        method: Some(method),
-        params: Some(params),
-    }) = serde_json::from_slice::<Message<'_>>(&body)
-    else {
-        return body;
-    };
-    if method != "tools/call" {
-        return body;
-    }
-    let Ok(members) = serde_json::from_str::<Params<'_>>(params.get()) else {
-        return body;
-    };
-    let literals = members
-        .arguments
-        .map(|raw| literal::scan(raw.get()))
-        .unwrap_or_default();
-    let forged = members.meta.is_some_and(|raw| {
-        serde_json::from_str::<HashMap<String, IgnoredAny>>(raw.get())
-            .is_ok_and(|meta| meta.contains_key(NUMBER_LITERALS_META_KEY))
-    });
-    if literals.is_empty() && !forged {
-        return body;
-    }
-    let rewritten = (|| {
-        let mut message = serde_json::from_slice::<BTreeMap<String, Box<RawValue>>>(&body).ok()?;
-        let mut params =
-            serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(members_text(&message)?)
-                .ok()?;
-        let mut meta = params
-            .get("_meta")
-            .and_then(|raw| serde_json::from_str::<Map<String, Value>>(raw.get()).ok())
-            .unwrap_or_default();
-        literals.store_in(&mut meta);
-        if meta.is_empty() {
-            params.remove("_meta");
-        } else {
-            params.insert("_meta".to_owned(), to_raw_value(&meta).ok()?);
-        }
-        message.insert("params".to_owned(), to_raw_value(&params).ok()?);
-        serde_json::to_vec(&message).ok()
-    })();
-    rewritten.map_or(body, Bytes::from)
-}
-
-/// The raw text of a message's `params`.
-pub(super) fn members_text(message: &BTreeMap<String, Box<RawValue>>) -> Option<&str> {
-    message.get("params").map(|raw| raw.get())
 }
 
 pub(super) fn is_json(headers: &HeaderMap) -> bool {

@@ -18,10 +18,11 @@ pub struct HttpConfigError(pub(super) String);
 ///
 /// | route | what | checks |
 /// |---|---|---|
-/// | `POST`/`GET`/`DELETE /mcp` | MCP (the path is [`path`](Self::path)) | Host, Origin, bearer token, body size |
-/// | `GET /metrics` | [`Server::metrics`] in Prometheus text | Host, Origin, bearer token |
+/// | `POST`/`GET`/`DELETE /mcp` | MCP (the path is [`path`](Self::path)) | Host, Origin, bearer token or OAuth access token, body size |
+/// | `GET /metrics` | [`Server::metrics`] in Prometheus text | Host, Origin, bearer token or OAuth access token |
 /// | `GET /healthz` | `200` while the process serves | none |
 /// | `GET /readyz` | `200` once started, `503` while draining after SIGTERM | none |
+/// | `GET /.well-known/oauth-protected-resource[/mcp]` | with `HttpOptions::oauth` (feature `oauth`): the RFC 9728 metadata | none |
 ///
 /// A body that is not JSON gets `400` with a JSON-RPC `-32700` error, JSON that is not a
 /// JSON-RPC message `400` with `-32600`, a body over the limit `413`, a request with two
@@ -97,11 +98,14 @@ pub struct HttpOptions {
     pub(super) session_idle_timeout: Option<Duration>,
     pub(super) max_calls_per_session: usize,
     pub(super) session_prefix: Option<String>,
+    #[cfg(feature = "oauth")]
+    pub(super) oauth: Option<super::auth::OAuth>,
 }
 
 impl std::fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpOptions")
+        let mut debug = f.debug_struct("HttpOptions");
+        let debug = debug
             .field("addr", &self.addr)
             .field("path", &self.path)
             .field("allowed_hosts", &self.allowed_hosts)
@@ -120,8 +124,10 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_calls_per_session", &self.max_calls_per_session)
-            .field("session_prefix", &self.session_prefix)
-            .finish()
+            .field("session_prefix", &self.session_prefix);
+        #[cfg(feature = "oauth")]
+        let debug = debug.field("oauth", &self.oauth);
+        debug.finish()
     }
 }
 
@@ -157,6 +163,8 @@ impl Default for HttpOptions {
             session_idle_timeout: Some(Duration::from_secs(600)),
             max_calls_per_session: 32,
             session_prefix: None,
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 }
@@ -237,6 +245,28 @@ impl HttpOptions {
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         let token = token.into();
         self.bearer_token = (!token.is_empty()).then_some(token);
+        self
+    }
+
+    /// Makes the endpoint an OAuth 2.1 resource server: every request to it (and to
+    /// `/metrics`) needs a valid access token from the configured issuer, and the RFC 9728
+    /// metadata is served at `/.well-known/oauth-protected-resource` (see [`OAuth`]).
+    /// Feature `oauth`. Cannot be combined with [`bearer_token`](Self::bearer_token): the
+    /// server refuses to start (exit 78) when both are set.
+    ///
+    /// [`OAuth`]: crate::OAuth
+    ///
+    /// ```
+    /// use fusion_runtime::{HttpOptions, OAuth};
+    ///
+    /// let options = HttpOptions::default()
+    ///     .port(8931)
+    ///     .oauth(OAuth::new("https://id.example.com").required_scopes(["mcp"]));
+    /// # drop(options);
+    /// ```
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: super::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -407,6 +437,15 @@ impl HttpOptions {
                 "the MCP path {path:?} must be a plain path such as /mcp"
             )));
         }
+        // One way to authenticate: with a static token and OAuth together it would be
+        // unclear which a client must send, and the weaker one would open the endpoint.
+        #[cfg(feature = "oauth")]
+        if self.oauth.is_some() && self.bearer_token.is_some() {
+            return Err(HttpConfigError(
+                "HttpOptions::oauth and HttpOptions::bearer_token cannot be combined: choose the OAuth resource server or the static token"
+                    .to_owned(),
+            ));
+        }
         if let Some(prefix) = &self.session_prefix
             && (prefix.is_empty()
                 || prefix.len() > 64
@@ -417,6 +456,22 @@ impl HttpOptions {
             )));
         }
         Ok(())
+    }
+
+    /// The OAuth resource server of these options, with `local_url` (the MCP URL at the
+    /// bound address) as its default resource URL; `None` without OAuth, a configuration
+    /// mistake as an `Err`.
+    #[cfg(feature = "oauth")]
+    pub(super) fn authenticator(
+        &self,
+        local_url: &str,
+        server_name: &str,
+    ) -> Result<Option<super::auth::Authenticator>, HttpConfigError> {
+        self.oauth
+            .as_ref()
+            .map(|oauth| super::auth::Authenticator::new(oauth, local_url, &self.path, server_name))
+            .transpose()
+            .map_err(HttpConfigError)
     }
 
     /// The hosts accepted, with the bound address's when it is a specific one.
