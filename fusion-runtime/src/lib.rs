@@ -36,6 +36,7 @@ mod exit;
 mod failure;
 mod future;
 pub mod idempotency;
+mod input;
 pub mod identity;
 pub mod middleware;
 mod observe;
@@ -47,11 +48,13 @@ mod probe;
 pub mod prompt;
 mod protocol;
 mod registry;
+mod request_state;
 pub mod resource;
 pub mod schema;
 mod server;
 mod setup;
 mod suggest;
+pub mod tasks;
 pub mod testing;
 mod tool;
 mod transport;
@@ -60,7 +63,7 @@ mod validate;
 /// axum, as the HTTP transport uses it: mount [`Server::router`] with the same version.
 #[cfg(feature = "http")]
 pub use axum;
-pub use call::{Call, ClientRequestError, Elicitation, ElicitationAction, LogLevel};
+pub use call::{Ask, Call, ClientRequestError, Elicitation, ElicitationAction, LogLevel, Root};
 pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
 pub use exit::{EXIT_CONFIG, EXIT_FATAL};
 pub use failure::classify::{
@@ -75,6 +78,7 @@ pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy}
 pub use present::{Presentation, PresenterFn, UiBlock};
 pub use prompt::{IntoPromptMessages, PromptArg, PromptInfo};
 pub use registry::{ACTION_KEY, Exposure};
+pub use request_state::STATE_TTL;
 pub use resource::{IntoResourceContents, ResourceContent, ResourceInfo};
 pub use server::Server;
 pub use setup::builder::ServerBuilder;
