@@ -458,14 +458,19 @@ async fn protocol_error_job() -> String {
 
 /// Asks the user to confirm, inside a task (conformance: tasks-mrtr-input).
 #[mcp_tool(destructive)]
-async fn confirm_delete(#[call] call: &Call) -> Result<String, ClientRequestError> {
+async fn confirm_delete(
+    #[call] call: &Call,
+    /// The file to delete.
+    filename: Option<String>,
+) -> Result<String, ClientRequestError> {
     let form = json!({
         "type": "object",
         "properties": {"confirm": {"type": "boolean"}},
         "required": ["confirm"]
     });
-    let answer = call.elicit("Delete the item?", form).await?;
-    Ok(format!("confirm_delete: action={}", answer.action.as_str()))
+    let filename = filename.unwrap_or_else(|| "the item".to_owned());
+    let answer = call.elicit(&format!("Delete {filename}?"), form).await?;
+    Ok(format!("confirm_delete {filename}: action={}", answer.action.as_str()))
 }
 
 /// Asks two questions at once, inside a task (conformance: tasks-mrtr-input).
