@@ -327,7 +327,10 @@ async fn test_input_required_result_multi_round(
         .await?;
     let color = call
         .ask("step2")
-        .elicit("Step 2: What is your favorite color?", one_string_form("color"))
+        .elicit(
+            "Step 2: What is your favorite color?",
+            one_string_form("color"),
+        )
         .await?;
     Ok(format!(
         "{} likes {}",
@@ -346,7 +349,10 @@ async fn test_input_required_result_tampered_state(
         .ask("user_name")
         .elicit("What is your name?", one_string_form("name"))
         .await?;
-    Ok(format!("Hello, {}!", answer.content["name"].as_str().unwrap_or("stranger")))
+    Ok(format!(
+        "Hello, {}!",
+        answer.content["name"].as_str().unwrap_or("stranger")
+    ))
 }
 
 /// Asks only what the client can answer (conformance: input-required-result-capability-check).
@@ -363,7 +369,11 @@ async fn test_input_required_result_capabilities(
         Err(ClientRequestError::Unsupported(_)) => None,
         Err(error) => return Err(error),
     };
-    let greeting = match call.ask("greeting").sample_text("Generate a greeting", 50).await {
+    let greeting = match call
+        .ask("greeting")
+        .sample_text("Generate a greeting", 50)
+        .await
+    {
         Ok(text) => Some(text),
         Err(ClientRequestError::Unsupported(_)) => None,
         Err(error) => return Err(error),
@@ -380,8 +390,13 @@ async fn test_missing_capability(#[call] call: &Call) -> Result<String, ClientRe
 /// Asks the user through the request's own answer (conformance: server-stateless).
 #[mcp_tool(read_only)]
 async fn test_streaming_elicitation(#[call] call: &Call) -> Result<String, ClientRequestError> {
-    let answer = call.elicit("What is your name?", one_string_form("name")).await?;
-    Ok(format!("Hello, {}!", answer.content["name"].as_str().unwrap_or("stranger")))
+    let answer = call
+        .elicit("What is your name?", one_string_form("name"))
+        .await?;
+    Ok(format!(
+        "Hello, {}!",
+        answer.content["name"].as_str().unwrap_or("stranger")
+    ))
 }
 
 /// Logs, at the level the request asked for (conformance: server-stateless).
@@ -470,20 +485,24 @@ async fn confirm_delete(
     });
     let filename = filename.unwrap_or_else(|| "the item".to_owned());
     let answer = call.elicit(&format!("Delete {filename}?"), form).await?;
-    Ok(format!("confirm_delete {filename}: action={}", answer.action.as_str()))
+    Ok(format!(
+        "confirm_delete {filename}: action={}",
+        answer.action.as_str()
+    ))
 }
 
 /// Asks two questions at once, inside a task (conformance: tasks-mrtr-input).
 #[mcp_tool(read_only)]
 async fn multi_input(#[call] call: &Call) -> Result<String, ClientRequestError> {
     let (first, second) = tokio::join!(
-        call.ask("first").elicit("First value?", one_string_form("value")),
-        call.ask("second").elicit("Second value?", one_string_form("value")),
+        call.ask("first")
+            .elicit("First value?", one_string_form("value")),
+        call.ask("second")
+            .elicit("Second value?", one_string_form("value")),
     );
     Ok(format!(
         "{} and {}",
-        first?.content["value"],
-        second?.content["value"]
+        first?.content["value"], second?.content["value"]
     ))
 }
 

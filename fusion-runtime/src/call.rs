@@ -567,7 +567,9 @@ impl Ask<'_> {
         message: &str,
         schema: Value,
     ) -> Result<Elicitation, ClientRequestError> {
-        self.call.elicit_keyed(Some(self.key), message, schema).await
+        self.call
+            .elicit_keyed(Some(self.key), message, schema)
+            .await
     }
 
     /// [`Call::sample_text`], keyed.
@@ -579,7 +581,9 @@ impl Ask<'_> {
         prompt: &str,
         max_tokens: u32,
     ) -> Result<String, ClientRequestError> {
-        self.call.sample_keyed(Some(self.key), prompt, max_tokens).await
+        self.call
+            .sample_keyed(Some(self.key), prompt, max_tokens)
+            .await
     }
 
     /// [`Call::list_roots`], keyed.

@@ -25,7 +25,6 @@ use rmcp::model::{ClientCapabilities, InputRequest, InputRequests};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-
 /// The kinds of question, and the capability each needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -311,8 +310,7 @@ pub(crate) fn request(method: &str, params: Option<Value>) -> Result<InputReques
     if let Some(params) = params {
         message.insert("params".to_owned(), params);
     }
-    serde_json::from_value(Value::Object(message))
-        .map_err(|error| error.to_string())
+    serde_json::from_value(Value::Object(message)).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
@@ -333,10 +331,18 @@ mod tests {
     #[tokio::test]
     async fn a_known_answer_is_returned_and_carried_forward() {
         let mut answers = BTreeMap::new();
-        answers.insert("name".to_owned(), serde_json::json!({"action": "accept", "content": {"name": "Ada"}}));
+        answers.insert(
+            "name".to_owned(),
+            serde_json::json!({"action": "accept", "content": {"name": "Ada"}}),
+        );
         let state = InputState::rounds(answers, ClientCapabilities::default());
         let answer = state
-            .ask(Kind::Elicitation, Some("name"), elicitation(), is_elicit_result)
+            .ask(
+                Kind::Elicitation,
+                Some("name"),
+                elicitation(),
+                is_elicit_result,
+            )
             .await
             .expect("answered");
         assert_eq!(answer["content"]["name"], "Ada");
@@ -358,22 +364,34 @@ mod tests {
             () = asked => {}
             () = state.input_required() => {}
         }
-        assert_eq!(state.pending().keys().collect::<Vec<_>>(), ["elicitation-1"]);
+        assert_eq!(
+            state.pending().keys().collect::<Vec<_>>(),
+            ["elicitation-1"]
+        );
     }
 
     #[tokio::test]
     async fn a_parked_question_waits_for_its_answer_and_is_withdrawn_on_drop() {
         let state = InputState::rounds(BTreeMap::new(), ClientCapabilities::default());
         state.park();
-        let asked = state.ask(Kind::Elicitation, Some("k"), elicitation(), is_elicit_result);
+        let asked = state.ask(
+            Kind::Elicitation,
+            Some("k"),
+            elicitation(),
+            is_elicit_result,
+        );
         tokio::pin!(asked);
         assert!(futures_util::poll!(asked.as_mut()).is_pending());
         assert_eq!(state.pending().len(), 1);
         state.deliver([("k".to_owned(), serde_json::json!({"action": "decline"}))]);
         let answer = asked.await.expect("delivered");
         assert_eq!(answer["action"], "decline");
-        let mut dropped =
-            Box::pin(state.ask(Kind::Elicitation, Some("j"), elicitation(), is_elicit_result));
+        let mut dropped = Box::pin(state.ask(
+            Kind::Elicitation,
+            Some("j"),
+            elicitation(),
+            is_elicit_result,
+        ));
         assert!(futures_util::poll!(dropped.as_mut()).is_pending());
         drop(dropped);
         assert!(state.pending().is_empty());

@@ -97,8 +97,10 @@ pub(crate) fn binding(tool: &str, args: &Value, subject: Option<&str>) -> Vec<u8
 fn canonical(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> =
-                map.iter().map(|(key, value)| (key, canonical(value))).collect();
+            let sorted: BTreeMap<&String, Value> = map
+                .iter()
+                .map(|(key, value)| (key, canonical(value)))
+                .collect();
             Value::Object(
                 sorted
                     .into_iter()

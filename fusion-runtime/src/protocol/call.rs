@@ -135,7 +135,10 @@ impl<C: Send + Sync + 'static> Server<C> {
                     && let Some(kind) = input.missing_capability()
                 {
                     let mut required = serde_json::Map::new();
-                    required.insert(kind.capability().to_owned(), Value::Object(Default::default()));
+                    required.insert(
+                        kind.capability().to_owned(),
+                        Value::Object(Default::default()),
+                    );
                     let required: ClientCapabilities =
                         serde_json::from_value(Value::Object(required)).unwrap_or_default();
                     return Err(ErrorData::missing_required_client_capability(required));

@@ -206,15 +206,8 @@ impl Tasks {
             match report {
                 None => record.finish(TaskStatus::Cancelled, None, None),
                 Some(report) if report.internal => {
-                    let error = ErrorData::internal_error(
-                        report.message,
-                        None,
-                    );
-                    record.finish(
-                        TaskStatus::Failed,
-                        None,
-                        serde_json::to_value(error).ok(),
-                    );
+                    let error = ErrorData::internal_error(report.message, None);
+                    record.finish(TaskStatus::Failed, None, serde_json::to_value(error).ok());
                 }
                 Some(report) => {
                     let result = serde_json::to_value(&report.result).ok();
