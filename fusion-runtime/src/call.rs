@@ -448,10 +448,10 @@ impl Call {
                 .map_err(ClientRequestError::Failed)?
         } else {
             let peer = self.peer().ok_or(ClientRequestError::NoClient)?;
-            if !peer
+            let declared = peer
                 .peer_info()
-                .is_some_and(|info| info.capabilities.roots.is_some())
-            {
+                .is_some_and(|info| info.capabilities.roots.is_some());
+            if !declared {
                 return Err(ClientRequestError::Unsupported("roots"));
             }
             // Roots are deprecated by the 2026-07-28 protocol (SEP-2577) as requests of

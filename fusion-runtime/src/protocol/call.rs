@@ -42,7 +42,7 @@ pub(crate) fn is_current(context: &RequestContext<RoleServer>) -> bool {
 
 /// How a round ended.
 enum Step {
-    Done(TaskOutcome),
+    Done(Box<TaskOutcome>),
     InputRequired,
     ContinueAsTask,
     Cancelled,
@@ -125,7 +125,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             biased;
             () = input.task_requested() => Step::ContinueAsTask,
             () = input.input_required() => Step::InputRequired,
-            outcome = &mut work => Step::Done(outcome),
+            outcome = &mut work => Step::Done(Box::new(outcome)),
             () = context.ct.cancelled() => Step::Cancelled,
         };
         match step {
