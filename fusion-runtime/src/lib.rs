@@ -63,7 +63,10 @@ mod validate;
 /// axum, as the HTTP transport uses it: mount [`Server::router`] with the same version.
 #[cfg(feature = "http")]
 pub use axum;
-pub use call::{Ask, Call, ClientRequestError, Elicitation, ElicitationAction, LogLevel, Root};
+pub use call::{
+    Call, LogLevel,
+    ask::{Ask, ClientRequestError, Elicitation, ElicitationAction, Root},
+};
 pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
 pub use exit::{EXIT_CONFIG, EXIT_FATAL};
 pub use failure::classify::{
