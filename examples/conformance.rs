@@ -682,10 +682,12 @@ fn server() -> fusion_runtime::ServerBuilder {
         )
 }
 
-/// `--port N` (default 8931), `--stateless`.
+/// `--port N` (default 8931), `--stateless`, `--session-prefix P` (a replica's session
+/// ids start with `P`, for a proxy that routes sessions by it).
 fn options() -> Result<HttpOptions, String> {
     let mut port = 8931_u16;
     let mut stateless = false;
+    let mut session_prefix = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -696,14 +698,21 @@ fn options() -> Result<HttpOptions, String> {
                     .map_err(|_| format!("--port must be a port number, not {value:?}"))?;
             }
             "--stateless" => stateless = true,
+            "--session-prefix" => {
+                session_prefix = Some(args.next().ok_or("--session-prefix needs a value")?);
+            }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (use --port N, --stateless)"
+                    "unknown argument {other:?} (use --port N, --stateless, --session-prefix P)"
                 ));
             }
         }
     }
-    Ok(HttpOptions::default().port(port).stateless(stateless))
+    let options = HttpOptions::default().port(port).stateless(stateless);
+    Ok(match session_prefix {
+        Some(prefix) => options.session_prefix(prefix),
+        None => options,
+    })
 }
 
 #[tokio::main(flavor = "current_thread")]

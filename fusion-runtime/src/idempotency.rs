@@ -4,8 +4,9 @@
 //! running (the second waits for it). A model that retries a `create_order` after a lost
 //! answer gets the order it already made, not a second one.
 //!
-//! Results are kept in memory by default ([`MemoryStore`]); several replicas share a store
-//! by implementing [`IdempotencyStore`] over a shared database.
+//! Results are kept in memory by default ([`MemoryStore`]); several replicas share one on
+//! Redis (`fusion_runtime::redis::RedisStore`, feature `redis`), or by implementing
+//! [`IdempotencyStore`] over another shared database.
 
 use std::{
     collections::HashMap,
@@ -25,6 +26,10 @@ pub enum Claim {
     Run,
     /// It ran already: here is its result (as stored by `complete`).
     Replay(Value),
+    /// The store cannot tell (a shared store that is unreachable): the call must not run,
+    /// since it may have run elsewhere. The caller gets a transient error (retry later);
+    /// the reason goes to the log, not to the model.
+    Unavailable(String),
 }
 
 /// Where results are kept per key. Implement it over a shared store (a database table, a

@@ -47,6 +47,8 @@ mod present;
 mod probe;
 pub mod prompt;
 mod protocol;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod registry;
 mod request_state;
 pub mod resource;

@@ -13,14 +13,20 @@
 //!   and [`try_raw_http`] (raw HTTP/1.1 exchanges, into a [`RawResponse`]).
 //! - [`toolchains`]: [`target_dir`] (cargo's target directory, where `scripts/python-env`
 //!   and `scripts/node-env` put their tools), [`python`], [`node_bin`] with [`path_with`],
-//!   [`nginx`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
+//!   [`nginx`], [`redis_server()`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
 //!   missing; under `CI=true` a missing tool fails the test.
 //! - [`stdio_peer::StdioPeer`]: raw JSON-RPC lines to an example server over stdio.
+//! - [`nginx_proxy::Nginx`]: nginx of the test's own in front of replicas (round robin),
+//!   killed on drop.
+//! - [`redis_server::RedisServer`]: a Redis of the test's own on a loopback port, stopped
+//!   and started again at will, killed on drop ([`redis_server()`] finds the binary).
 
 #![allow(dead_code)]
 
 pub(crate) mod http;
+pub(crate) mod nginx_proxy;
 pub(crate) mod process;
+pub(crate) mod redis_server;
 pub(crate) mod stdio_peer;
 pub(crate) mod toolchains;
 
@@ -31,4 +37,4 @@ pub(crate) use process::{
     RunOutput, example_binary, package_binary, run_with_timeout, send_signal,
 };
 #[allow(unused_imports)]
-pub(crate) use toolchains::{nginx, node_bin, path_with, python, target_dir};
+pub(crate) use toolchains::{nginx, node_bin, path_with, python, redis_server, target_dir};

@@ -108,28 +108,50 @@ pub(crate) fn path_with(dir: &Path) -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap_or_else(|_| dir.as_os_str().to_owned())
 }
 
-/// The nginx binary, if there is one (for `tests/scale_out.rs`).
+/// The nginx binary, if there is one (for `tests/scale_out.rs` and `tests/fleet.rs`).
 ///
 /// Looks at `$FUSION_NGINX` first (it must then exist, or this panics), then at `nginx` on
 /// `PATH`, then at `/usr/sbin/nginx` (where the Debian package puts it; `scripts/nginx-env`
 /// installs it). When none is there: under `CI=true` this panics; otherwise it prints a loud
 /// skip note and returns `None`.
 pub(crate) fn nginx() -> Option<PathBuf> {
-    if let Some(path) = explicit_file("FUSION_NGINX") {
+    system_tool(
+        "FUSION_NGINX",
+        "nginx",
+        "/usr/sbin/nginx",
+        "no nginx (FUSION_NGINX is unset, none on PATH or at /usr/sbin/nginx): run `scripts/nginx-env` (as root; installs the Debian package nginx)",
+    )
+}
+
+/// The redis-server binary, if there is one (for `tests/fleet.rs`): `$FUSION_REDIS`, then
+/// `redis-server` on `PATH`, then `/usr/bin/redis-server` (`scripts/redis-env` installs the
+/// Debian package); missing, as for [`nginx`].
+pub(crate) fn redis_server() -> Option<PathBuf> {
+    system_tool(
+        "FUSION_REDIS",
+        "redis-server",
+        "/usr/bin/redis-server",
+        "no redis-server (FUSION_REDIS is unset, none on PATH or at /usr/bin/redis-server): run `scripts/redis-env` (as root; installs the Debian package redis-server)",
+    )
+}
+
+/// A tool installed on the system: the file `$var` names, else `name` on `PATH`, else
+/// `fallback`; missing, [`missing_tool`] with `hint`.
+fn system_tool(var: &str, name: &str, fallback: &str, hint: &str) -> Option<PathBuf> {
+    if let Some(path) = explicit_file(var) {
         return Some(path);
     }
     let on_path = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
-            .map(|dir| dir.join("nginx"))
+            .map(|dir| dir.join(name))
             .find(|candidate| candidate.is_file())
     });
     if let Some(path) = on_path.or_else(|| {
-        let sbin = PathBuf::from("/usr/sbin/nginx");
-        sbin.is_file().then_some(sbin)
+        let fallback = PathBuf::from(fallback);
+        fallback.is_file().then_some(fallback)
     }) {
         return Some(path);
     }
-    let hint = "no nginx (FUSION_NGINX is unset, none on PATH or at /usr/sbin/nginx): run `scripts/nginx-env` (as root; installs the Debian package nginx)";
     missing_tool(hint)
 }
 

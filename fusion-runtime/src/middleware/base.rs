@@ -75,7 +75,7 @@ where
 }
 
 /// A refusal that tells the model to wait and call again.
-pub(super) fn busy(message: String) -> Failure {
+pub(crate) fn busy(message: String) -> Failure {
     refuse(
         Classification {
             class: ErrorClass::Transient,

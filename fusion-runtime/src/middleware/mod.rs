@@ -33,9 +33,9 @@
 //! ```
 
 mod access;
-mod base;
+pub(crate) mod base;
 mod concurrency;
-mod rate;
+pub(crate) mod rate;
 
 pub(crate) use self::access::missing_scopes;
 pub use self::{

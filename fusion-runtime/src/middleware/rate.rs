@@ -51,12 +51,22 @@ const MAX_BUCKETS: usize = 65_536;
 
 /// What one bucket counts.
 #[derive(Clone, Copy)]
-enum Per {
+pub(crate) enum Per {
     Tool,
     Caller,
 }
 
-struct RateLimit {
+impl Per {
+    /// The bucket of `call`: its tool's, or its tool's for its caller.
+    pub(crate) fn key(self, call: &CallInfo<'_>) -> String {
+        match self {
+            Self::Tool => call.tool.to_owned(),
+            Self::Caller => format!("{}\u{1f}{}", call.tool, call.request.caller_key()),
+        }
+    }
+}
+
+pub(crate) struct RateLimit {
     per_second: f64,
     burst: f64,
     per: Per,
@@ -65,7 +75,7 @@ struct RateLimit {
 }
 
 impl RateLimit {
-    fn new(per_second: f64, burst: u32, per: Per) -> Self {
+    pub(crate) fn new(per_second: f64, burst: u32, per: Per) -> Self {
         Self {
             per_second,
             burst: f64::from(burst),
@@ -79,16 +89,13 @@ impl RateLimit {
         (tokens + now.duration_since(at).as_secs_f64() * self.per_second).min(self.burst)
     }
 
-    fn admit(&self, call: &CallInfo<'_>) -> Verdict {
+    pub(crate) fn admit(&self, call: &CallInfo<'_>) -> Verdict {
         let now = Instant::now();
         // A poisoned lock only means another call panicked mid-update: let calls through.
         let Ok(mut buckets) = self.buckets.lock() else {
             return Ok(None);
         };
-        let key = match self.per {
-            Per::Tool => call.tool.to_owned(),
-            Per::Caller => format!("{}\u{1f}{}", call.tool, call.request.caller_key()),
-        };
+        let key = self.per.key(call);
         if !buckets.contains_key(&key) && buckets.len() >= MAX_BUCKETS {
             buckets.retain(|_, bucket| self.refilled(*bucket, now) < self.burst);
             if buckets.len() >= MAX_BUCKETS {

@@ -59,6 +59,25 @@ fn request_info(extensions: &rmcp::model::Extensions) -> RequestInfo {
     }
 }
 
+/// The refusal of a keyed call whose idempotency store cannot be reached: it must not run
+/// (it may have run on another replica), and a retry later will be deduplicated again. The
+/// store's reason goes to the log only: it may name infrastructure.
+fn deduplication_unavailable(target: &Target<'_>, reason: &str) -> Failure {
+    tracing::warn!(target: "fusion::idempotency", tool = target.tool, reason, "the idempotency store is unavailable; the keyed call did not run");
+    crate::middleware::refuse(
+        crate::Classification {
+            class: crate::ErrorClass::Transient,
+            code: None,
+            hint: Some("the call did not run; call again in a moment with the same key"),
+            retry_after: Some(std::time::Duration::from_secs(1)),
+        },
+        format!(
+            "{} did not run: deduplication of its idempotency key is unavailable right now",
+            target
+        ),
+    )
+}
+
 impl<C: Send + Sync + 'static> Server<C> {
     /// Runs one call through the whole pipeline and returns exactly one result.
     ///
@@ -113,6 +132,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let idempotency_key = handler.and_then(|index| self.idempotency_key(index, &target, &args));
         let mut claim = None;
         let mut cancelled_early = false;
+        let mut unavailable = None;
         if let Some(key) = &idempotency_key {
             let store = &*self.inner.idempotency;
             // Await: waits while another run of the key is in progress. Holds `in_flight`
@@ -135,6 +155,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                     None => claim = Some(ClaimGuard::new(store, key)),
                 },
                 Some(Claim::Run) => claim = Some(ClaimGuard::new(store, key)),
+                Some(Claim::Unavailable(reason)) => unavailable = Some(reason),
                 None => cancelled_early = true,
             }
         }
@@ -144,6 +165,13 @@ impl<C: Send + Sync + 'static> Server<C> {
         let (outcome, attempts) = match resolved {
             Err(kind) => (Outcome::Failure(Failure::new(kind)), 0),
             Ok(_) if cancelled_early => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+            Ok(_) if unavailable.is_some() => {
+                let reason = unavailable.as_deref().unwrap_or_default();
+                (
+                    Outcome::Failure(deduplication_unavailable(&target, reason)),
+                    0,
+                )
+            }
             // Await: the call itself. Holds `in_flight` and `claim`; a drop here gives both
             // back (the claim is released, so a waiter or a retry of the key runs).
             Ok((index, _)) => tokio::select! {

@@ -276,6 +276,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             draining: AtomicBool::new(false),
             sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
             reaper: std::sync::Once::new(),
+            session_prefix: options.session_prefix.clone(),
         });
         let factory = self.clone();
         let mcp = StreamableHttpService::new(
@@ -303,7 +304,11 @@ impl<C: Send + Sync + 'static> Server<C> {
                     }
                 }),
             )
-            .layer(middleware::from_fn_with_state(Arc::clone(&state), guard));
+            .layer(middleware::from_fn_with_state(Arc::clone(&state), guard))
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(&state),
+                session_prefix,
+            ));
         let router = Router::new()
             .route("/healthz", get(|| async { "ok\n" }))
             .route(

@@ -41,6 +41,9 @@ pub(super) struct HttpState {
     /// Starts the task that ends idle sessions, once, from the first request (a router
     /// may be built outside a Tokio runtime and mounted later).
     pub(super) reaper: std::sync::Once,
+    /// What this replica's session ids start with on the wire
+    /// (`HttpOptions::session_prefix`).
+    pub(super) session_prefix: Option<String>,
 }
 
 impl HttpState {
@@ -125,6 +128,40 @@ pub(super) fn unknown_session() -> Response {
 pub(super) struct MethodOnly {
     #[serde(default)]
     method: Option<String>,
+}
+
+/// This replica's session-id prefix, on the wire only: a request's `Mcp-Session-Id` loses
+/// it before anything else sees the id (one without it names no session here: `404`), and
+/// an answer's gains it. A proxy in front of stateful replicas routes on it.
+pub(super) async fn session_prefix(
+    State(state): State<Arc<HttpState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(prefix) = &state.session_prefix else {
+        return next.run(request).await;
+    };
+    if let Some(id) = session_of(request.headers()) {
+        let Some(local) = id.strip_prefix(prefix.as_str()) else {
+            return unknown_session();
+        };
+        match HeaderValue::from_str(local) {
+            Ok(local) => {
+                request.headers_mut().insert("mcp-session-id", local);
+            }
+            Err(_) => return unknown_session(),
+        }
+    }
+    let mut response = next.run(request).await;
+    if let Some(id) = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|id| id.to_str().ok())
+        && let Ok(prefixed) = HeaderValue::from_str(&format!("{prefix}{id}"))
+    {
+        response.headers_mut().insert("mcp-session-id", prefixed);
+    }
+    response
 }
 
 /// Host, Origin and bearer token for every protected route; the session a request names;

@@ -96,6 +96,7 @@ pub struct HttpOptions {
     pub(super) max_sessions: usize,
     pub(super) session_idle_timeout: Option<Duration>,
     pub(super) max_calls_per_session: usize,
+    pub(super) session_prefix: Option<String>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -119,6 +120,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_calls_per_session", &self.max_calls_per_session)
+            .field("session_prefix", &self.session_prefix)
             .finish()
     }
 }
@@ -154,6 +156,7 @@ impl Default for HttpOptions {
             max_sessions: 1024,
             session_idle_timeout: Some(Duration::from_secs(600)),
             max_calls_per_session: 32,
+            session_prefix: None,
         }
     }
 }
@@ -365,6 +368,25 @@ impl HttpOptions {
         self
     }
 
+    /// Starts every session id this replica issues with `prefix` (say `"a."`), so that a
+    /// proxy in front of stateful replicas can send each session's requests to the replica
+    /// that holds it (README, "Sessions across replicas": nginx maps the prefix to the
+    /// replica). A session id without this replica's prefix is unknown here (`404`), as
+    /// the protocol prescribes, and the client starts a new session. The prefix must be
+    /// visible ASCII (as session ids are) and at most 64 bytes; otherwise serving refuses
+    /// to start.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().session_prefix("a.");
+    /// # drop(options);
+    /// ```
+    pub fn session_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.session_prefix = Some(prefix.into());
+        self
+    }
+
     /// The URL of the MCP endpoint at the configured address.
     pub fn local_url(&self) -> String {
         url_of(self.addr, &self.path)
@@ -383,6 +405,15 @@ impl HttpOptions {
         if path.contains(['{', '}', '*', ':', '?', '#']) || path.contains("//") {
             return Err(HttpConfigError(format!(
                 "the MCP path {path:?} must be a plain path such as /mcp"
+            )));
+        }
+        if let Some(prefix) = &self.session_prefix
+            && (prefix.is_empty()
+                || prefix.len() > 64
+                || !prefix.bytes().all(|byte| (0x21..=0x7e).contains(&byte)))
+        {
+            return Err(HttpConfigError(format!(
+                "the session prefix {prefix:?} must be 1 to 64 visible ASCII characters"
             )));
         }
         Ok(())

@@ -1,0 +1,321 @@
+//! Fleets that share state on Redis (`fusion_runtime::redis`, `examples/fleet.rs`): a Redis
+//! of the test's own on a loopback port, replicas as processes, nginx in front.
+//!
+//! - the same idempotency key sent to two replicas at once runs once (effects counted in a
+//!   file every replica appends to);
+//! - a replica killed mid-call: the retry on the other runs once, after the lease;
+//! - the fleet's rate limit holds within 10% over 5 s, through nginx to two replicas;
+//! - Redis stopped mid-run: every call is still answered, keyed calls with a transient
+//!   error, the others normally; once Redis is back, keyed calls run again without a
+//!   restart.
+//!
+//! Needs `redis-server` (`scripts/redis-env`) and nginx (`scripts/nginx-env`); without them
+//! the tests skip loudly, except under `CI=true`, where they fail.
+
+mod support;
+
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    process::Command,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use support::{HttpServer, nginx_proxy::Nginx, redis_server::RedisServer};
+
+/// How long a replica may take to report its URL.
+const START: Duration = Duration::from_secs(30);
+/// The limit of one HTTP exchange.
+const REQUEST: Duration = Duration::from_secs(20);
+
+struct Fleet {
+    redis: RedisServer,
+    effects: PathBuf,
+}
+
+impl Fleet {
+    /// Redis, and a file for the replicas' effects; `None` (skipped) without redis-server.
+    fn start(name: &str) -> Option<Self> {
+        let binary = support::redis_server()?;
+        let effects = std::env::temp_dir().join(format!(
+            "fusion-fleet-{name}-{}.effects",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&effects);
+        Some(Self {
+            redis: RedisServer::start(&binary),
+            effects,
+        })
+    }
+
+    /// One replica of `examples/fleet.rs`, stateless, on a free port.
+    fn replica(&self, extra: &[&str]) -> HttpServer {
+        let mut command = Command::new(support::example_binary("fleet"));
+        command
+            .args(["--http", "0", "--stateless", "--redis", &self.redis.url()])
+            .arg("--effects")
+            .arg(&self.effects)
+            .args(extra)
+            .env("RUST_LOG", "warn");
+        HttpServer::start(command, START)
+    }
+
+    /// The effects' lines (one per order placed).
+    fn effects(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.effects)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.effects);
+    }
+}
+
+/// One `tools/call` to a stateless endpoint; its `result` (or the whole answer when there
+/// is none).
+fn call(addr: SocketAddr, tool: &str, arguments: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let answer = support::post_mcp(
+        addr,
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        &body.to_string(),
+        REQUEST,
+    );
+    assert_eq!(answer.status, 200, "{tool}: {answer:?}");
+    let message: Value = serde_json::from_str(answer.body.trim())
+        .unwrap_or_else(|error| panic!("not JSON ({error}): {answer:?}"));
+    message.get("result").cloned().unwrap_or(message)
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+fn is_error(result: &Value) -> bool {
+    result["isError"] == true
+}
+
+#[test]
+fn one_key_sent_to_two_replicas_at_once_runs_once() {
+    let Some(fleet) = Fleet::start("once") else {
+        return;
+    };
+    let (a, b) = (fleet.replica(&[]), fleet.replica(&[]));
+    for round in 0..5 {
+        let order = json!({"order_id": format!("order-{round}"), "item": "tea", "delay_ms": 300});
+        let answers: Vec<Value> = thread::scope(|scope| {
+            let calls: Vec<_> = [a.addr(), b.addr(), a.addr(), b.addr()]
+                .into_iter()
+                .map(|addr| {
+                    let order = order.clone();
+                    scope.spawn(move || call(addr, "place_order", order))
+                })
+                .collect();
+            calls
+                .into_iter()
+                .map(|call| call.join().expect("a caller thread"))
+                .collect()
+        });
+        for answer in &answers {
+            assert!(!is_error(answer), "{answer}");
+            assert_eq!(
+                text(answer),
+                text(&answers[0]),
+                "every caller gets the one result"
+            );
+        }
+    }
+    let effects = fleet.effects();
+    assert_eq!(effects.len(), 5, "one order placed per key: {effects:?}");
+}
+
+#[test]
+fn a_replica_killed_mid_call_leaves_the_retry_to_the_other_after_the_lease() {
+    let Some(fleet) = Fleet::start("lease") else {
+        return;
+    };
+    let lease = ["--lease-ms", "1500"];
+    let doomed = fleet.replica(&lease);
+    let survivor = fleet.replica(&lease);
+    let order = json!({"order_id": "order-k", "item": "coffee", "delay_ms": 5000});
+    let doomed_addr = doomed.addr();
+    let first = {
+        let order = order.clone();
+        thread::spawn(move || {
+            support::try_raw_http(
+                doomed_addr,
+                "POST",
+                "/mcp",
+                &support::mcp_headers(&[("MCP-Protocol-Version", "2025-06-18")]),
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "place_order", "arguments": order}})
+                    .to_string()
+                    .as_bytes(),
+                REQUEST,
+            )
+        })
+    };
+    // The doomed replica holds the claim and is killed before its order is placed.
+    thread::sleep(Duration::from_millis(500));
+    drop(doomed);
+    let _ = first.join();
+    let started = Instant::now();
+    let retry = call(
+        survivor.addr(),
+        "place_order",
+        json!({"order_id": "order-k", "item": "coffee", "delay_ms": 0}),
+    );
+    let waited = started.elapsed();
+    assert!(!is_error(&retry), "{retry}");
+    assert!(text(&retry).contains("placed coffee as order-k"), "{retry}");
+    assert!(
+        waited >= Duration::from_millis(500),
+        "the retry waited for the dead runner's lease ({waited:?})"
+    );
+    assert_eq!(fleet.effects().len(), 1, "{:?}", fleet.effects());
+    // And it is the one result from now on.
+    let again = call(survivor.addr(), "place_order", order);
+    assert_eq!(text(&again), text(&retry));
+    assert_eq!(fleet.effects().len(), 1);
+}
+
+#[test]
+fn the_fleets_rate_limit_holds_through_nginx_within_ten_percent() {
+    let Some(fleet) = Fleet::start("rate") else {
+        return;
+    };
+    let Some(nginx_binary) = support::nginx() else {
+        return;
+    };
+    const RATE: f64 = 20.0;
+    const SPAN: Duration = Duration::from_secs(5);
+    let rate = RATE.to_string();
+    let (a, b) = (
+        fleet.replica(&["--rate", &rate]),
+        fleet.replica(&["--rate", &rate]),
+    );
+    let nginx = Nginx::start(&nginx_binary, &[a.addr(), b.addr()]);
+    let proxy = nginx.addr();
+    let allowed = Arc::new(AtomicUsize::new(0));
+    let limited = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + SPAN;
+    thread::scope(|scope| {
+        for _ in 0..6 {
+            let (allowed, limited) = (Arc::clone(&allowed), Arc::clone(&limited));
+            scope.spawn(move || {
+                while Instant::now() < deadline {
+                    let result = call(proxy, "ping", json!({}));
+                    if is_error(&result) {
+                        assert!(text(&result).contains("across the fleet"), "{result}");
+                        limited.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        allowed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let allowed = allowed.load(Ordering::Relaxed) as f64;
+    let expected = RATE * SPAN.as_secs_f64();
+    println!(
+        "fleet rate limit: {allowed} allowed, {} limited, expected {expected}",
+        limited.load(Ordering::Relaxed)
+    );
+    assert!(
+        (allowed - expected).abs() <= expected * 0.1,
+        "{allowed} calls allowed in {SPAN:?} at {RATE}/s for the fleet (expected {expected} ± 10%)\n{}",
+        nginx.report()
+    );
+    let posts = nginx.mcp_posts();
+    for replica in [a.addr(), b.addr()] {
+        let served = posts
+            .iter()
+            .filter(|line| line.contains(&format!("upstream={replica}")))
+            .count();
+        assert!(
+            served > 10,
+            "both replicas served calls ({replica}: {served})"
+        );
+    }
+}
+
+#[test]
+fn calls_are_answered_while_redis_is_down_and_keys_work_again_after() {
+    let Some(mut fleet) = Fleet::start("outage") else {
+        return;
+    };
+    let replica = fleet.replica(&[]);
+    let addr = replica.addr();
+    let ok = call(
+        addr,
+        "place_order",
+        json!({"order_id": "before", "item": "tea"}),
+    );
+    assert!(!is_error(&ok), "{ok}");
+
+    fleet.redis.stop();
+    for n in 0..10 {
+        let keyed = call(
+            addr,
+            "place_order",
+            json!({"order_id": format!("during-{n}"), "item": "tea"}),
+        );
+        assert!(is_error(&keyed), "{keyed}");
+        assert!(
+            text(&keyed).contains(
+                "did not run: deduplication of its idempotency key is unavailable right now"
+            ) && text(&keyed).contains("Retry after"),
+            "a transient error: {keyed}"
+        );
+        assert!(
+            !text(&keyed).contains("127.0.0.1"),
+            "no infrastructure detail: {keyed}"
+        );
+        let plain = call(addr, "echo", json!({"text": format!("hi {n}")}));
+        assert_eq!(text(&plain), format!("hi {n}"), "{plain}");
+        let limited = call(addr, "ping", json!({}));
+        assert!(
+            !is_error(&limited) || text(&limited).contains("calls a second"),
+            "the rate limit falls back to this replica's own: {limited}"
+        );
+    }
+    assert_eq!(
+        fleet.effects().len(),
+        1,
+        "nothing ran unchecked: {:?}",
+        fleet.effects()
+    );
+
+    fleet.redis.resume();
+    // The connection comes back by itself; a keyed call runs again within a few tries.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let after = loop {
+        let result = call(
+            addr,
+            "place_order",
+            json!({"order_id": "after", "item": "tea"}),
+        );
+        if !is_error(&result) || Instant::now() >= deadline {
+            break result;
+        }
+        thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!is_error(&after), "keyed calls work again: {after}");
+    let replay = call(
+        addr,
+        "place_order",
+        json!({"order_id": "after", "item": "tea"}),
+    );
+    assert_eq!(text(&replay), text(&after), "and are deduplicated again");
+    assert_eq!(fleet.effects().len(), 2, "{:?}", fleet.effects());
+}
