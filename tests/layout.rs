@@ -13,11 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Files allowed over 600 lines of non-test code, and why.
-const LONG_FILES: &[(&str, &str)] = &[(
-    "validate/mod.rs",
-    "issue types, the schema compiler, the walker and limits; the walker's one `impl Walk` alone is 630 lines, so its split (by the kind of node checked) comes with the split into issue, compile, walk and limits files",
-)];
+/// Files allowed over 600 lines of non-test code, and why: none now. A file that must be
+/// longer is named here with its reason, so the exception is written down and reviewed.
+const LONG_FILES: &[(&str, &str)] = &[];
 
 /// How many lines of non-test code a file may have.
 const MAX_LINES: usize = 600;

@@ -5,9 +5,12 @@
 //! Whatever is repeated, or compared with the server's own names for a did-you-mean, is
 //! first cut to a size the server chooses, so the cost of an answer is bounded by these
 //! limits and not by the input (issue 15: a 15 MiB tool name was answered after 21 s and
-//! echoed whole, and every other request waited behind it).
+//! echoed whole, and every other request waited behind it). A value is repeated as a
+//! [`preview`]: its compact JSON, cut.
 
 use std::borrow::Cow;
+
+use serde_json::Value;
 
 /// What stands for a secret value wherever it would have appeared.
 pub const REDACTED: &str = "[redacted]";
@@ -102,8 +105,89 @@ impl std::io::Write for Bounded {
     }
 }
 
+/// The longest preview of a received value, in characters.
+pub(crate) const PREVIEW_CHARS: usize = 60;
+
+/// Compact JSON of a value, cut to [`PREVIEW_CHARS`] characters with an ellipsis.
+///
+/// Serialization stops once enough is written, so a preview of a 15 MiB value costs what a
+/// preview of a short one does.
+pub(crate) fn preview(value: &Value) -> String {
+    // A character is at most 4 bytes, and an escape (`\u001f`) at most 6: room for
+    // `PREVIEW_CHARS` characters of any kind, and one more to know whether there is more.
+    let mut sink = Bounded::new((PREVIEW_CHARS + 1) * 6);
+    // An error means the sink is full: the start is enough.
+    let _ = write_preview(value, &mut sink);
+    let full = !sink.is_full();
+    // The sink may end inside a character; drop the partial one.
+    let text = match String::from_utf8(sink.bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let valid = error.utf8_error().valid_up_to();
+            let mut bytes = error.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+    };
+    let shown = prefix(&text, PREVIEW_CHARS);
+    if full && shown.len() == text.len() {
+        return text;
+    }
+    let mut cut = shown.to_owned();
+    cut.push('…');
+    cut
+}
+
+/// `text` (a number's literal) cut to [`PREVIEW_CHARS`] characters with an ellipsis.
+pub(crate) fn preview_text(text: String) -> String {
+    let shown = prefix(&text, PREVIEW_CHARS);
+    if shown.len() == text.len() {
+        return text;
+    }
+    format!("{shown}…")
+}
+
+/// Writes the compact JSON of `value` into `sink` until it is full. Strings and keys are
+/// cut to one character more than a preview shows before they are serialized: serde_json
+/// scans a whole string for escapes before writing any of it, so a 15 MiB string would
+/// cost a full scan (a second of an unoptimized build) for 60 characters.
+fn write_preview(value: &Value, sink: &mut Bounded) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let text = |text: &str, sink: &mut Bounded| {
+        serde_json::to_writer(sink, prefix(text, PREVIEW_CHARS + 1)).map_err(std::io::Error::other)
+    };
+    match value {
+        Value::String(string) => text(string, sink),
+        Value::Array(items) => {
+            sink.write_all(b"[")?;
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    sink.write_all(b",")?;
+                }
+                write_preview(item, sink)?;
+            }
+            sink.write_all(b"]")
+        }
+        Value::Object(entries) => {
+            sink.write_all(b"{")?;
+            for (index, (key, item)) in entries.iter().enumerate() {
+                if index > 0 {
+                    sink.write_all(b",")?;
+                }
+                text(key, sink)?;
+                sink.write_all(b":")?;
+                write_preview(item, sink)?;
+            }
+            sink.write_all(b"}")
+        }
+        scalar => serde_json::to_writer(sink, scalar).map_err(std::io::Error::other),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -149,5 +233,37 @@ mod tests {
         assert!(serde_json::to_writer(&mut roomy, &serde_json::json!([1, 2])).is_ok());
         assert!(!roomy.is_full());
         assert_eq!(roomy.bytes, b"[1,2]");
+    }
+
+    #[test]
+    fn previews_are_truncated() {
+        let long = Value::String("x".repeat(500));
+        assert!(preview(&long).chars().count() <= PREVIEW_CHARS + 1);
+    }
+
+    #[test]
+    fn previews_are_exact_when_short_and_cut_when_long() {
+        assert_eq!(preview(&json!({"a": [1, "b"]})), r#"{"a":[1,"b"]}"#);
+        // Exactly the preview's length: shown whole, no ellipsis.
+        let fits = Value::String("y".repeat(PREVIEW_CHARS - 2));
+        assert_eq!(
+            preview(&fits),
+            format!("\"{}\"", "y".repeat(PREVIEW_CHARS - 2))
+        );
+        // One character more: cut, with an ellipsis.
+        let over = Value::String("y".repeat(PREVIEW_CHARS - 1));
+        assert_eq!(
+            preview(&over),
+            format!("\"{}…", "y".repeat(PREVIEW_CHARS - 1))
+        );
+        // Huge strings and keys, anywhere, cost what short ones do, and cut on characters.
+        let giant = "é".repeat(1 << 20);
+        let nested = json!([{ giant.clone(): giant.clone() }]);
+        let shown = preview(&nested);
+        assert!(shown.starts_with("[{\"ééé"), "{shown}");
+        assert!(shown.ends_with('…'), "{shown}");
+        assert_eq!(shown.chars().count(), PREVIEW_CHARS + 1);
+        let many = Value::Array(vec![Value::from(1); 1 << 20]);
+        assert_eq!(preview(&many).chars().count(), PREVIEW_CHARS + 1);
     }
 }

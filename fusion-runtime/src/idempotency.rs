@@ -63,8 +63,20 @@ enum Entry {
 /// The in-process store: results kept for the window, in memory.
 #[derive(Default)]
 pub struct MemoryStore {
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<Entries>,
 }
+
+/// The keys, and when results older than the window are dropped next.
+#[derive(Default)]
+struct Entries {
+    by_key: HashMap<String, Entry>,
+    /// Expired results are dropped at most once a second: a scan of every key on every
+    /// claim would make each call cost as much as the keys kept (quadratic under load).
+    next_prune: Option<Instant>,
+}
+
+/// How often expired results are dropped.
+const PRUNE_EVERY: Duration = Duration::from_secs(1);
 
 impl MemoryStore {
     /// An empty store.
@@ -85,11 +97,21 @@ impl IdempotencyStore for MemoryStore {
                     };
                     let now = Instant::now();
                     // Forget results older than the window, so memory stays bounded.
-                    entries.retain(|_, entry| match entry {
-                        Entry::Done(_, at) => now.duration_since(*at) <= window,
-                        Entry::Running(..) => true,
-                    });
+                    if entries.next_prune.is_none_or(|next| now >= next) {
+                        entries.by_key.retain(|_, entry| match entry {
+                            Entry::Done(_, at) => now.duration_since(*at) <= window,
+                            Entry::Running(..) => true,
+                        });
+                        entries.next_prune = Some(now + PRUNE_EVERY);
+                    }
+                    let entries = &mut entries.by_key;
                     match entries.get(key) {
+                        // A result past the window (not pruned yet) is as good as none.
+                        Some(Entry::Done(_, at)) if now.duration_since(*at) > window => {
+                            let (sender, receiver) = watch::channel(None);
+                            entries.insert(key.to_owned(), Entry::Running(receiver, sender));
+                            return Claim::Run;
+                        }
                         Some(Entry::Done(result, _)) => return Claim::Replay(result.clone()),
                         Some(Entry::Running(receiver, _)) => receiver.clone(),
                         None => {
@@ -116,8 +138,9 @@ impl IdempotencyStore for MemoryStore {
 
     fn complete(&self, key: &str, result: Value) {
         if let Ok(mut entries) = self.entries.lock()
-            && let Some(Entry::Running(_, sender)) =
-                entries.insert(key.to_owned(), Entry::Done(result.clone(), Instant::now()))
+            && let Some(Entry::Running(_, sender)) = entries
+                .by_key
+                .insert(key.to_owned(), Entry::Done(result.clone(), Instant::now()))
         {
             sender.send_replace(Some(Some(result)));
         }
@@ -125,7 +148,7 @@ impl IdempotencyStore for MemoryStore {
 
     fn release(&self, key: &str) {
         if let Ok(mut entries) = self.entries.lock()
-            && let Some(Entry::Running(_, sender)) = entries.remove(key)
+            && let Some(Entry::Running(_, sender)) = entries.by_key.remove(key)
         {
             sender.send_replace(Some(None));
         }

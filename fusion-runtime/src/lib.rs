@@ -45,13 +45,10 @@ pub(crate) mod pipeline;
 mod policy;
 mod present;
 mod probe;
-pub mod prompt;
 mod protocol;
 #[cfg(feature = "redis")]
 pub mod redis;
-mod registry;
 mod request_state;
-pub mod resource;
 pub mod schema;
 mod server;
 mod setup;
@@ -81,13 +78,15 @@ pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use pipeline::render::ISSUES_META_KEY;
 pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use present::{Presentation, PresenterFn, UiBlock};
-pub use prompt::{IntoPromptMessages, PromptArg, PromptInfo};
-pub use registry::{ACTION_KEY, Exposure};
 pub use request_state::STATE_TTL;
-pub use resource::{IntoResourceContents, ResourceContent, ResourceInfo};
 pub use server::Server;
 pub use setup::builder::ServerBuilder;
 pub use setup::error::{BuildError, StartupError};
+// `fusion_runtime::prompt` and `fusion_runtime::resource` are public modules whose files
+// live in `setup/`, beside the catalog that holds what they describe.
+pub use setup::prompt::{self, IntoPromptMessages, PromptArg, PromptInfo};
+pub use setup::registry::{ACTION_KEY, Exposure};
+pub use setup::resource::{self, IntoResourceContents, ResourceContent, ResourceInfo};
 pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
 pub use transport::StdioOptions;
 #[cfg(feature = "http")]

@@ -102,7 +102,7 @@ pub fn make_portable(object: &mut Map<String, Value>) {
     }
     if let Some(Value::String(format)) = object.get("format") {
         let format = format.clone();
-        if let Some((min, max)) = crate::validate::integer_format_range(&format) {
+        if let Some((min, max)) = integer_format_range(&format) {
             object.remove("format");
             if let Ok(min) = i64::try_from(min) {
                 object.entry("minimum").or_insert(Value::from(min));
@@ -247,6 +247,26 @@ fn inline(
             .for_each(|item| inline(item, defs, path, kept, depth + 1)),
         _ => {}
     }
+}
+
+/// The range a fixed-width integer `format` (as schemars writes them) implies, published
+/// as `minimum`/`maximum` in a portable schema. (The validator checks the same ranges
+/// exactly, through `validate::number::IntType`.)
+fn integer_format_range(format: &str) -> Option<(i128, i128)> {
+    let range = match format {
+        "int8" => (i128::from(i8::MIN), i128::from(i8::MAX)),
+        "int16" => (i128::from(i16::MIN), i128::from(i16::MAX)),
+        "int32" => (i128::from(i32::MIN), i128::from(i32::MAX)),
+        "int64" | "int" => (i128::from(i64::MIN), i128::from(i64::MAX)),
+        "int128" => (i128::MIN, i128::MAX),
+        "uint8" => (0, i128::from(u8::MAX)),
+        "uint16" => (0, i128::from(u16::MAX)),
+        "uint32" => (0, i128::from(u32::MAX)),
+        "uint64" | "uint" => (0, i128::from(u64::MAX)),
+        "uint128" => (0, i128::MAX),
+        _ => return None,
+    };
+    Some(range)
 }
 
 fn into_object(schema: Schema) -> Map<String, Value> {

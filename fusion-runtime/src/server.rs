@@ -11,7 +11,8 @@ use crate::{
     metrics::{MetricsSnapshot, ToolMetrics},
     middleware::Middleware,
     policy::{Circuit, Policy},
-    registry::Registry,
+    setup::catalog::Catalog,
+    setup::registry::Registry,
     tool::ToolDefinition,
     validate::Limits,
 };
@@ -76,8 +77,8 @@ pub(crate) struct Inner<C> {
     /// The client's `logging/setLevel`. One per server: over stdio a server has one
     /// client; over HTTP the last session to set it wins.
     pub(crate) log_level: std::sync::Mutex<Option<crate::call::LogLevel>>,
-    /// Resources, prompts and completions (resource.rs, prompt.rs).
-    pub(crate) catalog: crate::resource::Catalog,
+    /// Resources, prompts and completions (`setup/catalog.rs`).
+    pub(crate) catalog: Catalog,
     /// Signs the request state of multi-round calls (2026-07-28).
     pub(crate) sealer: crate::request_state::Sealer,
     /// The tools that run as tasks, and the tasks.
@@ -134,7 +135,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     }
 
     /// The resources, prompts and completions.
-    pub(crate) fn catalog(&self) -> &crate::resource::Catalog {
+    pub(crate) fn catalog(&self) -> &Catalog {
         &self.inner.catalog
     }
 

@@ -38,3 +38,25 @@ fn fold(word: &str) -> String {
         .flat_map(char::to_lowercase)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_folds_case_and_separators() {
+        let names = ["user_id", "limit"];
+        assert_eq!(closest("userId", names.iter().copied()), Some("user_id"));
+        assert_eq!(closest("limt", names.iter().copied()), Some("limit"));
+        assert_eq!(closest("zzz", names.iter().copied()), None);
+    }
+
+    #[test]
+    fn suggestions_only_for_bounded_words() {
+        let names = ["user_id", "limit"];
+        let giant = format!("user_id{}", "x".repeat(crate::echo::MAX_KEY_BYTES));
+        assert_eq!(closest(&giant, names.iter().copied()), None);
+        let near = format!("user_i{}", "d".repeat(3));
+        assert_eq!(closest(&near, names.iter().copied()), Some("user_id"));
+    }
+}

@@ -1,20 +1,21 @@
 //! The failure model: why a call failed ([`FailureKind`]), the [`Failure`] that carries it,
-//! the [`Target`] a message names, and the text the model reads about each; the class of a
-//! user's error (`classify.rs`) and the panic boundary (`panic.rs`) sit below.
+//! and the [`Target`] a message names; the class of a user's error (`classify.rs`), the
+//! panic boundary (`panic.rs`), and the words of every failure (`wording/`) sit below.
 //!
 //! Every failure becomes a `CallToolResult` with `isError: true` (a warning excepted); the
-//! wording is rendered here, in one place. Internal and fatal failures (a handler's
+//! wording is rendered in one place, `wording/`. Internal and fatal failures (a handler's
 //! unclassified error, a panic) are masked: the model gets a generic message with a
 //! correlation id, the log gets the details.
 
 pub(crate) mod classify;
 pub(crate) mod panic;
+pub(crate) mod wording;
 
-use std::{fmt, fmt::Write as _, time::Duration};
+use std::{fmt, time::Duration};
 
 use crate::{
-    failure::classify::{Classification, ErrorClass, Human, classify_dyn},
-    validate::{ArgIssue, IssueCode},
+    failure::classify::{Classification, ErrorClass, classify_dyn},
+    validate::ArgIssue,
 };
 
 /// The tool (and action) a call addressed, as messages name it: "`db_user` (action
@@ -114,7 +115,8 @@ pub struct Failure {
     /// The error's own message and its source chain, outermost first. Never shown to the
     /// model for masked failures.
     pub(crate) chain: Vec<String>,
-    /// How many times the handler ran (more than one after retries).
+    /// How many times the handler ran (more than one after retries). The pipeline counts
+    /// them in `pipeline::policy::Ran` and writes the count here once, before rendering.
     pub(crate) attempts: u32,
 }
 
@@ -245,131 +247,6 @@ impl Failure {
     fn own_message(&self) -> &str {
         self.chain.first().map_or("", String::as_str)
     }
-
-    /// The text shown to the model. `correlation_id` names the log event of a masked failure.
-    pub(crate) fn message(&self, target: &Target<'_>, correlation_id: &str) -> String {
-        let tool = target;
-        match &self.kind {
-            FailureKind::InvalidArguments(issues) => render_issues(target, issues),
-            FailureKind::UnknownTool {
-                requested,
-                available,
-            } => unknown_choice(
-                &format!("Unknown tool `{}`.", crate::echo::name(requested)),
-                "Available tools",
-                requested,
-                available,
-            ),
-            FailureKind::MissingAction { tool, available } => format!(
-                "Tool `{tool}` needs an `action`: one of {}. Call it again with `\"action\": \"<name>\"` among the arguments.",
-                available
-                    .iter()
-                    .map(|name| format!("`{name}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            FailureKind::UnknownAction {
-                tool,
-                requested,
-                available,
-            } if available.is_empty() => format!(
-                "Tool `{tool}` has no actions, so action `{}` does not exist. Call `{tool}` without an action.",
-                crate::echo::name(requested)
-            ),
-            FailureKind::UnknownAction {
-                tool,
-                requested,
-                available,
-            } => unknown_choice(
-                &format!(
-                    "Unknown action `{}` for tool `{tool}`.",
-                    crate::echo::name(requested)
-                ),
-                "Valid actions",
-                requested,
-                available,
-            ),
-            FailureKind::Timeout { limit } => format!(
-                "Tool {tool} did not finish within {} and was stopped{}. The upstream may be slow; retry later or narrow the request.",
-                Human(*limit),
-                self.attempts_text()
-            ),
-            FailureKind::CircuitOpen { retry_after } => format!(
-                "Tool {tool} is temporarily unavailable: its upstream failed repeatedly, so calls are paused. Retry after {}.",
-                Human(*retry_after)
-            ),
-            FailureKind::Panic => format!(
-                "Tool {tool} failed with an internal error (reference {correlation_id}): the handler crashed. \
-                 The server is still running; the same call is likely to fail again."
-            ),
-            FailureKind::Handler(classification) => {
-                self.handler_message(tool, classification, correlation_id)
-            }
-            FailureKind::UnknownOutcome { cause, check_with } => {
-                let what = if *cause == "timeout" {
-                    "did not finish in time"
-                } else {
-                    "lost its connection"
-                };
-                let mut text = format!(
-                    "Tool {tool} {what}, and the operation may or may not have completed. Do not call it again blindly: check before calling again"
-                );
-                match check_with {
-                    Some(check) => text.push_str(&format!(", for example with {check}.")),
-                    None => text.push('.'),
-                }
-                text
-            }
-            FailureKind::Cancelled => format!("The call to {tool} was cancelled by the client."),
-        }
-    }
-
-    fn handler_message(
-        &self,
-        tool: &Target<'_>,
-        classification: &Classification,
-        correlation_id: &str,
-    ) -> String {
-        let mut text = match classification.class {
-            ErrorClass::Internal => {
-                return format!(
-                    "Tool {tool} failed with an internal error (reference {correlation_id}). \
-                     The details are in the server log; the same call is likely to fail again."
-                );
-            }
-            ErrorClass::Fatal => {
-                return format!(
-                    "Tool {tool} hit a fatal error (reference {correlation_id}): the server hit a fatal error and is shutting down."
-                );
-            }
-            ErrorClass::Transient if classification.code.is_none() => format!(
-                "Tool {tool} failed: the upstream service is temporarily unavailable ({}){}.",
-                self.own_message(),
-                self.attempts_text()
-            ),
-            _ => match classification.code {
-                Some(code) => format!("{}: {}", code.label(), self.own_message()),
-                None => self.own_message().to_owned(),
-            },
-        };
-        if classification.class == ErrorClass::Transient {
-            match classification.retry_after {
-                Some(delay) => text.push_str(&format!(" Retry after {}.", Human(delay))),
-                None => text.push_str(" Retry in a few seconds."),
-            }
-        }
-        if let Some(hint) = classification.hint {
-            text.push_str(&format!(" Hint: {hint}"));
-        }
-        text
-    }
-
-    fn attempts_text(&self) -> String {
-        match self.attempts {
-            0 | 1 => String::new(),
-            n => format!(" after {n} attempts"),
-        }
-    }
 }
 
 impl fmt::Display for Failure {
@@ -379,76 +256,5 @@ impl fmt::Display for Failure {
             write!(f, ": {}", self.details())?;
         }
         Ok(())
-    }
-}
-
-/// "Unknown X. Did you mean `y`? Valid Xs: `a`, `b`." — the routing-error wording.
-fn unknown_choice(
-    headline: &str,
-    list_name: &str,
-    requested: &str,
-    available: &[String],
-) -> String {
-    let mut text = headline.to_owned();
-    if let Some(close) = crate::suggest::closest(requested, available.iter().map(String::as_str)) {
-        text.push_str(&format!(" Did you mean `{close}`?"));
-    }
-    if available.is_empty() {
-        text.push_str(" This server has none.");
-    } else {
-        let names: Vec<String> = available.iter().map(|name| format!("`{name}`")).collect();
-        text.push_str(&format!(" {list_name}: {}.", names.join(", ")));
-    }
-    text
-}
-
-/// The text block the model reads for invalid arguments: a headline naming the tool, one
-/// line per problem, and what to do next.
-pub(crate) fn render_issues(tool: &Target<'_>, issues: &[ArgIssue]) -> String {
-    let mut text = format!("Invalid arguments for tool {tool}:\n");
-    for issue in issues {
-        let place = if issue.path.is_empty() {
-            "arguments".to_owned()
-        } else {
-            format!("`{}`", issue.path)
-        };
-        let expected = &issue.expected;
-        let rule = match issue.code {
-            IssueCode::Missing => format!("required, expected {expected}"),
-            IssueCode::UnknownField => format!("not a parameter here, expected {expected}"),
-            IssueCode::Null => format!("expected {expected}, not null"),
-            IssueCode::Custom => expected.clone(),
-            _ => format!("expected {expected}"),
-        };
-        let received = issue.received.as_deref().unwrap_or("(missing)");
-        let fix = issue.hint.clone().unwrap_or_else(|| default_fix(issue));
-        let _ = writeln!(
-            text,
-            "- {place} ({code}): {rule}; received {received}. Fix: {fix}.",
-            code = issue.code
-        );
-    }
-    let _ = write!(
-        text,
-        "Fix the field{} above and call {tool} again.",
-        if issues.len() == 1 { "" } else { "s" }
-    );
-    text
-}
-
-/// The fix to suggest when the check that found a problem had nothing more specific.
-fn default_fix(issue: &ArgIssue) -> String {
-    let expected = &issue.expected;
-    match issue.code {
-        IssueCode::Missing => format!(
-            "add `{}`",
-            issue.path.rsplit('.').next().unwrap_or(&issue.path)
-        ),
-        IssueCode::UnknownField => "remove it".to_owned(),
-        IssueCode::Null => format!("send {expected}, or leave the field out if it is optional"),
-        IssueCode::Custom | IssueCode::Decode => "correct the value".to_owned(),
-        IssueCode::MinLength | IssueCode::MaxLength => format!("make it {expected}"),
-        IssueCode::Pattern => "send text that matches the pattern".to_owned(),
-        _ => format!("send {expected}"),
     }
 }

@@ -9,10 +9,11 @@ use crate::{
     failure::{Failure, FailureKind, Target},
     log::Redactor,
     middleware::{CallInfo, Guard, missing_scopes},
-    output::Outcome,
 };
 
 use crate::server::Server;
+
+use super::policy::Ran;
 
 impl<C: Send + Sync + 'static> Server<C> {
     pub(super) async fn run(
@@ -23,18 +24,18 @@ impl<C: Send + Sync + 'static> Server<C> {
         context: Option<C>,
         call: &Call,
         redactor: &Redactor,
-    ) -> (Outcome, u32) {
+    ) -> Ran {
         let mut context = match context {
             Some(context) => context,
             None => match self.make_context(call.request()) {
                 Ok(context) => context,
-                Err(failure) => return (Outcome::Failure(failure), 0),
+                Err(failure) => return Ran::no_attempt(failure),
             },
         };
         let breaches = self.inner.limits.check(args);
         if !breaches.is_empty() {
             let kind = FailureKind::InvalidArguments(breaches);
-            return (Outcome::Failure(Failure::new(kind)), 0);
+            return Ran::no_attempt(Failure::new(kind));
         }
         // Middleware: global, then group, then tool. Guards (permits) live until the
         // handler is done.
@@ -48,7 +49,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         // call the tool at all.
         let scopes = self.inner.registry.handlers[index].spec.scopes;
         if let Some(refusal) = missing_scopes(scopes, &info) {
-            return (Outcome::Failure(refusal), 0);
+            return Ran::no_attempt(refusal);
         }
         let mut guards: Vec<Guard> = Vec::new();
         for middleware in &self.inner.chains[index] {
@@ -57,8 +58,8 @@ impl<C: Send + Sync + 'static> Server<C> {
             let verdict = recover::catch(middleware.before(&mut context, &info)).await;
             match verdict {
                 Ok(Ok(guard)) => guards.extend(guard),
-                Ok(Err(failure)) => return (Outcome::Failure(failure), 0),
-                Err(panic) => return (Outcome::Failure(Failure::panic(panic)), 0),
+                Ok(Err(failure)) => return Ran::no_attempt(failure),
+                Err(panic) => return Ran::no_attempt(Failure::panic(panic)),
             }
         }
         // Await: the handler under its policy. Holds `guards` for its whole run.

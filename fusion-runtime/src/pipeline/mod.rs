@@ -1,7 +1,7 @@
 //! The call pipeline: every `tools/call`, from a transport or the [`Tester`](crate::testing::Tester),
 //! goes through [`Server::call`], one step a file, in this order:
 //!
-//! 1. resolve: the tool and action, by the registry (`registry.rs`), and the arguments;
+//! 1. resolve: the tool and action, by the registry (`setup/registry.rs`), and the arguments;
 //! 2. replay (`replay.rs`): an idempotency key seen before returns the first call's result;
 //! 3. admit (`admit.rs`): the context, the argument limits, the middleware chain;
 //! 4. policy (`policy.rs`): the circuit breaker, retries with backoff, the timeout, reconnect;
@@ -26,7 +26,6 @@ use crate::{
     idempotency::{Claim, ClaimGuard},
     identity::RequestInfo,
     log::Redactor,
-    output::Outcome,
 };
 
 use crate::server::Server;
@@ -39,6 +38,7 @@ pub(crate) mod render;
 mod replay;
 
 use call_log::CallLog;
+use policy::Ran;
 pub(crate) use render::CallReport;
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -162,24 +162,23 @@ impl<C: Send + Sync + 'static> Server<C> {
         // A cancelled request drops the handler's future (its destructors run); the
         // transport sends no answer for a cancelled id, as the protocol says. A request
         // cancelled before it started never starts.
-        let (outcome, attempts) = match resolved {
-            Err(kind) => (Outcome::Failure(Failure::new(kind)), 0),
-            Ok(_) if cancelled_early => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
+        let ran = match resolved {
+            Err(kind) => Ran::no_attempt(Failure::new(kind)),
+            Ok(_) if cancelled_early => Ran::no_attempt(Failure::new(FailureKind::Cancelled)),
             Ok(_) if unavailable.is_some() => {
                 let reason = unavailable.as_deref().unwrap_or_default();
-                (
-                    Outcome::Failure(deduplication_unavailable(&target, reason)),
-                    0,
-                )
+                Ran::no_attempt(deduplication_unavailable(&target, reason))
             }
             // Await: the call itself. Holds `in_flight` and `claim`; a drop here gives both
             // back (the claim is released, so a waiter or a retry of the key runs).
             Ok((index, _)) => tokio::select! {
                 biased;
-                () = call.cancelled() => (Outcome::Failure(Failure::new(FailureKind::Cancelled)), 0),
-                finished = self.run(index, &target, &args, context, call, &redactor) => finished,
+                () = call.cancelled() => Ran::no_attempt(Failure::new(FailureKind::Cancelled)),
+                ran = self.run(index, &target, &args, context, call, &redactor) => ran,
             },
         };
+        let attempts = ran.attempts;
+        let outcome = ran.into_outcome();
         // No `.await` from here on: the call ends in this poll.
         let (mut rendered, mut outcome_name) =
             self.render(&target, handler, outcome, &correlation_id, &redactor);

@@ -19,7 +19,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// Runs the handler under the tool's policy: the circuit breaker first, then up to
     /// `attempts` runs, each under the timeout, retrying only transient failures after a
     /// backoff and a reconnect of the tool's resource. Returns the outcome and how many
-    /// times the handler ran.
+    /// times the handler ran, counted here and nowhere else.
     pub(super) async fn run_under_policy(
         &self,
         index: usize,
@@ -27,7 +27,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         call: &Call,
         args: &Value,
         redactor: &Redactor,
-    ) -> (Outcome, u32) {
+    ) -> Ran {
         let definition = &self.inner.registry.handlers[index];
         let runtime = &self.inner.runtime[index];
         let tool = definition.spec.name;
@@ -44,7 +44,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let _probe = match runtime.circuit.as_ref().map(Circuit::admit) {
             Some(Admission::Reject(retry_after)) => {
                 let kind = FailureKind::CircuitOpen { retry_after };
-                return (Outcome::Failure(Failure::new(kind)), 0);
+                return Ran::no_attempt(Failure::new(kind));
             }
             Some(Admission::Probe(guard)) => Some(guard),
             Some(Admission::Run) | None => None,
@@ -76,7 +76,10 @@ impl<C: Send + Sync + 'static> Server<C> {
                 if let Some(transition) = transition {
                     crate::log::circuit_event(tool, transition);
                     if transition == Transition::Opened {
-                        return (with_attempts(outcome, attempt), attempt);
+                        return Ran {
+                            outcome,
+                            attempts: attempt,
+                        };
                     }
                 }
             }
@@ -95,10 +98,16 @@ impl<C: Send + Sync + 'static> Server<C> {
                 if let Outcome::Failure(original) = outcome {
                     failure.chain = original.chain;
                 }
-                return (with_attempts(Outcome::Failure(failure), attempt), attempt);
+                return Ran {
+                    outcome: Outcome::Failure(failure),
+                    attempts: attempt,
+                };
             }
             if !transient || attempt >= retry.attempts {
-                return (with_attempts(outcome, attempt), attempt);
+                return Ran {
+                    outcome,
+                    attempts: attempt,
+                };
             }
             let mut delay = retry.delay(attempt + 1);
             if let Outcome::Failure(failure) = &outcome {
@@ -126,14 +135,39 @@ impl<C: Send + Sync + 'static> Server<C> {
     }
 }
 
-/// Records on a failure how many times the handler ran.
-pub(super) fn with_attempts(outcome: Outcome, attempts: u32) -> Outcome {
-    match outcome {
-        Outcome::Failure(mut failure) => {
-            failure.attempts = attempts;
-            Outcome::Failure(failure)
+/// What running a call gave: its outcome, and how many times the handler ran.
+///
+/// The one count of attempts. The steps hand a `Ran` up: `run_under_policy` counts, the
+/// steps before it and a cancellation end with [`Ran::no_attempt`]. The call log and the
+/// metrics read `attempts` here, and [`Ran::into_outcome`], as the outcome leaves for
+/// rendering, is the one place in the pipeline that writes it into the failure
+/// (`Failure::attempts`, and the message's "after 3 attempts"), so the log, the metrics
+/// and the message cannot disagree.
+pub(super) struct Ran {
+    pub(super) outcome: Outcome,
+    pub(super) attempts: u32,
+}
+
+impl Ran {
+    /// A call that ended with no attempt counted: refused before the handler ran, or
+    /// cancelled (a dropped run is not counted: the log reports a cancelled call with 0
+    /// attempts).
+    pub(super) fn no_attempt(failure: Failure) -> Self {
+        Self {
+            outcome: Outcome::Failure(failure),
+            attempts: 0,
         }
-        success => success,
+    }
+
+    /// The outcome to render, a failure carrying the count.
+    pub(super) fn into_outcome(self) -> Outcome {
+        match self.outcome {
+            Outcome::Failure(mut failure) => {
+                failure.attempts = self.attempts;
+                Outcome::Failure(failure)
+            }
+            success => success,
+        }
     }
 }
 

@@ -90,7 +90,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
             .enable_logging()
             .build();
         let catalog = self.catalog();
-        if catalog.has_resources() {
+        if catalog.resources.has_resources() {
             capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
             if let Some(resources) = capabilities.resources.as_mut() {
                 resources.subscribe = Some(true);
@@ -178,19 +178,19 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
         self.require_resources()?;
-        match self.catalog().read(&request.uri).await {
+        match self.catalog().resources.read(&request.uri).await {
             Ok(contents) => Ok(rmcp::model::ReadResourceResult::new(contents).into()),
             Err(error) => {
-                let message = crate::resource::read_error_message(&request.uri, &error);
+                let message = error.message(&request.uri);
                 let data = Some(serde_json::json!({ "uri": request.uri }));
                 Err(match error {
-                    crate::resource::ReadError::NotFound => {
+                    crate::setup::resource::ReadError::NotFound => {
                         ErrorData::resource_not_found(message, data)
                     }
-                    crate::resource::ReadError::InvalidUri(_) => {
+                    crate::setup::resource::ReadError::InvalidUri(_) => {
                         ErrorData::invalid_params(message, data)
                     }
-                    crate::resource::ReadError::Failed { .. } => {
+                    crate::setup::resource::ReadError::Failed { .. } => {
                         ErrorData::internal_error(message, data)
                     }
                 })
@@ -207,14 +207,16 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.require_resources()?;
-        if !self.catalog().knows(&request.uri) {
-            let message = format!("no resource has the URI `{}`", request.uri);
+        if !self.catalog().resources.knows(&request.uri) {
+            let message = crate::failure::wording::catalog::subscribe_not_found(&request.uri);
             return Err(ErrorData::resource_not_found(
                 message,
                 Some(serde_json::json!({ "uri": request.uri })),
             ));
         }
-        self.catalog().subscribe(&request.uri, context.peer);
+        self.catalog()
+            .resources
+            .subscribe(&request.uri, context.peer);
         Ok(())
     }
 
@@ -225,7 +227,9 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.require_resources()?;
-        self.catalog().unsubscribe(&request.uri, &context.peer);
+        self.catalog()
+            .resources
+            .unsubscribe(&request.uri, &context.peer);
         Ok(())
     }
 
@@ -258,9 +262,9 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         match prompts.get(&request.name, request.arguments).await {
             Ok(result) => Ok(result.into()),
             Err(error) => {
-                let message = crate::prompt::prompt_error_message(&request.name, &error);
+                let message = error.message(&request.name);
                 Err(match error {
-                    crate::prompt::PromptError::Failed { .. } => {
+                    crate::setup::prompt::PromptError::Failed { .. } => {
                         ErrorData::internal_error(message, None)
                     }
                     _ => ErrorData::invalid_params(message, None),
@@ -287,7 +291,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         catalog
             .prompts
             .complete(
-                &|uri| catalog.template_variables(uri),
+                &|uri| catalog.resources.template_variables(uri),
                 &request.r#ref,
                 &request.argument.name,
                 &request.argument.value,
@@ -301,7 +305,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
 impl<C: Send + Sync + 'static> Server<C> {
     /// `-32601` when the server offers no resources (the capability is not advertised).
     fn require_resources(&self) -> Result<(), ErrorData> {
-        if self.catalog().has_resources() {
+        if self.catalog().resources.has_resources() {
             Ok(())
         } else {
             Err(ErrorData::method_not_found::<

@@ -10,8 +10,9 @@ use crate::{
     metrics::ToolMetrics,
     middleware::Middleware,
     policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
-    registry::{Exposure, Registry},
+    setup::catalog::Catalog,
     setup::error::{BuildError, StartupError, describe_build_errors},
+    setup::registry::{Exposure, Registry},
     tool::{Tool, ToolDefinition},
     validate::Limits,
 };
@@ -37,8 +38,8 @@ pub struct ServerBuilder<C = ()> {
     idempotency_window: Duration,
     keep_schema_refs: bool,
     errors: Vec<BuildError>,
-    /// Resources, prompts and completions, registered by resource.rs and prompt.rs.
-    pub(crate) catalog: crate::resource::Catalog,
+    /// Resources, prompts and completions, registered by `resources.rs` and `prompts.rs`.
+    pub(crate) catalog: Catalog,
     /// The request-state key and the tasks (protocol/builder.rs).
     pub(crate) revision: crate::tasks::RevisionSettings,
 }
@@ -93,7 +94,7 @@ impl Server<()> {
             idempotency_window: Duration::from_secs(600),
             keep_schema_refs: false,
             errors: Vec::new(),
-            catalog: crate::resource::Catalog::default(),
+            catalog: Catalog::default(),
             revision: crate::tasks::RevisionSettings::default(),
         }
     }

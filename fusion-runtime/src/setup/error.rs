@@ -1,7 +1,8 @@
 //! The mistakes found while a server is put together ([`BuildError`]) and the reasons it
 //! refuses to start ([`StartupError`]).
 
-/// A mistake in how a server was put together, found by [`ServerBuilder::try_build`].
+/// A mistake in how a server was put together, found by
+/// [`ServerBuilder::try_build`](crate::ServerBuilder::try_build).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BuildError {

@@ -1,8 +1,13 @@
-//! Putting a server together: the build and start-up errors, the registration of
-//! resources, prompts and completions on the builder.
+//! Putting a server together: the builder, the build and start-up errors, the registry of
+//! tools, and the catalog of resources, prompts and completions (URI templates included),
+//! with the builder and server methods that register and read them.
 
 pub(crate) mod builder;
+pub(crate) mod catalog;
 pub(crate) mod error;
+pub mod prompt;
 mod prompts;
+pub(crate) mod registry;
+pub mod resource;
 mod resources;
 pub(crate) mod uri_template;

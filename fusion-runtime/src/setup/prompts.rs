@@ -6,13 +6,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
-    prompt::{
-        CompletionTarget, IntoPromptMessages, PromptInfo, RegisteredPrompt, Render, RenderFn,
-        prompt_error_message,
-    },
     server::Server,
     setup::builder::ServerBuilder,
     setup::error::BuildError,
+    setup::prompt::{
+        CompletionTarget, IntoPromptMessages, PromptInfo, RegisteredPrompt, Render, RenderFn,
+    },
 };
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
@@ -167,6 +166,6 @@ impl<C: Send + Sync + 'static> Server<C> {
             .prompts
             .get(name, arguments)
             .await
-            .map_err(|error| prompt_error_message(name, &error))
+            .map_err(|error| error.message(name))
     }
 }

@@ -6,9 +6,9 @@ use rmcp::model::{ResourceContents, ResourceUpdatedNotificationParam};
 use serde::de::DeserializeOwned;
 
 use crate::{
-    resource::{IntoResourceContents, ReadFailure, ReadFn, ResourceInfo, read_error_message},
     server::Server,
     setup::builder::ServerBuilder,
+    setup::resource::{IntoResourceContents, ReadFailure, ReadFn, ResourceInfo},
 };
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
@@ -16,8 +16,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// `mime_type`; `content` is called on each `resources/read`.
     ///
     /// `content` returns anything [`IntoResourceContents`]: text, bytes (sent as a base64
-    /// blob), JSON, [`ResourceContent`]s, or a `Result` of these (an error is logged and
-    /// the client gets an internal error with a reference, never the error's text).
+    /// blob), JSON, [`ResourceContent`](crate::ResourceContent)s, or a `Result` of these (an
+    /// error is logged and the client gets an internal error with a reference, never the
+    /// error's text).
     ///
     /// ```
     /// use fusion_runtime::prelude::*;
@@ -71,7 +72,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     .map_err(ReadFailure::Error)
             })
         });
-        self.catalog.push_fixed(info, read);
+        self.catalog.resources.push_fixed(info, read);
         self
     }
 
@@ -137,7 +138,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     .map_err(ReadFailure::Error)
             })
         });
-        self.catalog.push_template(info, read);
+        self.catalog.resources.push_template(info, read);
         self
     }
 }
@@ -145,12 +146,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
 impl<C: Send + Sync + 'static> Server<C> {
     /// The fixed resources, as `resources/list` describes them.
     pub fn resources(&self) -> Vec<rmcp::model::Resource> {
-        self.catalog().resources()
+        self.catalog().resources.resources()
     }
 
     /// The resource templates, as `resources/templates/list` describes them.
     pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
-        self.catalog().templates()
+        self.catalog().resources.templates()
     }
 
     /// Reads a resource as a client would (`resources/read`): the contents, with each
@@ -173,15 +174,16 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, String> {
         self.catalog()
+            .resources
             .read(uri)
             .await
-            .map_err(|error| read_error_message(uri, &error))
+            .map_err(|error| error.message(uri))
     }
 
     /// Tells every client subscribed to `uri` that it changed
     /// (`notifications/resources/updated`); they read it again when they want it.
     pub async fn notify_resource_updated(&self, uri: &str) {
-        for peer in self.catalog().subscribers_of(uri) {
+        for peer in self.catalog().resources.subscribers_of(uri) {
             let sent = peer
                 .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
                 .await;

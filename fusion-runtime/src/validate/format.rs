@@ -1,7 +1,8 @@
 //! The string formats the runtime enforces (`format = "..."`), each checked by the crate
 //! that owns the standard: RFC 5321 addresses (`email_address`), RFC 3986 URIs
 //! (`fluent-uri`), RFC 4122 UUIDs (`uuid`), RFC 3339 dates and times (`chrono`), and the
-//! standard library's IP address parsers.
+//! standard library's IP address parsers. What each format means, in words, is in
+//! `failure/wording/args.rs`.
 
 use std::{
     net::{Ipv4Addr, Ipv6Addr},
@@ -22,20 +23,6 @@ pub(super) fn conforms(format: &str, text: &str) -> Option<bool> {
         _ => return None,
     };
     Some(valid)
-}
-
-/// What a format means, for messages.
-pub(super) fn describe(format: &str) -> String {
-    match format {
-        "email" => "an email address such as \"ada@example.com\"".into(),
-        "uri" => "an absolute URI such as \"https://example.com/a\"".into(),
-        "uuid" => "a UUID such as \"67e55044-10b1-426f-9247-bb680e5fe0c8\"".into(),
-        "date" => "a date as YYYY-MM-DD, such as \"2026-11-29\"".into(),
-        "date-time" => "an RFC 3339 date-time such as \"2026-11-29T17:30:00Z\"".into(),
-        "ipv4" => "an IPv4 address such as \"192.0.2.1\"".into(),
-        "ipv6" => "an IPv6 address such as \"2001:db8::1\"".into(),
-        other => format!("text in the `{other}` format"),
-    }
 }
 
 #[cfg(test)]

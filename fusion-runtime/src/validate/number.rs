@@ -1,6 +1,7 @@
 //! Exact numbers: the value of a JSON number literal computed from its digits (never
 //! through `f64`), the integers every Rust integer type can hold, and the ranges of the
-//! fixed-width types schemars names with a `format`.
+//! fixed-width types schemars names with a `format`, and what a number sent for an integer
+//! parameter is ([`IntegerView`]).
 //!
 //! serde_json (without `arbitrary_precision`, which fusion does not enable: it would reach
 //! rmcp through feature unification and cost every call) reads any literal with a `.`, an
@@ -8,6 +9,8 @@
 //! such a number by the text the client sent instead (see [`super::literal`]).
 
 use std::{cmp::Ordering, fmt};
+
+use crate::failure::wording::args as words;
 
 /// An exact integer from `-u128::MAX` to `u128::MAX`: wide enough for every Rust integer
 /// type (`i128::MIN` and `u128::MAX` included).
@@ -265,10 +268,7 @@ impl IntType {
 
     /// "an integer from -128 to 127 (i8)".
     pub(crate) fn describe(self) -> String {
-        format!(
-            "an integer from {} to {} ({})",
-            self.min, self.max, self.name
-        )
+        words::integer_range(self.min, self.max, self.name)
     }
 }
 
@@ -286,9 +286,58 @@ pub(crate) fn overflows_f32(value: f64) -> bool {
     value.is_finite() && (value as f32).is_infinite()
 }
 
-/// "a number from -3.4028235e38 to 3.4028235e38 (f32)".
-pub(crate) fn f32_range() -> String {
-    format!("a number from {:e} to {:e} (f32)", f32::MIN, f32::MAX)
+/// What a number at an integer parameter is, as exactly as it can be known.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum IntegerView {
+    /// Exactly this integer: a plain integer, a float whose literal says so, or an
+    /// integral float below 2^53 (which no rounding can have produced from another
+    /// integer).
+    Exact(Wide),
+    /// An integral float of 2^53 or more sent without its literal: close to this integer,
+    /// but possibly rounded.
+    Rounded(Wide),
+    /// Beyond ±`u128::MAX`: outside every integer type.
+    Huge { negative: bool },
+    /// Not an integer.
+    Fraction,
+}
+
+/// 2^53: below it, every integer is an `f64` of its own.
+const EXACT_F64_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
+/// The view of `number`, judged by `literal` when there is one that parses to the same
+/// `f64` (serde_json's own parse, the one that produced the value): a literal that does
+/// not is stale or forged, and ignored.
+pub(crate) fn integer_view(number: &serde_json::Number, literal: Option<&str>) -> IntegerView {
+    if let Some(int) = number.as_i64() {
+        return IntegerView::Exact(Wide::from_i128(i128::from(int)));
+    }
+    if let Some(int) = number.as_u64() {
+        return IntegerView::Exact(Wide::from_u128(u128::from(int)));
+    }
+    let Some(float) = number.as_f64() else {
+        return IntegerView::Fraction;
+    };
+    if let Some(exact) = literal
+        .filter(|text| serde_json::from_str::<f64>(text).ok() == Some(float))
+        .and_then(exact)
+    {
+        return match exact {
+            Exact::Integer(value) => IntegerView::Exact(value),
+            Exact::Huge { negative } => IntegerView::Huge { negative },
+            Exact::Fraction => IntegerView::Fraction,
+        };
+    }
+    if float.fract() != 0.0 || !float.is_finite() {
+        return IntegerView::Fraction;
+    }
+    match Wide::from_integral_f64(float) {
+        Some(value) if float.abs() < EXACT_F64_INTEGERS => IntegerView::Exact(value),
+        Some(value) => IntegerView::Rounded(value),
+        None => IntegerView::Huge {
+            negative: float < 0.0,
+        },
+    }
 }
 
 #[cfg(test)]
@@ -427,9 +476,5 @@ mod tests {
         assert!(!overflows_f32(f64::from(f32::MAX)));
         assert!(!overflows_f32(3.4e38));
         assert!(!overflows_f32(1e-50));
-        assert_eq!(
-            f32_range(),
-            "a number from -3.4028235e38 to 3.4028235e38 (f32)"
-        );
     }
 }

@@ -39,7 +39,10 @@ use rmcp::{
 };
 use serde_json::{Map, Value};
 
-use crate::{future::BoxFuture, setup::error::BuildError, setup::uri_template::UriTemplate};
+use crate::{
+    failure::wording::catalog as words, future::BoxFuture, setup::error::BuildError,
+    setup::uri_template::UriTemplate,
+};
 
 /// What a resource's closure returns: text or bytes, with an optional MIME type that
 /// overrides the one the resource was registered with.
@@ -263,14 +266,14 @@ struct TemplateResource {
     read: ReadFn,
 }
 
-/// The resources, prompts and completions of a server (and the mistakes made registering
-/// them, reported by `try_build`).
+/// The resources of a server: fixed ones, templates, who subscribed to which URI, and the
+/// mistakes made registering them (reported by `try_build`). The prompts and completions
+/// have their own catalog (`prompt.rs`); `catalog.rs` holds both.
 #[derive(Default)]
-pub(crate) struct Catalog {
+pub(crate) struct Resources {
     fixed: Vec<FixedResource>,
     templates: Vec<TemplateResource>,
     subscribers: Mutex<Vec<Subscriber>>,
-    pub(crate) prompts: crate::prompt::Prompts,
     errors: Vec<BuildError>,
 }
 
@@ -279,12 +282,10 @@ struct Subscriber {
     peer: Peer<RoleServer>,
 }
 
-impl Catalog {
-    /// The registration mistakes: duplicate URIs or names, malformed templates.
+impl Resources {
+    /// The registration mistakes: duplicate URIs, malformed templates.
     pub(crate) fn take_errors(&mut self) -> Vec<BuildError> {
-        let mut errors = std::mem::take(&mut self.errors);
-        errors.extend(self.prompts.take_errors());
-        errors
+        std::mem::take(&mut self.errors)
     }
 
     pub(crate) fn has_resources(&self) -> bool {
@@ -467,19 +468,13 @@ pub(crate) enum ReadError {
     Failed { reference: String },
 }
 
-/// The message of a failed read, as the client reads it.
-pub(crate) fn read_error_message(uri: &str, error: &ReadError) -> String {
-    // The client's URI, quoted whole up to a generous URI length and cut beyond it.
-    let uri = crate::echo::cut(uri, 2048);
-    match error {
-        ReadError::NotFound => format!("no resource has the URI `{uri}`"),
-        ReadError::InvalidUri(details) => {
-            format!("the URI `{uri}` matches a template but its variables are invalid: {details}")
-        }
-        ReadError::Failed { reference } => {
-            format!(
-                "reading `{uri}` failed (reference {reference}; the details are in the server log)"
-            )
+impl ReadError {
+    /// The message of a failed read of `uri`, as the client reads it.
+    pub(crate) fn message(&self, uri: &str) -> String {
+        match self {
+            Self::NotFound => words::resource_not_found(uri),
+            Self::InvalidUri(details) => words::resource_uri_invalid(uri, details),
+            Self::Failed { reference } => words::resource_read_failed(uri, reference),
         }
     }
 }

@@ -27,7 +27,7 @@ use std::{collections::HashMap, fmt::Display, sync::Arc};
 use rmcp::model::{ContentBlock, PromptMessage, Role};
 use serde_json::{Map, Value};
 
-use crate::{future::BoxFuture, setup::error::BuildError};
+use crate::{failure::wording::catalog as words, future::BoxFuture, setup::error::BuildError};
 
 /// A prompt's name, description and arguments, as `prompts/list` shows them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,7 +122,7 @@ impl PromptArg {
 
     /// Values that `completion/complete` suggests for this argument: those that start
     /// with what the user typed (ignoring case). For computed suggestions, see
-    /// [`ServerBuilder::complete_prompt_argument`].
+    /// [`ServerBuilder::complete_prompt_argument`](crate::ServerBuilder::complete_prompt_argument).
     pub fn choices<I, S>(mut self, choices: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -229,6 +229,8 @@ pub(crate) enum CompletionTarget {
     Template { template: String, variable: String },
 }
 
+/// The prompts and completions of a server, and the mistakes made registering them
+/// (reported by `try_build`): its catalog beside the resources' (`catalog.rs`).
 #[derive(Default)]
 pub(crate) struct Prompts {
     pub(crate) prompts: Vec<RegisteredPrompt>,
@@ -317,10 +319,9 @@ impl Prompts {
             .map(|arg| arg.name.as_str())
             .collect();
         if !missing.is_empty() {
-            return Err(PromptError::InvalidArguments(format!(
-                "missing required argument(s): {}",
-                missing.join(", ")
-            )));
+            return Err(PromptError::InvalidArguments(
+                words::missing_prompt_arguments(&missing),
+            ));
         }
         let render = Arc::clone(&prompt.render);
         let ran = crate::failure::panic::catch(async move { render(arguments).await }).await;
@@ -354,7 +355,7 @@ impl Prompts {
         let target = match reference {
             rmcp::model::Reference::Prompt(prompt) => {
                 if !self.prompts.iter().any(|p| p.info.name == prompt.name) {
-                    return Err(format!("no prompt is named `{}`", prompt.name));
+                    return Err(words::completion_unknown_prompt(&prompt.name));
                 }
                 CompletionTarget::Prompt {
                     prompt: prompt.name.clone(),
@@ -363,21 +364,21 @@ impl Prompts {
             }
             rmcp::model::Reference::Resource(resource) => {
                 if template_variables(&resource.uri).is_none() {
-                    return Err(format!("no resource template is `{}`", resource.uri));
+                    return Err(words::completion_unknown_template(&resource.uri));
                 }
                 CompletionTarget::Template {
                     template: resource.uri.clone(),
                     variable: argument.to_owned(),
                 }
             }
-            _ => return Err("unsupported completion reference".to_owned()),
+            _ => return Err(words::completion_unsupported_reference()),
         };
         let values = if let Some(completer) = self.completers.get(&target) {
             let completer = Arc::clone(completer);
             crate::failure::panic::catch_sync(|| completer(partial, context))
                 .map_err(|message| {
                     tracing::error!(target: "fusion::prompt", ?target, panic = %message, "a completer panicked");
-                    "the completion failed".to_owned()
+                    words::completion_failed()
                 })?
         } else {
             let choices = match &target {
@@ -416,28 +417,14 @@ pub fn filter_prefix(choices: &[String], partial: &str) -> Vec<String> {
         .collect()
 }
 
-/// The message of a failed `prompts/get`, as the client reads it.
-pub(crate) fn prompt_error_message(name: &str, error: &PromptError) -> String {
-    // The client's name, cut like a tool name.
-    let name = crate::echo::name(name);
-    match error {
-        PromptError::NotFound(names) => {
-            let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
-            format!(
-                "no prompt is named `{name}`; the prompts are: {}",
-                if names.is_empty() {
-                    "none".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            )
+impl PromptError {
+    /// The message of a failed `prompts/get` of `name`, as the client reads it.
+    pub(crate) fn message(&self, name: &str) -> String {
+        match self {
+            Self::NotFound(prompts) => words::prompt_not_found(name, prompts),
+            Self::InvalidArguments(details) => words::prompt_arguments_invalid(name, details),
+            Self::Failed { reference } => words::prompt_failed(name, reference),
         }
-        PromptError::InvalidArguments(details) => {
-            format!("invalid arguments for prompt `{name}`: {details}")
-        }
-        PromptError::Failed { reference } => format!(
-            "rendering prompt `{name}` failed (reference {reference}; the details are in the server log)"
-        ),
     }
 }
 
@@ -451,13 +438,5 @@ mod tests {
         assert_eq!(filter_prefix(&choices, "par"), ["Paris", "park"]);
         assert_eq!(filter_prefix(&choices, ""), ["Paris", "park", "Rome"]);
         assert!(filter_prefix(&choices, "x").is_empty());
-    }
-
-    #[test]
-    fn unit_arguments_decode_from_an_empty_map() {
-        assert!(crate::validate::decode_map::<()>(Map::new()).is_ok());
-        let mut one = Map::new();
-        one.insert("a".into(), Value::String("b".into()));
-        assert!(crate::validate::decode_map::<HashMap<String, String>>(one).is_ok());
     }
 }

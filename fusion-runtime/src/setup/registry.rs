@@ -260,7 +260,7 @@ fn take_action(args: &mut Value) -> Option<String> {
     let object = args.as_object_mut()?;
     match object.remove(ACTION_KEY) {
         Some(Value::String(action)) => Some(action),
-        Some(other) => Some(crate::validate::preview(&other)),
+        Some(other) => Some(crate::echo::preview(&other)),
         None => None,
     }
 }

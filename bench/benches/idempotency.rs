@@ -1,0 +1,199 @@
+//! Criterion: the cost of an idempotency key, in process through the [`Tester`] (the real
+//! pipeline without a transport), against the same tool without a key:
+//!
+//! - `idempotency/unkeyed`: a tool without a key (no store involved);
+//! - `idempotency/memory_first_run`: a keyed call with a new key each time, `MemoryStore`;
+//! - `idempotency/redis_first_run`: the same on `RedisStore` (claim `SET NX PX`, then the
+//!   result stored by a script: two Redis round trips, the second off the call's path);
+//! - `idempotency/redis_replay`: a repeated key on `RedisStore` (`SET NX PX` fails, `GET`:
+//!   two round trips).
+//!
+//! Starts a `redis-server` of its own on a free loopback port (`FUSION_REDIS` or
+//! `redis-server` on `PATH` or `/usr/bin/redis-server`; `scripts/redis-env` installs it);
+//! without one, the Redis cases are skipped with a note. After the benches it prints the
+//! Redis commands per call, from Redis's own `INFO commandstats`.
+//!
+//! Run: `cargo bench -p fusion-bench --bench idempotency`.
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented public function"
+)]
+
+use std::{
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::atomic::{AtomicU64, Ordering},
+    time::{Duration, Instant},
+};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use fusion_runtime::{idempotency::MemoryStore, prelude::*, redis::RedisStore, testing::Tester};
+use serde_json::json;
+
+/// Record an order (does nothing: the bench measures the key's cost).
+#[mcp_tool(idempotency_key = "order_id")]
+async fn keyed(order_id: String) -> String {
+    order_id
+}
+
+/// The same without a key.
+#[mcp_tool]
+async fn unkeyed(order_id: String) -> String {
+    order_id
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn fresh_key() -> serde_json::Value {
+    json!({"order_id": format!("order-{}", NEXT.fetch_add(1, Ordering::Relaxed))})
+}
+
+/// A Redis of the bench's own, killed on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Option<Self> {
+        let binary = std::env::var_os("FUSION_REDIS")
+            .map(PathBuf::from)
+            .or_else(|| {
+                let system = PathBuf::from("/usr/bin/redis-server");
+                system.is_file().then_some(system)
+            })?;
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|listener| listener.local_addr())
+            .ok()?
+            .port();
+        let child = Command::new(binary)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let redis = Self { child, port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(redis)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Commands Redis has run, from `INFO commandstats` (through `redis-cli`).
+    fn commands(&self) -> Option<u64> {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string(), "info", "commandstats"])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let calls = text
+            .lines()
+            .filter(|line| line.starts_with("cmdstat_") && !line.starts_with("cmdstat_info"))
+            .filter_map(|line| {
+                line.split("calls=")
+                    .nth(1)?
+                    .split(',')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum();
+        Some(calls)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let plain = Tester::new(Server::builder("bench", "0").tool(unkeyed).build());
+    let memory = Tester::new(
+        Server::builder("bench", "0")
+            .idempotency_store(MemoryStore::new())
+            .tool(keyed)
+            .build(),
+    );
+    let mut group = c.benchmark_group("idempotency");
+    group.bench_function("unkeyed", |b| {
+        b.iter(|| runtime.block_on(plain.call("unkeyed", fresh_key())));
+    });
+    group.bench_function("memory_first_run", |b| {
+        b.iter(|| runtime.block_on(memory.call("keyed", fresh_key())));
+    });
+    let Some(redis) = Redis::start() else {
+        eprintln!(
+            "idempotency bench: no redis-server (run scripts/redis-env); the Redis cases are skipped"
+        );
+        return;
+    };
+    let store = runtime
+        .block_on(RedisStore::connect(&redis.url()))
+        .expect("the bench's Redis");
+    let shared = Tester::new(
+        Server::builder("bench", "0")
+            .idempotency_store(store)
+            .tool(keyed)
+            .build(),
+    );
+    let before = redis.commands();
+    let mut first_runs = 0_u64;
+    group.bench_function("redis_first_run", |b| {
+        b.iter(|| {
+            first_runs += 1;
+            runtime.block_on(shared.call("keyed", fresh_key()))
+        });
+    });
+    // The results are stored by background tasks: let them finish before counting.
+    runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+    let after_first = redis.commands();
+    let repeated = json!({"order_id": "repeated"});
+    runtime.block_on(shared.call("keyed", repeated.clone()));
+    runtime.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
+    let before_replays = redis.commands();
+    let mut replays = 0_u64;
+    group.bench_function("redis_replay", |b| {
+        b.iter(|| {
+            replays += 1;
+            runtime.block_on(shared.call("keyed", repeated.clone()))
+        });
+    });
+    let after_replays = redis.commands();
+    group.finish();
+    if let (Some(before), Some(after_first), Some(before_replays), Some(after_replays)) =
+        (before, after_first, before_replays, after_replays)
+    {
+        println!(
+            "Redis commands per call: first run {:.2}, replay {:.2} (INFO commandstats over {first_runs} and {replays} calls)",
+            (after_first - before) as f64 / first_runs.max(1) as f64,
+            (after_replays - before_replays) as f64 / replays.max(1) as f64,
+        );
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
