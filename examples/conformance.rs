@@ -17,7 +17,7 @@ use std::{collections::HashMap, process::ExitCode, time::Duration};
 
 use fusion_runtime::{
     Call, ClientRequestError, ContentBlock, HttpOptions, LogLevel, PromptArg, PromptInfo,
-    ResourceContent, prelude::*, prompt, resource,
+    ResourceContent, Tool, prelude::*, prompt, resource, tasks::Tasking,
 };
 use serde_json::json;
 
@@ -238,6 +238,335 @@ async fn test_elicitation_sep1330_enums(#[call] call: &Call) -> Result<String, C
     ))
 }
 
+/// The form of a one-string elicitation.
+fn one_string_form(field: &str) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {field: {"type": "string"}},
+        "required": [field]
+    })
+}
+
+/// Asks for the user's name (conformance: input-required-result-basic-elicitation).
+#[mcp_tool(read_only)]
+async fn test_input_required_result_elicitation(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let answer = call
+        .ask("user_name")
+        .elicit("What is your name?", one_string_form("name"))
+        .await?;
+    let name = answer.content["name"].as_str().unwrap_or("stranger");
+    Ok(format!("Hello, {name}!"))
+}
+
+/// Asks the client's model a question (conformance: input-required-result-basic-sampling).
+#[mcp_tool(read_only)]
+async fn test_input_required_result_sampling(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let answer = call
+        .ask("capital_question")
+        .sample_text("What is the capital of France?", 100)
+        .await?;
+    Ok(format!("The model answered: {answer}"))
+}
+
+/// Lists the client's roots (conformance: input-required-result-basic-list-roots).
+#[mcp_tool(read_only)]
+async fn test_input_required_result_list_roots(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let roots = call.ask("client_roots").list_roots().await?;
+    let uris: Vec<&str> = roots.iter().map(|root| root.uri.as_str()).collect();
+    Ok(format!("The client's roots: {}", uris.join(", ")))
+}
+
+/// Asks for a confirmation, carried in the request state
+/// (conformance: input-required-result-request-state).
+#[mcp_tool(read_only)]
+async fn test_input_required_result_request_state(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let form = json!({
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"]
+    });
+    let answer = call.ask("confirm").elicit("Please confirm", form).await?;
+    Ok(format!("state-ok: confirmed={}", answer.content["ok"]))
+}
+
+/// Asks three questions at once (conformance: input-required-result-multiple-input-requests).
+#[mcp_tool(read_only)]
+async fn test_input_required_result_multiple_inputs(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let (name, greeting, roots) = tokio::join!(
+        call.ask("user_name")
+            .elicit("What is your name?", one_string_form("name")),
+        call.ask("greeting").sample_text("Generate a greeting", 50),
+        call.ask("client_roots").list_roots(),
+    );
+    Ok(format!(
+        "{} {} ({} roots)",
+        greeting?,
+        name?.content["name"].as_str().unwrap_or("stranger"),
+        roots?.len()
+    ))
+}
+
+/// Asks two questions, one a round (conformance: input-required-result-multi-round).
+#[mcp_tool(read_only)]
+async fn test_input_required_result_multi_round(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let name = call
+        .ask("step1")
+        .elicit("Step 1: What is your name?", one_string_form("name"))
+        .await?;
+    let color = call
+        .ask("step2")
+        .elicit(
+            "Step 2: What is your favorite color?",
+            one_string_form("color"),
+        )
+        .await?;
+    Ok(format!(
+        "{} likes {}",
+        name.content["name"].as_str().unwrap_or("someone"),
+        color.content["color"].as_str().unwrap_or("no color")
+    ))
+}
+
+/// Asks for a name; its signed request state refuses tampering
+/// (conformance: input-required-result-tampered-state).
+#[mcp_tool(read_only)]
+async fn test_input_required_result_tampered_state(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let answer = call
+        .ask("user_name")
+        .elicit("What is your name?", one_string_form("name"))
+        .await?;
+    Ok(format!(
+        "Hello, {}!",
+        answer.content["name"].as_str().unwrap_or("stranger")
+    ))
+}
+
+/// Asks only what the client can answer (conformance: input-required-result-capability-check).
+#[mcp_tool(read_only)]
+async fn test_input_required_result_capabilities(
+    #[call] call: &Call,
+) -> Result<String, ClientRequestError> {
+    let name = match call
+        .ask("user_name")
+        .elicit("What is your name?", one_string_form("name"))
+        .await
+    {
+        Ok(answer) => answer.content["name"].as_str().map(str::to_owned),
+        Err(ClientRequestError::Unsupported(_)) => None,
+        Err(error) => return Err(error),
+    };
+    let greeting = match call
+        .ask("greeting")
+        .sample_text("Generate a greeting", 50)
+        .await
+    {
+        Ok(text) => Some(text),
+        Err(ClientRequestError::Unsupported(_)) => None,
+        Err(error) => return Err(error),
+    };
+    Ok(format!("name={name:?} greeting={greeting:?}"))
+}
+
+/// Needs sampling, which the client must declare (conformance: server-stateless).
+#[mcp_tool(read_only)]
+async fn test_missing_capability(#[call] call: &Call) -> Result<String, ClientRequestError> {
+    call.sample_text("Say hello", 20).await
+}
+
+/// Asks the user through the request's own answer (conformance: server-stateless).
+#[mcp_tool(read_only)]
+async fn test_streaming_elicitation(#[call] call: &Call) -> Result<String, ClientRequestError> {
+    let answer = call
+        .elicit("What is your name?", one_string_form("name"))
+        .await?;
+    Ok(format!(
+        "Hello, {}!",
+        answer.content["name"].as_str().unwrap_or("stranger")
+    ))
+}
+
+/// Logs, at the level the request asked for (conformance: server-stateless).
+#[mcp_tool(read_only)]
+async fn test_logging_tool(#[call] call: &Call) -> &'static str {
+    call.log(LogLevel::Info, "a log message").await;
+    "logged"
+}
+
+/// Changes nothing: the tool list is fixed (conformance: server-stateless).
+#[mcp_tool(read_only)]
+async fn test_trigger_tool_change() -> &'static str {
+    "the tool list does not change"
+}
+
+/// Answers at once; the stream is not closed mid-call (conformance: server-sse-polling).
+#[mcp_tool(read_only)]
+async fn test_reconnection() -> &'static str {
+    "Reconnection test completed"
+}
+
+/// Lists a JSON Schema 2020-12 input schema as written (conformance: json-schema-2020-12).
+#[mcp_tool(read_only)]
+async fn json_schema_2020_12_tool(
+    /// A name.
+    name: Option<String>,
+) -> String {
+    format!("Hello, {}", name.unwrap_or_default())
+}
+
+/// Echoes the region, which a client also sends as the `Mcp-Param-Region` header
+/// (conformance: http-custom-header-server-validation).
+#[mcp_tool(read_only)]
+async fn test_header_param(
+    /// The region.
+    region: String,
+) -> String {
+    format!("region={region}")
+}
+
+/// Greets (conformance: tasks-*, a tool that never runs as a task).
+#[mcp_tool(read_only)]
+async fn greet(
+    /// Who to greet.
+    name: String,
+) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Sleeps `seconds`, then answers (conformance: tasks-*, a task).
+#[mcp_tool(read_only, timeout = "5m")]
+async fn slow_compute(
+    /// How long to work.
+    seconds: Option<f64>,
+) -> String {
+    let seconds = seconds.unwrap_or(1.0).clamp(0.0, 120.0);
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    format!("Computed after {seconds} seconds")
+}
+
+/// Fails as a tool after a second (conformance: tasks-*, a task).
+#[mcp_tool(read_only)]
+async fn failing_job() -> Result<String, Intentional> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(Intentional::Always)
+}
+
+/// Panics after a moment: a failure of the server's own (conformance: tasks-lifecycle).
+#[mcp_tool(read_only)]
+async fn protocol_error_job() -> String {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    panic!("protocol_error_job fails on purpose")
+}
+
+/// Asks the user to confirm, inside a task (conformance: tasks-mrtr-input).
+#[mcp_tool(destructive)]
+async fn confirm_delete(
+    #[call] call: &Call,
+    /// The file to delete.
+    filename: Option<String>,
+) -> Result<String, ClientRequestError> {
+    let form = json!({
+        "type": "object",
+        "properties": {"confirm": {"type": "boolean"}},
+        "required": ["confirm"]
+    });
+    let filename = filename.unwrap_or_else(|| "the item".to_owned());
+    let answer = call.elicit(&format!("Delete {filename}?"), form).await?;
+    Ok(format!(
+        "confirm_delete {filename}: action={}",
+        answer.action.as_str()
+    ))
+}
+
+/// Asks two questions at once, inside a task (conformance: tasks-mrtr-input).
+#[mcp_tool(read_only)]
+async fn multi_input(#[call] call: &Call) -> Result<String, ClientRequestError> {
+    let (first, second) = tokio::join!(
+        call.ask("first")
+            .elicit("First value?", one_string_form("value")),
+        call.ask("second")
+            .elicit("Second value?", one_string_form("value")),
+    );
+    Ok(format!(
+        "{} and {}",
+        first?.content["value"], second?.content["value"]
+    ))
+}
+
+/// Asks for a name in rounds, then continues as a task (conformance: tasks-mrtr-composition).
+#[mcp_tool(read_only)]
+async fn test_tool_with_task(#[call] call: &Call) -> Result<String, ClientRequestError> {
+    let answer = call
+        .ask("user_name")
+        .elicit("What is your name?", one_string_form("name"))
+        .await?;
+    call.continue_as_task().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(format!(
+        "Hello, {}! (from a task)",
+        answer.content["name"].as_str().unwrap_or("stranger")
+    ))
+}
+
+/// A tool listed with an input schema of its own.
+struct WithSchema<T>(T, fn() -> serde_json::Value);
+
+impl<C: Send + Sync + 'static, T: Tool<C>> Tool<C> for WithSchema<T> {
+    fn definition(&self) -> fusion_runtime::ToolDefinition<C> {
+        self.0.definition().with_input_schema((self.1)())
+    }
+}
+
+/// The schema the json-schema-2020-12 scenario lists.
+fn json_schema_2020_12() -> serde_json::Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
+            }
+        },
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false
+    })
+}
+
+/// The schema of `test_header_param`: `region` mirrored in the `Mcp-Param-Region` header.
+fn header_param_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {"region": {"type": "string", "description": "The region.", "x-mcp-header": "Region"}},
+        "required": ["region"],
+        "additionalProperties": false
+    })
+}
+
 /// The conformance server: every fixture the suite calls.
 fn server() -> fusion_runtime::ServerBuilder {
     let with_arguments = PromptInfo::new(
@@ -252,6 +581,8 @@ fn server() -> fusion_runtime::ServerBuilder {
     )
     .required("resourceUri", "URI of the resource to embed");
     Server::builder("fusion-conformance", env!("CARGO_PKG_VERSION"))
+        // The json-schema-2020-12 tool's `$defs` are listed as written.
+        .keep_schema_refs(true)
         .tool(test_simple_text)
         .tool(test_image_content)
         .tool(test_audio_content)
@@ -264,6 +595,28 @@ fn server() -> fusion_runtime::ServerBuilder {
         .tool(test_elicitation)
         .tool(test_elicitation_sep1034_defaults)
         .tool(test_elicitation_sep1330_enums)
+        .tool(test_input_required_result_elicitation)
+        .tool(test_input_required_result_sampling)
+        .tool(test_input_required_result_list_roots)
+        .tool(test_input_required_result_request_state)
+        .tool(test_input_required_result_multiple_inputs)
+        .tool(test_input_required_result_multi_round)
+        .tool(test_input_required_result_tampered_state)
+        .tool(test_input_required_result_capabilities)
+        .tool(test_missing_capability)
+        .tool(test_streaming_elicitation)
+        .tool(test_logging_tool)
+        .tool(test_trigger_tool_change)
+        .tool(test_reconnection)
+        .tool(WithSchema(json_schema_2020_12_tool, json_schema_2020_12))
+        .tool(WithSchema(test_header_param, header_param_schema))
+        .tool(greet)
+        .task_tool(slow_compute, Tasking::optional())
+        .task_tool(failing_job, Tasking::required())
+        .task_tool(protocol_error_job, Tasking::optional())
+        .task_tool(confirm_delete, Tasking::optional())
+        .task_tool(multi_input, Tasking::optional())
+        .task_tool(test_tool_with_task, Tasking::required().started_by_tool())
         .resource_with(
             fusion_runtime::ResourceInfo::new("test://static-text", "static-text")
                 .description("A static text resource")

@@ -1,5 +1,8 @@
-//! The official MCP conformance suite (`@modelcontextprotocol/conformance@0.1.16`, its active
-//! server scenarios) against `examples/conformance.rs` over Streamable HTTP.
+//! The official MCP conformance suite against `examples/conformance.rs` over Streamable
+//! HTTP, in two pinned versions: `@modelcontextprotocol/conformance@0.1.16` (its active
+//! server scenarios, the 2025-11-25 revision) and `0.2.0-alpha.12 --suite all` (every
+//! server scenario: the 2025-11-25 and 2026-07-28 revisions, the tasks and skills
+//! extensions).
 //!
 //! Needs Node ≥ 22 with npx (`scripts/node-env`, or `FUSION_NODE_BIN`) and the built example
 //! (`cargo build --examples`); without Node the test is skipped with a note, except under
@@ -14,6 +17,9 @@ use std::{path::Path, process::Command, time::Duration};
 /// The suite, pinned.
 const SUITE: &str = "@modelcontextprotocol/conformance@0.1.16";
 
+/// The newest suite, pinned: every server scenario with `--suite all`.
+const SUITE_ALL: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
+
 /// Hard limit for the whole suite (it takes a few seconds once npx has the package; the
 /// first run downloads it).
 const SUITE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -23,6 +29,24 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[test]
 fn the_official_conformance_suite_passes_every_scenario() {
+    // 30 active scenarios, 40 checks in 0.1.16: a suite that ran nothing is not a pass.
+    run_suite(SUITE, &[], "conformance-baseline.yml", 40);
+}
+
+#[test]
+fn the_newest_conformance_suite_passes_every_scenario_of_every_revision() {
+    // 65 scenarios, about 230 checks in 0.2.0-alpha.12 with `--suite all`.
+    run_suite(
+        SUITE_ALL,
+        &["--suite", "all"],
+        "conformance-baseline-all.yml",
+        200,
+    );
+}
+
+/// Runs `suite` with `args` against the conformance example: every scenario passes but
+/// those the baseline file (under `tests/`) lists, and at least `min_passed` checks ran.
+fn run_suite(suite_name: &str, args: &[&str], baseline_file: &str, min_passed: u32) {
     let Some(node_bin) = support::node_bin() else {
         return;
     };
@@ -33,13 +57,14 @@ fn the_official_conformance_suite_passes_every_scenario() {
 
     let mut suite = Command::new(node_bin.join("npx"));
     suite
-        .args(["-y", SUITE, "server", "--url", server.url()])
+        .args(["-y", suite_name, "server", "--url", server.url()])
+        .args(args)
         .env("PATH", support::path_with(&node_bin))
         .env("NO_COLOR", "1")
         .env("npm_config_update_notifier", "false");
     let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
-        .join("conformance-baseline.yml");
+        .join(baseline_file);
     let expected_failures = baseline_entries(&baseline);
     if !expected_failures.is_empty() {
         suite.arg("--expected-failures").arg(&baseline);
@@ -63,7 +88,7 @@ fn the_official_conformance_suite_passes_every_scenario() {
     let (passed, failed) =
         parse_total(total).unwrap_or_else(|| panic!("unexpected total line {total:?}\n{report}"));
     // A line the test harnesses recognise, whatever happens next.
-    println!("conformance: {passed} passed, {failed} failed");
+    println!("conformance ({suite_name}): {passed} passed, {failed} failed");
     for line in out
         .stdout
         .lines()
@@ -82,10 +107,9 @@ fn the_official_conformance_suite_passes_every_scenario() {
             "scenarios failed beyond the baseline {expected_failures:?}\n{report}"
         );
     }
-    // 30 active scenarios, 40 checks in 0.1.16: a suite that ran nothing is not a pass.
     assert!(
-        passed >= 40,
-        "only {passed} checks passed; expected the 40 checks of the active suite\n{report}"
+        passed >= min_passed,
+        "only {passed} checks passed; expected at least {min_passed}\n{report}"
     );
 }
 

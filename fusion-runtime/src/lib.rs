@@ -37,6 +37,7 @@ mod failure;
 mod future;
 pub mod idempotency;
 pub mod identity;
+mod input;
 pub mod middleware;
 mod observe;
 mod output;
@@ -47,10 +48,12 @@ mod probe;
 mod protocol;
 #[cfg(feature = "redis")]
 pub mod redis;
+mod request_state;
 pub mod schema;
 mod server;
 mod setup;
 mod suggest;
+pub mod tasks;
 pub mod testing;
 mod tool;
 mod transport;
@@ -59,7 +62,10 @@ mod validate;
 /// axum, as the HTTP transport uses it: mount [`Server::router`] with the same version.
 #[cfg(feature = "http")]
 pub use axum;
-pub use call::{Call, ClientRequestError, Elicitation, ElicitationAction, LogLevel};
+pub use call::{
+    Call, LogLevel,
+    ask::{Ask, ClientRequestError, Elicitation, ElicitationAction, Root},
+};
 pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
 pub use exit::{EXIT_CONFIG, EXIT_FATAL};
 pub use failure::classify::{
@@ -72,6 +78,7 @@ pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use pipeline::render::ISSUES_META_KEY;
 pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
 pub use present::{Presentation, PresenterFn, UiBlock};
+pub use request_state::STATE_TTL;
 pub use server::Server;
 pub use setup::builder::ServerBuilder;
 pub use setup::error::{BuildError, StartupError};

@@ -79,6 +79,10 @@ pub(crate) struct Inner<C> {
     pub(crate) log_level: std::sync::Mutex<Option<crate::call::LogLevel>>,
     /// Resources, prompts and completions (`setup/catalog.rs`).
     pub(crate) catalog: Catalog,
+    /// Signs the request state of multi-round calls (2026-07-28).
+    pub(crate) sealer: crate::request_state::Sealer,
+    /// The tools that run as tasks, and the tasks.
+    pub(crate) tasks: crate::tasks::Tasks,
 }
 
 pub(crate) struct ToolRuntime {

@@ -175,6 +175,35 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
         self
     }
 
+    /// Lists `schema` as the tool's input schema, as written (a schema with keywords
+    /// the argument type cannot express: `x-mcp-header` annotations, `if`/`then`/`else`,
+    /// a `$schema` of its own). Arguments are still decoded and validated by the argument
+    /// type, so `schema` must accept no less than the type does.
+    ///
+    /// ```
+    /// use fusion_runtime::{Tool, prelude::*};
+    ///
+    /// /// Echoes the region.
+    /// #[mcp_tool]
+    /// async fn region(region: String) -> String {
+    ///     region
+    /// }
+    ///
+    /// let schema = serde_json::json!({
+    ///     "type": "object",
+    ///     "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    ///     "required": ["region"]
+    /// });
+    /// let definition = Tool::<()>::definition(&region).with_input_schema(schema);
+    /// assert_eq!(definition.input_schema()["properties"]["region"]["x-mcp-header"], "Region");
+    /// ```
+    pub fn with_input_schema(mut self, schema: Value) -> Self {
+        if let Value::Object(schema) = schema {
+            self.input_schema = Arc::new(schema);
+        }
+        self
+    }
+
     /// The tool's spec.
     pub fn spec(&self) -> &ToolSpec {
         &self.spec

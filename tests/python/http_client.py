@@ -16,7 +16,8 @@ the high-level `mcp.Client(URL)` in mode "auto" (probes `server/discover` first)
 conformance: a `ClientSession` with sampling, elicitation and logging callbacks: resources
 (list, templates, text, blob, template read, unknown URI, subscribe/unsubscribe), prompts
 (list, get with arguments, a missing argument), completion, and the tools that report
-progress, log, sample and elicit.
+progress, log, sample and elicit; then `mcp.Client(URL)` in mode "auto" (2026-07-28) through
+multi-round tools (`input_required` answered by its callbacks, the signed state echoed).
 
 demo: the demo (`fusion-demo --http PORT --stateless`), possibly several replicas behind a
 load balancer, so that consecutive requests reach different processes: a `ClientSession`
@@ -279,6 +280,48 @@ async def conformance(url: str) -> None:
             )
 
 
+async def conformance_rounds(url: str) -> None:
+    """2026-07-28 multi-round calls: `mcp.Client` in mode "auto" answers `input_required`
+    results through its callbacks and calls again with the signed request state."""
+    asked: list[str] = []
+
+    async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        field = "color" if "color" in params.message else "name"
+        return types.ElicitResult(action="accept", content={field: "Ada" if field == "name" else "teal"})
+
+    async def on_sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append("sampling")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="Paris"),
+            model="test-model",
+            stop_reason="endTurn",
+        )
+
+    async def on_roots(context: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work", name="work")])
+
+    async with Client(
+        url,
+        mode="auto",
+        read_timeout_seconds=STEP_TIMEOUT,
+        elicitation_callback=on_elicitation,
+        sampling_callback=on_sampling,
+        list_roots_callback=on_roots,
+    ) as client:
+        ok(f"rounds Client(mode='auto'): negotiated protocol {client.protocol_version}")
+        check(client.protocol_version == "2026-07-28", "rounds: the 2026-07-28 revision", client.protocol_version)
+        r = await step("rounds: one question", client.call_tool("test_input_required_result_elicitation", {}))
+        check(not r.is_error and text_of(r) == "Hello, Ada!", "rounds: the answer reaches the tool", r)
+        r = await step("rounds: two rounds", client.call_tool("test_input_required_result_multi_round", {}))
+        check(not r.is_error and text_of(r) == "Ada likes teal", "rounds: the first answer is carried in the state", r)
+        check(asked[-2:] == ["Step 1: What is your name?", "Step 2: What is your favorite color?"], "rounds: each question asked once", asked)
+        r = await step("rounds: three at once", client.call_tool("test_input_required_result_multiple_inputs", {}))
+        check(not r.is_error and "Paris Ada (1 roots)" == text_of(r), "rounds: elicitation, sampling and roots in one round", r)
+
+
 async def demo_session(url: str) -> None:
     async with streamable_http_client(url) as (read, write):
         async with ClientSession(read, write) as session:
@@ -349,6 +392,7 @@ async def run(kind: str, url: str) -> None:
         await run_part("demo Client(auto)", demo_client(url))
     else:
         await run_part("conformance", conformance(url))
+        await run_part("conformance rounds", conformance_rounds(url))
 
 
 def main() -> int:

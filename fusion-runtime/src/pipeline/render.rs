@@ -23,6 +23,9 @@ pub(crate) struct CallReport {
     pub(crate) ui_blocks: Vec<UiBlock>,
     /// The handler returned a fatal error.
     pub(crate) fatal: bool,
+    /// The failure was the server's (a panic, an internal or fatal error), its details
+    /// masked: a task reports it as `failed`, not as a tool error.
+    pub(crate) internal: bool,
 }
 
 /// The `_meta` key under which invalid-argument results list their problems, for
@@ -68,6 +71,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 system_rules: Vec::new(),
                 ui_blocks: Vec::new(),
                 fatal: false,
+                internal: false,
             };
             return (
                 Rendered {
@@ -95,6 +99,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             system_rules: Vec::new(),
             ui_blocks: Vec::new(),
             fatal: false,
+            internal: failure.is_masked(),
         };
         (
             Rendered {
@@ -146,6 +151,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 system_rules,
                 ui_blocks,
                 fatal: false,
+                internal: false,
             },
             failure: None,
         }

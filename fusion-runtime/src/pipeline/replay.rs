@@ -30,6 +30,7 @@ impl CallReport {
             system_rules: serde_json::from_value(stored.remove("system_rules")?).ok()?,
             ui_blocks: serde_json::from_value(stored.remove("ui_blocks")?).ok()?,
             fatal: false,
+            internal: false,
         })
     }
 }

@@ -3,6 +3,8 @@
 //! `tools/call` enters the pipeline through `Server::serve_call` (`pipeline/mod.rs`). Both
 //! transports serve this handler.
 
+mod builder;
+mod call;
 mod embed;
 mod params;
 
@@ -23,9 +25,59 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<rmcp::model::CustomResult, ErrorData>> + Send + '_ {
-        std::future::ready(Err(params::reject_custom(&request)))
+        // The 2026-07-28 revision removed the session's methods: a request of that
+        // revision naming one is for a method this server does not serve.
+        let answer = if call::is_current(&context) && params::is_removed(&request.method) {
+            ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "Method not found: `{}` is not part of the 2026-07-28 revision.",
+                    request.method
+                ),
+                None,
+            )
+        } else {
+            params::reject_custom(&request)
+        };
+        std::future::ready(Err(answer))
+    }
+
+    /// `subscriptions/listen` (2026-07-28): every notification the client asks for that
+    /// the server advertises (rmcp narrows the filter to those).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.inner.tasks.get(&request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner
+            .tasks
+            .update(&request.task_id, request.input_responses)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.tasks.cancel(&request.task_id).await
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -50,6 +102,15 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         if catalog.prompts.has_completions() {
             capabilities.completions = Some(Default::default());
         }
+        if self.inner.tasks.any() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    rmcp::model::JsonObject::new(),
+                );
+        }
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(self.name(), self.version()));
         if let Some(instructions) = self.instructions() {
@@ -71,9 +132,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(CallToolResponse::from(
-            self.serve_call(request, context).await,
-        ))
+        self.answer_call(request, context).await
     }
 
     // rmcp deprecates logging (SEP-2577); clients of earlier protocol versions still send it.

@@ -35,6 +35,19 @@ pub(crate) fn reject_custom(request: &CustomRequest) -> ErrorData {
     }
 }
 
+/// Whether the 2026-07-28 revision removed `method` (the session's methods).
+pub(crate) fn is_removed(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "logging/setLevel"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "notifications/initialized"
+    )
+}
+
 /// What does not fit in the params of `method`, when it is a method rmcp knows.
 // The legacy methods (logging, resource subscriptions) are still served, so their params
 // are still checked.

@@ -40,6 +40,8 @@ pub struct ServerBuilder<C = ()> {
     errors: Vec<BuildError>,
     /// Resources, prompts and completions, registered by `resources.rs` and `prompts.rs`.
     pub(crate) catalog: Catalog,
+    /// The request-state key and the tasks (protocol/builder.rs).
+    pub(crate) revision: crate::tasks::RevisionSettings,
 }
 
 /// Where a middleware applies.
@@ -93,6 +95,7 @@ impl Server<()> {
             keep_schema_refs: false,
             errors: Vec::new(),
             catalog: Catalog::default(),
+            revision: crate::tasks::RevisionSettings::default(),
         }
     }
 }
@@ -172,6 +175,7 @@ impl ServerBuilder<()> {
             keep_schema_refs: self.keep_schema_refs,
             errors,
             catalog: self.catalog,
+            revision: self.revision,
         }
     }
 }
@@ -438,6 +442,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 }
             })
             .collect();
+        let sealer = match self.revision.state_key {
+            Some(key) => crate::request_state::Sealer::with_key(key),
+            None => crate::request_state::Sealer::random(),
+        };
         Ok(Server {
             inner: Arc::new(Inner {
                 name: self.name,
@@ -455,6 +463,8 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 ok_level: self.ok_level,
                 log_level: std::sync::Mutex::new(None),
                 catalog: self.catalog,
+                sealer,
+                tasks: crate::tasks::Tasks::new(self.revision.tasks),
             }),
         })
     }

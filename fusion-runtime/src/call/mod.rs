@@ -30,7 +30,9 @@ use rmcp::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{identity::RequestInfo, validate::NumberLiterals};
+use crate::{identity::RequestInfo, input::InputState, validate::NumberLiterals};
+
+pub(crate) mod ask;
 
 /// The request a tool is serving. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -54,6 +56,9 @@ struct Inner {
     numbers: NumberLiterals,
     /// Who is calling, as the transport knows them.
     request: RequestInfo,
+    /// How questions to the client are answered when the call cannot send the client a
+    /// request (2026-07-28 rounds, tasks): `None` asks through `peer`.
+    input: Option<Arc<InputState>>,
 }
 
 impl Call {
@@ -77,8 +82,18 @@ impl Call {
                 recorded: None,
                 numbers,
                 request,
+                input: None,
             }),
         }
+    }
+
+    /// This call's questions to the client go through `input` (rounds or a task) instead
+    /// of requests on the peer. Only on a call just made (its `Arc` not shared yet).
+    pub(crate) fn with_input(mut self, input: Arc<InputState>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.input = Some(input);
+        }
+        self
     }
 
     /// A call without a client (the in-memory tester): notifications are recorded, not
@@ -103,6 +118,7 @@ impl Call {
                 recorded: Some(Mutex::new(Vec::new())),
                 numbers,
                 request,
+                input: None,
             }),
         }
     }
@@ -211,128 +227,6 @@ impl Call {
         self.inner.peer.as_ref()
     }
 
-    /// Asks the client's model to answer `prompt` (`sampling/createMessage`, one user
-    /// message) and returns the text of its answer.
-    ///
-    /// # Errors
-    /// [`ClientRequestError::NoClient`] in the tester, [`ClientRequestError::Unsupported`]
-    /// when the client did not declare the `sampling` capability, and
-    /// [`ClientRequestError::Failed`] when the request failed or the answer held no text.
-    ///
-    /// ```
-    /// use fusion_runtime::{Call, ClientRequestError, prelude::*};
-    ///
-    /// /// Summarize a text with the client's model.
-    /// #[mcp_tool]
-    /// async fn summarize(#[call] call: &Call, text: String) -> Result<String, ClientRequestError> {
-    ///     call.sample_text(&format!("Summarize: {text}"), 200).await
-    /// }
-    /// # let _ = Server::builder("s", "0").tool(summarize).build();
-    /// ```
-    pub async fn sample_text(
-        &self,
-        prompt: &str,
-        max_tokens: u32,
-    ) -> Result<String, ClientRequestError> {
-        let peer = self.peer().ok_or(ClientRequestError::NoClient)?;
-        let declared = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.sampling.is_some());
-        if !declared {
-            return Err(ClientRequestError::Unsupported("sampling"));
-        }
-        // Sampling is deprecated by the 2026-07-28 protocol (SEP-2577); clients of the
-        // earlier versions, and the conformance suite, still offer it.
-        #[allow(deprecated)]
-        let answer = {
-            let params = rmcp::model::CreateMessageRequestParams::new(
-                vec![rmcp::model::SamplingMessage::user_text(prompt)],
-                max_tokens,
-            );
-            let result = peer
-                .create_message(params)
-                .await
-                .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
-            let text: Vec<String> = result
-                .message
-                .content
-                .iter()
-                .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-                .collect();
-            text
-        };
-        if answer.is_empty() {
-            return Err(ClientRequestError::Failed(
-                "the client's answer held no text".to_owned(),
-            ));
-        }
-        Ok(answer.join("\n"))
-    }
-
-    /// Asks the user for input through the client (`elicitation/create`, form mode):
-    /// `message` says what for, `schema` is the form (a JSON Schema object of primitive
-    /// properties, as the MCP specification restricts it).
-    ///
-    /// # Errors
-    /// [`ClientRequestError::NoClient`] in the tester, [`ClientRequestError::Unsupported`]
-    /// when the client did not declare the `elicitation` capability,
-    /// [`ClientRequestError::InvalidSchema`] when `schema` is not a form MCP allows, and
-    /// [`ClientRequestError::Failed`] when the request failed. A user who declines or
-    /// cancels is not an error: see [`Elicitation::action`].
-    ///
-    /// ```
-    /// use fusion_runtime::{Call, ClientRequestError, ElicitationAction, prelude::*};
-    ///
-    /// /// Book a table, asking the user how many people come.
-    /// #[mcp_tool]
-    /// async fn book(#[call] call: &Call) -> Result<String, ClientRequestError> {
-    ///     let schema = serde_json::json!({
-    ///         "type": "object",
-    ///         "properties": {"people": {"type": "integer", "minimum": 1, "default": 2}},
-    ///         "required": ["people"]
-    ///     });
-    ///     let answer = call.elicit("How many people?", schema).await?;
-    ///     Ok(match answer.action {
-    ///         ElicitationAction::Accept => format!("booked for {}", answer.content["people"]),
-    ///         _ => "not booked".to_owned(),
-    ///     })
-    /// }
-    /// # let _ = Server::builder("b", "0").tool(book).build();
-    /// ```
-    pub async fn elicit(
-        &self,
-        message: &str,
-        schema: Value,
-    ) -> Result<Elicitation, ClientRequestError> {
-        let peer = self.peer().ok_or(ClientRequestError::NoClient)?;
-        if !peer
-            .supported_elicitation_modes()
-            .contains(&rmcp::service::ElicitationMode::Form)
-        {
-            return Err(ClientRequestError::Unsupported("elicitation"));
-        }
-        let requested_schema: rmcp::model::ElicitationSchema = serde_json::from_value(schema)
-            .map_err(|error| ClientRequestError::InvalidSchema(error.to_string()))?;
-        let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: message.to_owned(),
-            requested_schema,
-        };
-        let result = peer
-            .create_elicitation(params)
-            .await
-            .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
-        let action = match result.action {
-            rmcp::model::ElicitationAction::Accept => ElicitationAction::Accept,
-            rmcp::model::ElicitationAction::Decline => ElicitationAction::Decline,
-            _ => ElicitationAction::Cancel,
-        };
-        Ok(Elicitation {
-            action,
-            content: result.content.unwrap_or(Value::Null),
-        })
-    }
-
     /// The notifications recorded by a detached call (the tester's), in order.
     pub fn recorded(&self) -> Vec<Value> {
         self.inner
@@ -340,82 +234,6 @@ impl Call {
             .as_ref()
             .and_then(|recorded| recorded.lock().ok().map(|list| list.clone()))
             .unwrap_or_default()
-    }
-}
-
-/// The user's answer to [`Call::elicit`].
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct Elicitation {
-    /// What the user did.
-    pub action: ElicitationAction,
-    /// The form's values when the user accepted (`null` otherwise).
-    pub content: Value,
-}
-
-impl Elicitation {
-    /// The accepted values decoded into `T`; `None` when the user declined or cancelled.
-    ///
-    /// # Errors
-    /// When the values do not decode into `T`.
-    pub fn accepted<T: serde::de::DeserializeOwned>(
-        &self,
-    ) -> Result<Option<T>, ClientRequestError> {
-        if self.action != ElicitationAction::Accept {
-            return Ok(None);
-        }
-        serde_json::from_value(self.content.clone())
-            .map(Some)
-            .map_err(|error| ClientRequestError::Failed(format!("the user's answer: {error}")))
-    }
-}
-
-/// What the user did with an elicitation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ElicitationAction {
-    /// Submitted the form.
-    Accept,
-    /// Said no.
-    Decline,
-    /// Dismissed it without choosing.
-    Cancel,
-}
-
-impl ElicitationAction {
-    /// The action's name on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Accept => "accept",
-            Self::Decline => "decline",
-            Self::Cancel => "cancel",
-        }
-    }
-}
-
-/// Why a request to the client ([`Call::sample_text`], [`Call::elicit`]) failed. The model
-/// reads the message (it is classified as invalid input: nothing is retried).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientRequestError {
-    /// The call has no client (the in-memory tester).
-    #[error("there is no client to ask (the call runs without a transport)")]
-    NoClient,
-    /// The client did not declare the capability.
-    #[error("the client does not support {0}; answer without it")]
-    Unsupported(&'static str),
-    /// The elicitation form is not one MCP allows.
-    #[error("the elicitation form is invalid: {0}")]
-    InvalidSchema(String),
-    /// The request failed or its answer was unusable.
-    #[error("the request to the client failed: {0}")]
-    Failed(String),
-}
-
-impl crate::Classify for ClientRequestError {
-    fn classification(&self) -> crate::Classification {
-        // The model can act on each (answer without the feature, ask differently); a
-        // request that reached a user is never repeated by a retry.
-        crate::Classification::of(crate::ErrorClass::InvalidInput)
     }
 }
 

@@ -1,0 +1,73 @@
+//! The builder's settings for the 2026-07-28 revision: tools that run as tasks, the task
+//! store, and the key of multi-round request states.
+
+use std::{sync::Arc, time::Duration};
+
+use crate::{
+    setup::builder::ServerBuilder,
+    tasks::{TaskStore, Tasking},
+    tool::Tool,
+};
+
+impl<C: Send + Sync + 'static> ServerBuilder<C> {
+    /// Registers a tool that runs as a task ([`crate::tasks`]): a client that declared the
+    /// tasks extension gets a task id at once and polls for the result while the work
+    /// goes on under the tool's policies (timeout, retries, circuit breaker).
+    ///
+    /// ```
+    /// use fusion_runtime::{prelude::*, tasks::Tasking};
+    ///
+    /// /// Renders a long report.
+    /// #[mcp_tool(read_only)]
+    /// async fn render_report(pages: u32) -> String {
+    ///     format!("{pages} pages")
+    /// }
+    ///
+    /// let server = Server::builder("reports", "1.0.0")
+    ///     .task_tool(render_report, Tasking::required())
+    ///     .build();
+    /// assert_eq!(server.tool_names(), ["render_report"]);
+    /// ```
+    pub fn task_tool<T: Tool<C>>(mut self, tool: T, tasking: Tasking) -> Self {
+        let name = tool.definition().spec.name;
+        self.revision.tasks.tools.insert(name.to_owned(), tasking);
+        self.tool(tool)
+    }
+
+    /// Where tasks are kept: in memory by default ([`MemoryTaskStore`](crate::tasks::MemoryTaskStore),
+    /// at most 1,000); replicas share one store so that any of them answers `tasks/get`.
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.revision.tasks.store = Some(Arc::new(store));
+        self
+    }
+
+    /// How long a task is kept (10 minutes by default): from its creation, and at least
+    /// this long after it ends. Clients read it as the task's `ttlMs`.
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.revision.tasks.ttl = ttl;
+        self
+    }
+
+    /// The interval clients are asked to poll a task at (half a second by default).
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.revision.tasks.poll_interval = interval;
+        self
+    }
+
+    /// The key that signs the request state of multi-round calls (2026-07-28): random per
+    /// process by default; replicas behind a load balancer must share one, or a round
+    /// that lands on another replica is refused. Keep it secret (an environment
+    /// variable, a secret store).
+    ///
+    /// ```
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// let key = [42_u8; 32]; // in production: 32 random bytes from a secret store
+    /// let server = Server::builder("replica", "1.0.0").request_state_key(key).build();
+    /// # let _ = server;
+    /// ```
+    pub fn request_state_key(mut self, key: [u8; 32]) -> Self {
+        self.revision.state_key = Some(key);
+        self
+    }
+}
