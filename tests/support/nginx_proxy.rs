@@ -289,18 +289,8 @@ impl Nginx {
 impl Drop for Nginx {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            #[cfg(unix)]
-            {
-                // The master leads its own process group, with its worker.
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{}", child.id())])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+            // The master leads its own process group, with its worker.
+            super::process::kill_tree(&mut child);
         }
         let _ = fs::remove_dir_all(&self.dir);
     }
