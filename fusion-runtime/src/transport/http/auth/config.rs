@@ -247,8 +247,10 @@ impl OAuth {
 
     /// This server's resource URL (RFC 8707), the audience every token must name, e.g.
     /// `https://mcp.example.com/mcp`. Without it, the URL of the bound address
-    /// (`http://127.0.0.1:8931/mcp`), which only fits a server reached at that address:
-    /// behind a proxy or under a public name, set the URL clients use.
+    /// (`http://127.0.0.1:8931/mcp`; with [`Server::router`](crate::Server::router), which
+    /// binds nothing, [`HttpOptions::local_url`](crate::HttpOptions::local_url)). That only
+    /// fits a server reached at that address: behind a proxy, under a public name, or
+    /// mounted in an app of your own, set the URL clients use.
     pub fn resource(mut self, url: impl Into<String>) -> Self {
         self.resource = Some(url.into());
         self
