@@ -33,7 +33,7 @@
 //! ```
 
 mod access;
-pub(crate) mod base;
+mod base;
 mod concurrency;
 pub(crate) mod rate;
 

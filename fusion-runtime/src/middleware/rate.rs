@@ -6,7 +6,10 @@ use std::{collections::HashMap, sync::Mutex, time::Duration};
 use tokio::time::Instant;
 
 use super::base::{CallInfo, Middleware, Verdict, busy};
-use crate::{BoxFuture, failure::FailureKind};
+use crate::{
+    BoxFuture,
+    failure::{Failure, FailureKind},
+};
 
 /// Allows `per_second` calls a second on average, with bursts of up to `burst` (a token
 /// bucket per tool); beyond that, calls fail fast with a "rate limited" error.
@@ -64,6 +67,28 @@ impl Per {
             Self::Caller => format!("{}\u{1f}{}", call.tool, call.request.caller_key()),
         }
     }
+
+    /// The refusal of a call over the rate of `tool` (`where_` says over what: "" for this
+    /// process, " across the fleet"), to be retried after `wait`.
+    pub(crate) fn refusal(
+        self,
+        tool: &str,
+        per_second: f64,
+        where_: &str,
+        wait: Duration,
+    ) -> Failure {
+        let whose = match self {
+            Self::Tool => "",
+            Self::Caller => " for each caller",
+        };
+        let mut failure = busy(format!(
+            "`{tool}` allows {per_second} calls a second{whose}{where_}"
+        ));
+        if let FailureKind::Handler(classification) = &mut failure.kind {
+            classification.retry_after = Some(wait);
+        }
+        failure
+    }
 }
 
 pub(crate) struct RateLimit {
@@ -113,18 +138,7 @@ impl RateLimit {
         }
         *bucket = (tokens, now);
         let wait = Duration::from_secs_f64((1.0 - tokens) / self.per_second.max(f64::MIN_POSITIVE));
-        let whose = match self.per {
-            Per::Tool => "",
-            Per::Caller => " for each caller",
-        };
-        let mut failure = busy(format!(
-            "`{}` allows {} calls a second{whose}",
-            call.tool, self.per_second
-        ));
-        if let FailureKind::Handler(classification) = &mut failure.kind {
-            classification.retry_after = Some(wait);
-        }
-        Err(failure)
+        Err(self.per.refusal(call.tool, self.per_second, "", wait))
     }
 }
 

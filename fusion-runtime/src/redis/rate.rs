@@ -8,10 +8,8 @@ use redis::Script;
 use super::RedisStore;
 use crate::{
     BoxFuture,
-    failure::FailureKind,
     middleware::{
         CallInfo, Middleware, Verdict,
-        base::busy,
         rate::{Per, RateLimit},
     },
 };
@@ -109,20 +107,10 @@ impl ClusterRateLimit {
         match verdict {
             Ok((1, _)) => Ok(None),
             Ok((_, wait_ms)) => {
-                let whose = match self.per {
-                    Per::Tool => "",
-                    Per::Caller => " for each caller",
-                };
-                let mut failure = busy(format!(
-                    "`{}` allows {} calls a second{whose} across the fleet",
-                    call.tool, self.per_second
-                ));
-                if let FailureKind::Handler(classification) = &mut failure.kind {
-                    classification.retry_after = Some(Duration::from_millis(
-                        u64::try_from(wait_ms).unwrap_or(0).max(1),
-                    ));
-                }
-                Err(failure)
+                let wait = Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0).max(1));
+                Err(self
+                    .per
+                    .refusal(call.tool, self.per_second, " across the fleet", wait))
             }
             Err(error) => {
                 tracing::warn!(target: "fusion::rate_limit", %error, tool = call.tool, "Redis is unreachable; limiting on this replica alone");
