@@ -180,6 +180,9 @@ impl Tasks {
         input.park();
         let id = task_id();
         let record = TaskRecord::working(id.clone(), self.ttl, self.poll_interval);
+        // Await: the store's insert. A drop here drops `work` unstarted (its guards were
+        // never taken); a record already inserted says `working` until the store's TTL
+        // forgets it, and no client learned its id.
         self.store
             .insert(record.clone())
             .await
