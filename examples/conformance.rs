@@ -680,6 +680,23 @@ fn server() -> fusion_runtime::ServerBuilder {
                 ]
             },
         )
+        .prompt_with_call(
+            PromptInfo::new(
+                "test_input_required_result_prompt",
+                "A prompt that asks the user for its context first",
+            ),
+            |(), call: Call| async move {
+                let answer = call
+                    .ask("user_context")
+                    .elicit(
+                        "What context should the prompt use?",
+                        one_string_form("context"),
+                    )
+                    .await?;
+                let context = answer.content["context"].as_str().unwrap_or("none given");
+                Ok::<_, ClientRequestError>(prompt::user(format!("Use this context: {context}.")))
+            },
+        )
 }
 
 /// `--port N` (default 8931), `--stateless`, `--session-prefix P` (a replica's session

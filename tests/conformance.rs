@@ -7,8 +7,8 @@
 //! Needs Node ≥ 22 with npx (`scripts/node-env`, or `FUSION_NODE_BIN`) and the built example
 //! (`cargo build --examples`); without Node the test is skipped with a note, except under
 //! `CI=true`, where it fails. Every scenario must pass: the baseline of expected failures
-//! (`tests/conformance-baseline.yml`) is used only when it lists scenarios, each with its
-//! reason.
+//! (`tests/conformance-baseline.yml`, `tests/conformance-baseline-all.yml`) is used only
+//! when the file exists and lists scenarios, each with its reason; neither does today.
 
 mod support;
 

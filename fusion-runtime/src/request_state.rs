@@ -1,6 +1,6 @@
 //! The request state of multi-round calls (2026-07-28, SEP-2322): the answers a handler
 //! read in earlier rounds, sealed with HMAC-SHA256 by rmcp's `RequestStateCodec` and
-//! bound to the tool, its arguments and the caller, so that a client can neither forge an
+//! bound to the method, the tool or prompt, its arguments and the caller, so that a client can neither forge an
 //! answer, nor replay one round's state against another call, nor hand it to another
 //! caller. It expires after [`STATE_TTL`].
 //!
@@ -80,11 +80,13 @@ impl Sealer {
     }
 }
 
-/// What a state is bound to: the tool, its arguments (keys sorted at every depth) and
-/// the caller's subject.
-pub(crate) fn binding(tool: &str, args: &Value, subject: Option<&str>) -> Vec<u8> {
+/// What a state is bound to: the method (`tools/call`, `prompts/get`), the tool or
+/// prompt, its arguments (keys sorted at every depth) and the caller's subject.
+pub(crate) fn binding(method: &str, name: &str, args: &Value, subject: Option<&str>) -> Vec<u8> {
     let mut bytes = Vec::new();
-    bytes.extend_from_slice(tool.as_bytes());
+    bytes.extend_from_slice(method.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(name.as_bytes());
     bytes.push(0);
     bytes.extend_from_slice(canonical(args).to_string().as_bytes());
     bytes.push(0);
@@ -124,14 +126,37 @@ mod tests {
         let sealer = Sealer::random();
         let mut answers = BTreeMap::new();
         answers.insert("name".to_owned(), json!({"action": "accept"}));
-        let bound = binding("greet", &json!({"b": 1, "a": 2}), Some("alice"));
+        let bound = binding(
+            "tools/call",
+            "greet",
+            &json!({"b": 1, "a": 2}),
+            Some("alice"),
+        );
         let state = sealer.seal(&answers, &bound);
-        let reordered = binding("greet", &json!({"a": 2, "b": 1}), Some("alice"));
+        let reordered = binding(
+            "tools/call",
+            "greet",
+            &json!({"a": 2, "b": 1}),
+            Some("alice"),
+        );
         assert_eq!(sealer.open(&state, &reordered).ok(), Some(answers));
-        let other_args = binding("greet", &json!({"a": 3, "b": 1}), Some("alice"));
+        let other_args = binding(
+            "tools/call",
+            "greet",
+            &json!({"a": 3, "b": 1}),
+            Some("alice"),
+        );
         assert!(sealer.open(&state, &other_args).is_err());
-        let other_caller = binding("greet", &json!({"a": 2, "b": 1}), Some("bob"));
+        let other_caller = binding("tools/call", "greet", &json!({"a": 2, "b": 1}), Some("bob"));
         assert!(sealer.open(&state, &other_caller).is_err());
+        // A tool's state does not open for a prompt of the same name and arguments.
+        let prompt = binding(
+            "prompts/get",
+            "greet",
+            &json!({"a": 2, "b": 1}),
+            Some("alice"),
+        );
+        assert!(sealer.open(&state, &prompt).is_err());
         let mut tampered = state.clone();
         tampered.push('x');
         assert!(sealer.open(&tampered, &bound).is_err());
@@ -140,7 +165,7 @@ mod tests {
 
     #[test]
     fn replicas_with_one_key_open_each_other_s_states() {
-        let bound = binding("t", &json!({}), None);
+        let bound = binding("tools/call", "t", &json!({}), None);
         let state = Sealer::with_key([7; 32]).seal(&BTreeMap::new(), &bound);
         assert!(Sealer::with_key([7; 32]).open(&state, &bound).is_ok());
         assert!(Sealer::with_key([8; 32]).open(&state, &bound).is_err());

@@ -138,6 +138,8 @@ async def conformance(url: str) -> None:
 
     async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         elicited.append(params)
+        if "context" in params.message:
+            return types.ElicitResult(action="accept", content={"context": "a session"})
         return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
@@ -215,6 +217,13 @@ async def conformance(url: str) -> None:
                 "prompts/get: arguments substituted",
                 got,
             )
+            before = len(elicited)
+            got = await step("prompts/get asking", session.get_prompt("test_input_required_result_prompt"))
+            check(
+                got.messages[0].content.text == "Use this context: a session." and len(elicited) == before + 1,
+                "prompts/get: the prompt asks the user on the session, once",
+                got,
+            )
             try:
                 await step("prompts/get missing", session.get_prompt("test_prompt_with_arguments", {"arg1": "x"}))
                 raise CheckFailed("prompts/get without a required argument succeeded")
@@ -266,9 +275,10 @@ async def conformance(url: str) -> None:
                 "test_sampling: the client's model answered",
                 r,
             )
+            before = len(elicited)
             r = await step("elicitation tool", session.call_tool("test_elicitation", {"message": "who?"}))
             check(
-                "action=accept" in text_of(r) and "ada@example.com" in text_of(r) and len(elicited) == 1,
+                "action=accept" in text_of(r) and "ada@example.com" in text_of(r) and len(elicited) == before + 1,
                 "test_elicitation: the user's answer",
                 r,
             )
@@ -287,6 +297,8 @@ async def conformance_rounds(url: str) -> None:
 
     async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
+        if "context" in params.message:
+            return types.ElicitResult(action="accept", content={"context": "rounds"})
         field = "color" if "color" in params.message else "name"
         return types.ElicitResult(action="accept", content={field: "Ada" if field == "name" else "teal"})
 
@@ -320,6 +332,12 @@ async def conformance_rounds(url: str) -> None:
         check(asked[-2:] == ["Step 1: What is your name?", "Step 2: What is your favorite color?"], "rounds: each question asked once", asked)
         r = await step("rounds: three at once", client.call_tool("test_input_required_result_multiple_inputs", {}))
         check(not r.is_error and "Paris Ada (1 roots)" == text_of(r), "rounds: elicitation, sampling and roots in one round", r)
+        got = await step("rounds: a prompt asks", client.get_prompt("test_input_required_result_prompt"))
+        check(
+            got.messages[0].content.text == "Use this context: rounds." and asked[-1] == "What context should the prompt use?",
+            "rounds: prompts/get answers input_required, then the prompt with the answer",
+            got,
+        )
 
 
 async def demo_session(url: str) -> None:

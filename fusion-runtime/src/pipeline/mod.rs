@@ -43,7 +43,7 @@ pub(crate) use render::CallReport;
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-fn request_id_text(id: &rmcp::model::RequestId) -> String {
+pub(crate) fn request_id_text(id: &rmcp::model::RequestId) -> String {
     match id {
         rmcp::model::NumberOrString::Number(number) => number.to_string(),
         rmcp::model::NumberOrString::String(text) => text.to_string(),
@@ -52,7 +52,7 @@ fn request_id_text(id: &rmcp::model::RequestId) -> String {
 
 /// Who is calling, from what rmcp hands the handler: the HTTP request's parts when served
 /// over Streamable HTTP; otherwise (stdio) the process's owner.
-fn request_info(extensions: &rmcp::model::Extensions) -> RequestInfo {
+pub(crate) fn request_info(extensions: &rmcp::model::Extensions) -> RequestInfo {
     match extensions.get::<http::request::Parts>() {
         Some(parts) => RequestInfo::from_http(parts),
         None => RequestInfo::stdio(),

@@ -10,13 +10,10 @@
 //!   the call becomes a task at once, or when the handler asks
 //!   ([`Call::continue_as_task`]), and goes on in the background (`tasks/`).
 
-use std::collections::BTreeMap;
-
 use rmcp::{
     RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, ClientCapabilities, CreateTaskResult, ErrorData,
-        InputRequiredResult, ProtocolVersion,
     },
     service::RequestContext,
 };
@@ -24,21 +21,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    call::{Call, LogLevel},
     future::BoxFuture,
-    identity::RequestInfo,
-    input::InputState,
-    request_state,
+    pipeline::request_info,
+    protocol::rounds::{Round, connected_call, is_current},
     server::Server,
     tasks::TaskOutcome,
 };
-
-/// Whether a request speaks the 2026-07-28 revision or a later one.
-pub(crate) fn is_current(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
 
 /// How a round ended.
 enum Step {
@@ -71,37 +59,22 @@ impl<C: Send + Sync + 'static> Server<C> {
             ));
         }
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        let info = match context.extensions.get::<http::request::Parts>() {
-            Some(parts) => RequestInfo::from_http(parts),
-            None => RequestInfo::stdio(),
-        };
-        let binding = request_state::binding(&request.name, &args, info.subject());
-        let mut answers = BTreeMap::new();
-        if current {
-            if let Some(state) = &request.request_state {
-                answers = self.inner.sealer.open(state, &binding)?;
-            }
-            answers.extend(request.input_responses.unwrap_or_default());
-        }
-        let input = InputState::rounds(answers, capabilities);
-        let log_level = if current {
-            context.meta.log_level().map(LogLevel::from_rmcp)
-        } else {
-            self.log_level()
-        };
+        let round = Round::open(
+            &self.inner.sealer,
+            "tools/call",
+            &request.name,
+            &args,
+            &request_info(&context.extensions),
+            current,
+            request.request_state.as_deref(),
+            request.input_responses,
+            capabilities,
+        )?;
+        let input = round.input.clone();
         // The call's own token: a task outlives the request (and its token); the round
         // watches the request's token itself.
         let cancel = CancellationToken::new();
-        let call = Call::connected(
-            request_id_text(&context.id),
-            context.meta.get_progress_token(),
-            context.peer.clone(),
-            cancel.clone(),
-            log_level,
-            crate::validate::NumberLiterals::from_meta(&context.meta),
-            info,
-        )
-        .with_input(input.clone());
+        let call = connected_call(self, &context, cancel.clone()).with_input(input.clone());
         let server = self.clone();
         let name = request.name.to_string();
         let mut work: BoxFuture<'static, TaskOutcome> = Box::pin(async move {
@@ -132,26 +105,17 @@ impl<C: Send + Sync + 'static> Server<C> {
             Step::Done(outcome) => {
                 if current
                     && outcome.result.is_error == Some(true)
-                    && let Some(kind) = input.missing_capability()
+                    && let Some(error) = round.missing_capability()
                 {
-                    let mut required = serde_json::Map::new();
-                    required.insert(
-                        kind.capability().to_owned(),
-                        Value::Object(Default::default()),
-                    );
-                    let required: ClientCapabilities =
-                        serde_json::from_value(Value::Object(required)).unwrap_or_default();
-                    return Err(ErrorData::missing_required_client_capability(required));
+                    return Err(error);
                 }
                 Ok(CallToolResponse::Complete(outcome.result))
             }
             Step::InputRequired => {
                 drop(work);
-                let state = self.inner.sealer.seal(&input.used(), &binding);
-                Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                    Some(input.pending()),
-                    Some(state),
-                )))
+                Ok(CallToolResponse::InputRequired(
+                    round.input_required(&self.inner.sealer),
+                ))
             }
             Step::ContinueAsTask => {
                 let task = self.inner.tasks.start(work, cancel, input).await?;
@@ -159,12 +123,5 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
             Step::Cancelled => Err(ErrorData::internal_error("the request was cancelled", None)),
         }
-    }
-}
-
-fn request_id_text(id: &rmcp::model::RequestId) -> String {
-    match id {
-        rmcp::model::NumberOrString::Number(number) => number.to_string(),
-        rmcp::model::NumberOrString::String(text) => text.to_string(),
     }
 }

@@ -7,6 +7,8 @@ mod builder;
 mod call;
 mod embed;
 mod params;
+mod prompt;
+mod rounds;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -29,7 +31,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     ) -> impl Future<Output = Result<rmcp::model::CustomResult, ErrorData>> + Send + '_ {
         // The 2026-07-28 revision removed the session's methods: a request of that
         // revision naming one is for a method this server does not serve.
-        let answer = if call::is_current(&context) && params::is_removed(&request.method) {
+        let answer = if rounds::is_current(&context) && params::is_removed(&request.method) {
             ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!(
@@ -251,26 +253,9 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        let prompts = &self.catalog().prompts;
-        if !prompts.has_prompts() {
-            return Err(ErrorData::method_not_found::<
-                rmcp::model::GetPromptRequestMethod,
-            >());
-        }
-        match prompts.get(&request.name, request.arguments).await {
-            Ok(result) => Ok(result.into()),
-            Err(error) => {
-                let message = error.message(&request.name);
-                Err(match error {
-                    crate::setup::prompt::PromptError::Failed { .. } => {
-                        ErrorData::internal_error(message, None)
-                    }
-                    _ => ErrorData::invalid_params(message, None),
-                })
-            }
-        }
+        self.answer_prompt(request, context).await
     }
 
     async fn complete(

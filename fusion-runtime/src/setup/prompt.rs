@@ -27,7 +27,9 @@ use std::{collections::HashMap, fmt::Display, sync::Arc};
 use rmcp::model::{ContentBlock, PromptMessage, Role};
 use serde_json::{Map, Value};
 
-use crate::{failure::wording::catalog as words, future::BoxFuture, setup::error::BuildError};
+use crate::{
+    call::Call, failure::wording::catalog as words, future::BoxFuture, setup::error::BuildError,
+};
 
 /// A prompt's name, description and arguments, as `prompts/list` shows them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -199,8 +201,10 @@ pub fn user_block(content: ContentBlock) -> PromptMessage {
     PromptMessage::new(Role::User, content)
 }
 
+/// A prompt's closure behind one type: the arguments and the request's [`Call`] (which a
+/// closure registered with [`ServerBuilder::prompt`](crate::ServerBuilder::prompt) ignores).
 pub(crate) type RenderFn = Arc<
-    dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Vec<PromptMessage>, Render>>
+    dyn Fn(Map<String, Value>, Call) -> BoxFuture<'static, Result<Vec<PromptMessage>, Render>>
         + Send
         + Sync,
 >;
@@ -292,10 +296,12 @@ impl Prompts {
             .collect()
     }
 
+    /// Renders `name` with `arguments`; the closure asks the client through `call`.
     pub(crate) async fn get(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
+        call: Call,
     ) -> Result<rmcp::model::GetPromptResult, PromptError> {
         let Some(prompt) = self.prompts.iter().find(|prompt| prompt.info.name == name) else {
             return Err(PromptError::NotFound(
@@ -324,7 +330,7 @@ impl Prompts {
             ));
         }
         let render = Arc::clone(&prompt.render);
-        let ran = crate::failure::panic::catch(async move { render(arguments).await }).await;
+        let ran = crate::failure::panic::catch(async move { render(arguments, call).await }).await;
         match ran {
             Ok(Ok(messages)) => Ok(rmcp::model::GetPromptResult::new(messages)
                 .with_description(prompt.info.description.clone())),

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
+    call::Call,
     server::Server,
     setup::builder::ServerBuilder,
     setup::error::BuildError,
@@ -43,10 +44,49 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     ///     .build();
     /// assert_eq!(server.prompts().len(), 2);
     /// ```
-    pub fn prompt<A, F, Fut>(mut self, info: PromptInfo, render: F) -> Self
+    pub fn prompt<A, F, Fut>(self, info: PromptInfo, render: F) -> Self
     where
         A: DeserializeOwned + Send + 'static,
         F: Fn(A) -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoPromptMessages,
+    {
+        self.prompt_with_call(info, move |arguments: A, _call: Call| render(arguments))
+    }
+
+    /// Registers a prompt whose closure also gets the request's [`Call`]: it may ask the
+    /// client (the user with [`Call::elicit`], the client's model with
+    /// [`Call::sample_text`], its roots with [`Call::list_roots`], each keyed with
+    /// [`Call::ask`]) and read who is calling ([`Call::request`]).
+    ///
+    /// Over a session (protocol revisions before 2026-07-28) a question is a request to
+    /// the client. Under 2026-07-28 `prompts/get` answers `input_required` with the
+    /// questions and a signed request state, and the closure runs again, from the start,
+    /// when the client sends the answers: everything before the first unanswered
+    /// question runs once per round, so keep it free of side effects.
+    ///
+    /// ```
+    /// use fusion_runtime::{Call, ClientRequestError, PromptInfo, prelude::*, prompt};
+    ///
+    /// let info = PromptInfo::new("standup", "Draft a stand-up update");
+    /// let server = Server::builder("team", "1.0.0")
+    ///     .prompt_with_call(info, |(): (), call: Call| async move {
+    ///         let form = serde_json::json!({
+    ///             "type": "object",
+    ///             "properties": {"done": {"type": "string"}},
+    ///             "required": ["done"]
+    ///         });
+    ///         let answer = call.ask("done").elicit("What did you finish yesterday?", form).await?;
+    ///         let done = answer.content["done"].as_str().unwrap_or("nothing yet").to_owned();
+    ///         Ok::<_, ClientRequestError>(prompt::user(format!("Write my stand-up: I finished {done}.")))
+    ///     })
+    ///     .build();
+    /// assert_eq!(server.prompts()[0].name, "standup");
+    /// ```
+    pub fn prompt_with_call<A, F, Fut>(mut self, info: PromptInfo, render: F) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(A, Call) -> Fut + Send + Sync + 'static,
         Fut: Future + Send + 'static,
         Fut::Output: IntoPromptMessages,
     {
@@ -56,12 +96,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             return self;
         }
         let render = Arc::new(render);
-        let render: RenderFn = Arc::new(move |arguments| {
+        let render: RenderFn = Arc::new(move |arguments, call| {
             let decoded = crate::validate::decode_map::<A>(arguments);
             let render = Arc::clone(&render);
             Box::pin(async move {
                 let arguments = decoded.map_err(Render::Arguments)?;
-                render(arguments)
+                render(arguments, call)
                     .await
                     .into_prompt_messages()
                     .map_err(Render::Error)
@@ -135,7 +175,8 @@ impl<C: Send + Sync + 'static> Server<C> {
         self.catalog().prompts.list()
     }
 
-    /// Renders a prompt as a client would get it (`prompts/get`).
+    /// Renders a prompt as a client would get it (`prompts/get`), without a client: a
+    /// question the closure asks fails with [`ClientRequestError::NoClient`](crate::ClientRequestError::NoClient).
     ///
     /// # Errors
     /// A message when no prompt has this name, a required argument is missing, or the
@@ -164,7 +205,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     ) -> Result<rmcp::model::GetPromptResult, String> {
         self.catalog()
             .prompts
-            .get(name, arguments)
+            .get(name, arguments, Call::detached())
             .await
             .map_err(|error| error.message(name))
     }
