@@ -2,8 +2,8 @@
 //! `fusion-demo --http 0 --oauth-issuer <URL>` in front of the test authorization server
 //! (`support::AuthServer`: RSA keys made at start, RFC 8414 metadata, a JWKS), driven with
 //! raw HTTP/1.1 requests. Every bad token gets `401` with the metadata pointer, a valid one
-//! initializes a session and calls a tool, a key published after start-up is picked up, a
-//! missing required scope gets `403`, the RFC 9728 document is served at both URLs, an
+//! initializes a session and calls a tool (and the session answers no other user), a key
+//! published after start-up is picked up, a missing required scope gets `403`, the RFC 9728 document is served at both URLs, an
 //! unreachable issuer makes `503` (not a dead server), and no token reaches the log.
 //!
 //! Needs the built demo (`cargo build -p fusion-demo`). Each server is killed when its test
@@ -218,6 +218,38 @@ fn a_valid_token_initializes_and_calls_a_tool() {
             && !call.body.contains(r#""isError":true"#),
         "the tool's result: {call:?}"
     );
+    // The session is the token's subject's: another user's valid token, naming it, gets
+    // what an unknown session gets, and the owner goes on.
+    let other = auth.token(&auth.claims(demo.url(), "mallory", "admin"));
+    for (method, body) in [
+        ("POST", r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#),
+        ("DELETE", ""),
+    ] {
+        let authorization = format!("Bearer {other}");
+        let mut headers = with_session.to_vec();
+        headers.push(("Authorization", authorization.as_str()));
+        headers.push(("Content-Type", "application/json"));
+        headers.push(("Accept", "application/json, text/event-stream"));
+        let stolen = raw_http(
+            demo.addr(),
+            method,
+            "/mcp",
+            &headers,
+            body.as_bytes(),
+            REQUEST,
+        );
+        assert_eq!(
+            stolen.status, 404,
+            "{method} with another user's token: {stolen:?}"
+        );
+    }
+    let still = post_with_token(
+        &demo,
+        &token,
+        &with_session,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
+    );
+    assert_eq!(still.status, 200, "the owner after the attempts: {still:?}");
     // The session needs the token on every request, not only the first.
     let without = post(
         &demo,

@@ -64,6 +64,9 @@ struct EntryState {
     in_flight: HashSet<RequestId>,
     /// The last request of the client or answer of the server.
     last_active: Instant,
+    /// The verified subject of the token that created the session (OAuth), once bound:
+    /// the session answers only that subject.
+    owner: Option<String>,
 }
 
 impl Entry {
@@ -72,6 +75,7 @@ impl Entry {
             state: Mutex::new(EntryState {
                 in_flight: HashSet::new(),
                 last_active: Instant::now(),
+                owner: None,
             }),
         })
     }
@@ -141,6 +145,35 @@ impl Sessions {
     /// Whether `id` names a session that exists now.
     pub(super) fn exists(&self, id: &str) -> bool {
         self.entries().keys().any(|known| known.as_ref() == id)
+    }
+
+    /// Binds the session `id`, just created, to `subject`, the verified subject of the
+    /// token that created it (MCP: servers bind session ids to the user). A session
+    /// created without one stays unbound.
+    pub(super) fn bind_owner(&self, id: &str, subject: &str) {
+        let entry = self
+            .entries()
+            .iter()
+            .find(|(known, _)| known.as_ref() == id)
+            .map(|(_, entry)| Arc::clone(entry));
+        if let Some(entry) = entry {
+            entry.lock().owner.get_or_insert_with(|| subject.to_owned());
+        }
+    }
+
+    /// Whether a request by `subject` may use session `id`: an unbound session may be
+    /// used by anyone who may reach the server, a bound one only by its owner (another
+    /// user holding a stolen or guessed id gets what an unknown id gets).
+    pub(super) fn may_use(&self, id: &str, subject: Option<&str>) -> bool {
+        let entry = self
+            .entries()
+            .iter()
+            .find(|(known, _)| known.as_ref() == id)
+            .map(|(_, entry)| Arc::clone(entry));
+        entry.is_some_and(|entry| match &entry.lock().owner {
+            Some(owner) => subject == Some(owner.as_str()),
+            None => true,
+        })
     }
 
     pub(super) fn max_sessions(&self) -> usize {
