@@ -196,12 +196,18 @@ pub(super) async fn guard(
         None => request,
     };
     let session = session_of(request.headers()).map(str::to_owned);
+    let subject = verified_subject(&request);
     // rmcp answers 404 for an unknown session on GET and POST, but ends it without a
-    // word on DELETE (204 for a forged id): one check here, for every method.
-    if let (Some(sessions), Some(id)) = (&state.sessions, &session)
-        && !sessions.exists(id)
-    {
-        return unknown_session();
+    // word on DELETE (204 for a forged id): one check here, for every method. A session
+    // bound to another user's token is unknown to this one.
+    if let (Some(sessions), Some(id)) = (&state.sessions, &session) {
+        if !sessions.exists(id) {
+            return unknown_session();
+        }
+        if !sessions.may_use(id, subject.as_deref()) {
+            tracing::warn!(target: "fusion::server", session = %id, caller = subject.as_deref().unwrap_or(""), "a request named another user's session; answered as unknown");
+            return unknown_session();
+        }
     }
     if request.method() == Method::DELETE {
         // rmcp ends a session with 202; the Python SDK expects 200 or 204 (and logs a
@@ -259,6 +265,12 @@ pub(super) async fn guard(
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
+    // A session just created belongs to the token's subject.
+    if let (Some(sessions), None, Some(subject)) = (&state.sessions, &session, &subject)
+        && let Some(created) = session_of(response.headers())
+    {
+        sessions.bind_owner(created, subject);
+    }
     // rmcp answers JSON that is not a JSON-RPC message with 415, as if the media type
     // were wrong; say what is wrong instead.
     if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
@@ -269,6 +281,15 @@ pub(super) async fn guard(
         );
     }
     response
+}
+
+/// The subject of the token the OAuth guard verified for this request, if any.
+fn verified_subject(request: &Request) -> Option<String> {
+    request
+        .extensions()
+        .get::<crate::identity::VerifiedClaims>()
+        .and_then(|claims| claims.0.subject())
+        .map(str::to_owned)
 }
 
 pub(super) fn is_json(headers: &HeaderMap) -> bool {
