@@ -265,6 +265,7 @@ impl HttpOptions {
     /// # drop(options);
     /// ```
     #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     pub fn oauth(mut self, oauth: super::auth::OAuth) -> Self {
         self.oauth = Some(oauth);
         self
