@@ -17,7 +17,9 @@ use std::{collections::HashMap, process::ExitCode, time::Duration};
 
 use fusion_runtime::{
     Call, ClientRequestError, ContentBlock, HttpOptions, LogLevel, PromptArg, PromptInfo,
-    ResourceContent, Tool, prelude::*, prompt, resource,
+    ResourceContent, Tool,
+    prelude::*,
+    prompt, resource,
     serde_json::{self, json},
     tasks::Tasking,
 };

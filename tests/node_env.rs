@@ -34,9 +34,7 @@ impl Case {
         let case = Self(dir);
         case.script(
             "uname",
-            &format!(
-                "case \"${{1:-}}\" in\n    -m) echo {arch} ;;\n    *) echo {os} ;;\nesac\n"
-            ),
+            &format!("case \"${{1:-}}\" in\n    -m) echo {arch} ;;\n    *) echo {os} ;;\nesac\n"),
         );
         case
     }
@@ -95,7 +93,11 @@ fn a_node_22_on_path_is_used_on_every_platform() {
         for version in ["v22.12.0", "v24.1.0"] {
             let case = Case::new(os, arch).with_node(version);
             let out = case.run(&[]);
-            assert!(out.success(), "{os} {arch}, node {version}:\n{}", out.report());
+            assert!(
+                out.success(),
+                "{os} {arch}, node {version}:\n{}",
+                out.report()
+            );
             let bin = case.bin().canonicalize().expect("the case's bin dir");
             assert_eq!(
                 Path::new(last_line(&out.stdout)),
@@ -146,6 +148,15 @@ fn an_older_node_on_an_unknown_platform_is_refused_with_what_to_do() {
 #[test]
 fn an_unknown_flag_is_a_usage_error() {
     let out = Case::new("Linux", "x86_64").run(&["--frobnicate"]);
-    assert_eq!(out.status.and_then(|s| s.code()), Some(2), "{}", out.report());
-    assert!(out.stderr.contains("usage: scripts/node-env"), "{}", out.report());
+    assert_eq!(
+        out.status.and_then(|s| s.code()),
+        Some(2),
+        "{}",
+        out.report()
+    );
+    assert!(
+        out.stderr.contains("usage: scripts/node-env"),
+        "{}",
+        out.report()
+    );
 }

@@ -233,10 +233,11 @@ fn lay_out(krate: &UserCrate, dir: &Path) {
     for (from, to) in krate.files {
         let to = dir.join(to);
         copy(&workspace().join(from), &to);
-        if from.starts_with("examples/") && shared.is_dir() {
-            if let Some(parent) = to.parent() {
-                copy_dir(&shared, &parent.join("support"));
-            }
+        if from.starts_with("examples/")
+            && shared.is_dir()
+            && let Some(parent) = to.parent()
+        {
+            copy_dir(&shared, &parent.join("support"));
         }
     }
 }
