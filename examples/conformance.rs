@@ -17,9 +17,12 @@ use std::{collections::HashMap, process::ExitCode, time::Duration};
 
 use fusion_runtime::{
     Call, ClientRequestError, ContentBlock, HttpOptions, LogLevel, PromptArg, PromptInfo,
-    ResourceContent, Tool, prelude::*, prompt, resource, tasks::Tasking,
+    ResourceContent, Tool,
+    prelude::*,
+    prompt, resource,
+    serde_json::{self, json},
+    tasks::Tasking,
 };
-use serde_json::json;
 
 /// A 1×1 red pixel, as PNG.
 const RED_PIXEL_PNG: [u8; 70] = [

@@ -24,6 +24,7 @@ enum MathError {
 }
 
 /// Units for a temperature.
+#[mcp_type]
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum Units {
@@ -34,6 +35,7 @@ enum Units {
 }
 
 /// A weather report.
+#[mcp_type]
 #[derive(Debug, Serialize, JsonSchema)]
 struct Report {
     /// The city the report is for.

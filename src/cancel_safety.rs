@@ -195,6 +195,7 @@ pub async fn work(ms: u64) -> String {
 }
 
 /// Calls in flight on the server, as its metrics count them.
+#[mcp_type]
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct InFlight {
     /// All tools' calls in flight, not counting this one.

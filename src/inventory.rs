@@ -6,6 +6,7 @@
 use fusion_runtime::{Server, prelude::*};
 
 /// How to order results.
+#[mcp_type]
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Sort {
@@ -47,6 +48,7 @@ pub struct Address {
 }
 
 /// A product as returned by the tools.
+#[mcp_type]
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Product {
     /// Stock-keeping unit.

@@ -2,7 +2,7 @@
 //! their documentation and examples; this crate is an implementation detail.
 //!
 //! Each macro is parse → validate → expand, one file a phase, with every user error
-//! collected and reported at once (see [`ctxt`]).
+//! collected and reported at once (the private `ctxt` module).
 
 mod classify;
 mod constraint;

@@ -28,6 +28,8 @@
 //! See [`mcp_tool`] for the attribute's options, [`Server`] for the builder, and
 //! [`testing::Tester`] for calling tools in memory.
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` on nightly: feature-gated items say which feature they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod call;
 mod constraint;
@@ -47,6 +49,7 @@ mod present;
 mod probe;
 mod protocol;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod request_state;
 pub mod schema;
@@ -61,6 +64,7 @@ mod validate;
 
 /// axum, as the HTTP transport uses it: mount [`Server::router`] with the same version.
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use axum;
 pub use call::{
     Call, LogLevel,
@@ -90,8 +94,10 @@ pub use setup::resource::{self, IntoResourceContents, ResourceContent, ResourceI
 pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
 pub use transport::StdioOptions;
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use transport::{HttpConfigError, HttpOptions};
 #[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub use transport::{JwtAlgorithm, OAuth};
 pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};
 

@@ -23,7 +23,7 @@ use crate::server::Server;
 
 impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     /// A request rmcp could not read as a method it knows: `-32602` when it is a known
-    /// method whose params do not fit, `-32601` otherwise ([`params::reject_custom`]).
+    /// method whose params do not fit, `-32601` otherwise (the private `params::reject_custom`).
     fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,

@@ -62,6 +62,7 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// finish (for up to half of it), then sessions, streams and connections close.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<C: Send + Sync + 'static> Server<C> {
     /// Serves the server over Streamable HTTP at `addr` (e.g. `"127.0.0.1:8931"`), MCP
     /// at `/mcp`, with the defaults of [`HttpOptions`], until SIGTERM or SIGINT.
@@ -405,6 +406,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Builds the server and serves it over Streamable HTTP at `addr` (MCP at `/mcp`)
     /// until SIGTERM or SIGINT; see [`Server::serve_http`].

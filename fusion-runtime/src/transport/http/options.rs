@@ -13,13 +13,13 @@ use tokio_util::sync::CancellationToken;
 #[error("{0}")]
 pub struct HttpConfigError(pub(super) String);
 
-/// How [`Server::serve_http_with`] serves: the address, the MCP path, who may connect,
+/// How [`Server::serve_http_with`](crate::Server::serve_http_with) serves: the address, the MCP path, who may connect,
 /// limits, and the session mode.
 ///
 /// | route | what | checks |
 /// |---|---|---|
 /// | `POST`/`GET`/`DELETE /mcp` | MCP (the path is [`path`](Self::path)) | Host, Origin, bearer token or OAuth access token, body size |
-/// | `GET /metrics` | [`Server::metrics`] in Prometheus text | Host, Origin, bearer token or OAuth access token |
+/// | `GET /metrics` | [`Server::metrics`](crate::Server::metrics) in Prometheus text | Host, Origin, bearer token or OAuth access token |
 /// | `GET /healthz` | `200` while the process serves | none |
 /// | `GET /readyz` | `200` once started, `503` while draining after SIGTERM | none |
 /// | `GET /.well-known/oauth-protected-resource[/mcp]` | with `HttpOptions::oauth` (feature `oauth`): the RFC 9728 metadata | none |
@@ -42,7 +42,7 @@ pub struct HttpConfigError(pub(super) String);
 ///
 /// Calls themselves are bounded by the server's call deadline
 /// ([`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT), 5 minutes, unless the tool or
-/// [`ServerBuilder::timeout`] sets another): over HTTP a client that leaves does not
+/// [`ServerBuilder::timeout`](crate::ServerBuilder::timeout) sets another): over HTTP a client that leaves does not
 /// cancel its call, so the deadline is what ends a hung one. A session that ends (the
 /// client's `DELETE`, the idle timeout) cancels its calls at once, and a request that
 /// reuses the id of a request still in flight in its session gets a `-32600` error,
@@ -265,6 +265,7 @@ impl HttpOptions {
     /// # drop(options);
     /// ```
     #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     pub fn oauth(mut self, oauth: super::auth::OAuth) -> Self {
         self.oauth = Some(oauth);
         self
