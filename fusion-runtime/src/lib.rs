@@ -71,7 +71,10 @@ pub use exit::{EXIT_CONFIG, EXIT_FATAL};
 pub use failure::classify::{
     Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
 };
-pub use failure::{Failure, FailureKind};
+pub use failure::{
+    Failure, FailureKind,
+    entry::{FAILURE_META_KEY, FailureEntry},
+};
 pub use future::BoxFuture;
 pub use observe::{log, metrics};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
@@ -84,8 +87,9 @@ pub use setup::builder::ServerBuilder;
 pub use setup::error::{BuildError, StartupError};
 // `fusion_runtime::prompt` and `fusion_runtime::resource` are public modules whose files
 // live in `setup/`, beside the catalog that holds what they describe.
+pub use setup::group::ACTION_KEY;
 pub use setup::prompt::{self, IntoPromptMessages, PromptArg, PromptInfo};
-pub use setup::registry::{ACTION_KEY, Exposure};
+pub use setup::registry::Exposure;
 pub use setup::resource::{self, IntoResourceContents, ResourceContent, ResourceInfo};
 pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
 pub use transport::StdioOptions;
