@@ -29,6 +29,7 @@
 //! [`testing::Tester`] for calling tools in memory.
 #![warn(missing_docs)]
 
+mod argument;
 mod call;
 mod constraint;
 mod echo;
@@ -239,15 +240,7 @@ pub mod __private {
     pub type CallFuture<'a, T> =
         core::pin::Pin<Box<dyn core::future::Future<Output = T> + Send + 'a>>;
 
-    /// A parameter type must be decodable from JSON and describable as JSON Schema.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be a tool parameter: it must implement `Deserialize` and `JsonSchema`",
-        label = "this parameter's type is decoded from the call's JSON arguments",
-        note = "add `#[derive(Deserialize, JsonSchema)]` to the type (both are in `fusion_runtime::prelude`), or use a type that has them (`String`, numbers, `Vec`, `Option`, ...)"
-    )]
-    pub trait ToolArgument {}
-    impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolArgument for T {}
-
-    /// Checks, at the parameter's type, that it can be a tool parameter.
-    pub const fn assert_argument<T: ToolArgument + ?Sized>() {}
+    pub use crate::argument::{
+        Arg, ArgCheck, ArgCheckFallback, ArgType, NotAnArgument, ToolArgument, assert_argument,
+    };
 }
