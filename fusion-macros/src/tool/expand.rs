@@ -433,12 +433,15 @@ fn tool_impl(plan: &Plan<'_>) -> TokenStream {
             .with_reconnect(|__fusion_ctx: &#context| #call)
         }
     });
+    // Spanned at the return type, the path included: a type a tool cannot return is
+    // reported there (the ladder's last rung, `RenderUnsupported`, asks for `ToolResult`).
+    let output_schema = respanned(quote!(#private::output_schema!(#ret)), ret.span());
     quote! {
         impl #impl_generics #private::Tool<#context> for #ident {
             fn definition(&self) -> #private::ToolDefinition<#context> {
                 #private::ToolDefinition::new::<#args_ident, _>(
                     #descriptor,
-                    #private::output_schema!(#ret),
+                    #output_schema,
                     __fusion_invoke #invoke_turbofish,
                 )
                 #reconnect
@@ -560,6 +563,25 @@ fn option_flag(flag: Option<Flag>) -> TokenStream {
 
 fn is_doc(attr: &Attribute) -> bool {
     attr.path().is_ident(crate::symbol::DOC)
+}
+
+/// `tokens` with every span set to `span`, so that an error in them is reported there and
+/// only there (a macro call whose path is spanned elsewhere would underline both places).
+fn respanned(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(group) = &tree {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respanned(group.stream(), span));
+                inner.set_span(span);
+                tree = proc_macro2::TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }
 
 /// An identifier as the wire spells it: `r#type` is `type`.
