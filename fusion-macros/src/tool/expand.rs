@@ -223,16 +223,20 @@ fn type_checks(plan: &Plan<'_>) -> TokenStream {
         let ty = &param.ty;
         quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();)
     });
-    let aliases = plan.arg_params.iter().zip(&plan.arg_aliases).map(|(param, alias)| {
-        let ty = &param.ty;
-        quote_spanned! {ty.span()=>
-            type #alias = #private::Arg<#ty, {
-                #[allow(unused_imports)]
-                use #private::ArgCheckFallback as _;
-                #private::ArgCheck::<#ty>::OK
-            }>;
-        }
-    });
+    let aliases = plan
+        .arg_params
+        .iter()
+        .zip(&plan.arg_aliases)
+        .map(|(param, alias)| {
+            let ty = &param.ty;
+            quote_spanned! {ty.span()=>
+                type #alias = #private::Arg<#ty, {
+                    #[allow(unused_imports)]
+                    use #private::ArgCheckFallback as _;
+                    #private::ArgCheck::<#ty>::OK
+                }>;
+            }
+        });
     let constraint_checks = plan.constraint_code.iter().map(|code| &code.checks);
     quote! {
         #(#aliases)*

@@ -245,3 +245,48 @@ pub(crate) fn group_tool<C>(
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("").trim()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::without_annotations;
+
+    #[test]
+    fn annotations_go_and_constraints_stay() {
+        let schema = json!({
+            "type": "integer", "minimum": 1, "description": "How many.", "default": 10,
+            "title": "Take", "examples": [5]
+        });
+        assert_eq!(
+            without_annotations(&schema),
+            json!({"type": "integer", "minimum": 1})
+        );
+    }
+
+    #[test]
+    fn a_property_named_like_a_keyword_is_kept() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"description": {"type": "string", "description": "The text."}},
+            "required": ["description"]
+        });
+        assert_eq!(
+            without_annotations(&schema),
+            json!({
+                "type": "object",
+                "properties": {"description": {"type": "string"}},
+                "required": ["description"]
+            })
+        );
+    }
+
+    #[test]
+    fn nested_schemas_lose_their_annotations_too() {
+        let schema = json!({"anyOf": [{"type": "string", "title": "A"}, {"type": "null"}]});
+        assert_eq!(
+            without_annotations(&schema),
+            json!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+        );
+    }
+}
