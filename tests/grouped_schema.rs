@@ -320,7 +320,7 @@ fn a_grouped_schema_has_one_branch_per_action() {
     let server = fusion_demo::server();
     let db_user = server
         .tools()
-        .into_iter()
+        .iter()
         .find(|tool| tool.name == "db_user")
         .expect("db_user is listed");
     let schema = Value::Object((*db_user.input_schema).clone());
