@@ -313,15 +313,18 @@ pub mod ladder {
         type Error;
         /// Converts the error.
         fn fail(self, error: Self::Error) -> Outcome;
+        /// Accepts the error type (`output_schema!` asks, so that the error is reported once).
+        fn check(self);
     }
 
     impl<E: crate::failure::classify::Classify + std::error::Error + 'static> FailClassified
-        for &Probe<E>
+        for &&Probe<E>
     {
         type Error = E;
         fn fail(self, error: E) -> Outcome {
             Outcome::Failure(Failure::classified(error.classification(), &error))
         }
+        fn check(self) {}
     }
 
     /// Any other error (including `Box<dyn Error>` and `anyhow::Error`): its source chain
@@ -331,15 +334,55 @@ pub mod ladder {
         type Error;
         /// Converts the error.
         fn fail(self, error: Self::Error) -> Outcome;
+        /// Accepts the error type.
+        fn check(self);
     }
 
-    impl<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>> FailDynamic for Probe<E> {
+    impl<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>> FailDynamic for &Probe<E> {
         type Error = E;
         fn fail(self, error: E) -> Outcome {
             let boxed: Box<dyn std::error::Error + Send + Sync + 'static> = error.into();
             Outcome::Failure(Failure::from_error(boxed.as_ref()))
         }
+        fn check(self) {}
     }
+
+    /// Last, an error type that is not an error: its `fail` is never run (the program does
+    /// not compile), and its `check` is the one error the user reads, on the return type
+    /// (`output_schema!` calls it), as [`RenderUnsupported`] does for the success type.
+    pub trait FailUnsupported {
+        /// The error type.
+        type Error;
+        /// Never called in a program that compiles.
+        fn fail(self, error: Self::Error) -> Outcome;
+        /// Refused at compile time: `Self::Error` is not a [`ToolError`].
+        fn check(self)
+        where
+            Self::Error: ToolError;
+    }
+
+    impl<E> FailUnsupported for Probe<E> {
+        type Error = E;
+        fn fail(self, _error: E) -> Outcome {
+            Outcome::Failure(Failure::internal_message(
+                "the tool's error type cannot be reported",
+            ))
+        }
+        fn check(self)
+        where
+            E: ToolError,
+        {
+        }
+    }
+
+    /// What a tool's error type must be, named in the error for any other type. Nothing
+    /// implements it, as with [`ToolResult`].
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's error type",
+        label = "the error type of a tool's `Result` must implement `std::error::Error`",
+        note = "derive `thiserror::Error` (and `Classify`, to say whether it is transient, invalid input, internal or fatal) on the error type, or return `Box<dyn std::error::Error + Send + Sync>`"
+    )]
+    pub trait ToolError {}
 }
 
 /// Renders a handler's return value into an [`Outcome`]; used by `#[mcp_tool]`.
@@ -349,14 +392,14 @@ macro_rules! __render_outcome {
     ($ret:ty, $value:expr) => {{
         #[allow(unused_imports)]
         use $crate::__private::ladder::{
-            FailClassified as _, FailDynamic as _, RenderOwn as _, RenderStructured as _,
-            RenderUnsupported as _, SplitPlain as _, SplitResult as _,
+            FailClassified as _, FailDynamic as _, FailUnsupported as _, RenderOwn as _,
+            RenderStructured as _, RenderUnsupported as _, SplitPlain as _, SplitResult as _,
         };
         let probe = $crate::__private::ladder::Probe::<$ret>::new();
         let (ok_probe, err_probe) = (&probe).halves();
         match (&probe).split($value) {
             ::core::result::Result::Ok(value) => (&&ok_probe).render(value),
-            ::core::result::Result::Err(error) => (&err_probe).fail(error),
+            ::core::result::Result::Err(error) => (&&err_probe).fail(error),
         }
     }};
 }
@@ -368,8 +411,8 @@ macro_rules! __render_presented {
     ($ret:ty, $value:expr, $present:expr) => {{
         #[allow(unused_imports)]
         use $crate::__private::ladder::{
-            FailClassified as _, FailDynamic as _, RenderOwn as _, RenderStructured as _,
-            RenderUnsupported as _, SplitPlain as _, SplitResult as _,
+            FailClassified as _, FailDynamic as _, FailUnsupported as _, RenderOwn as _,
+            RenderStructured as _, RenderUnsupported as _, SplitPlain as _, SplitResult as _,
         };
         let probe = $crate::__private::ladder::Probe::<$ret>::new();
         let (ok_probe, err_probe) = (&probe).halves();
@@ -378,7 +421,7 @@ macro_rules! __render_presented {
                 let presentation = ($present)(&value);
                 $crate::__private::attach_presentation((&&ok_probe).render(value), presentation)
             }
-            ::core::result::Result::Err(error) => (&err_probe).fail(error),
+            ::core::result::Result::Err(error) => (&&err_probe).fail(error),
         }
     }};
 }
@@ -402,11 +445,14 @@ macro_rules! __output_schema {
     ($ret:ty) => {{
         #[allow(unused_imports)]
         use $crate::__private::ladder::{
-            RenderOwn as _, RenderStructured as _, RenderUnsupported as _, SplitPlain as _,
-            SplitResult as _,
+            FailClassified as _, FailDynamic as _, FailUnsupported as _, RenderOwn as _,
+            RenderStructured as _, RenderUnsupported as _, SplitPlain as _, SplitResult as _,
         };
         let probe = $crate::__private::ladder::Probe::<$ret>::new();
-        let (ok_probe, _) = (&probe).halves();
+        let (ok_probe, err_probe) = (&probe).halves();
+        // Each half that a tool cannot return is reported here, once, where the caller
+        // spans this macro (the return type).
+        (&&err_probe).check();
         (&&ok_probe).output_schema()
     }};
 }
