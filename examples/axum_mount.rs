@@ -69,8 +69,26 @@ async fn stamp(
     response
 }
 
+#[path = "support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "axum_mount",
+    about: "an axum app with its own routes and fusion's MCP endpoint at /mcp",
+    flags: &[(
+        "--port",
+        "PORT",
+        "serve on 127.0.0.1:PORT (default 8000; 0: a free port, printed)",
+    )],
+    env: &[],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     fusion_runtime::log::init();
     let args: Vec<String> = std::env::args().collect();
     let port = match args.iter().position(|arg| arg == "--port") {

@@ -8,8 +8,22 @@
 
 use fusion_tests::cancel_safety::{self, StormCtx};
 
+#[path = "support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "cancel_safety",
+    about: "tools under every policy, over stdio, for the cancellation storm",
+    flags: &[],
+    env: &[],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     fusion_runtime::log::init();
     let ctx = StormCtx::default();
     match cancel_safety::builder(ctx.clone()).try_build() {

@@ -735,8 +735,34 @@ fn options() -> Result<HttpOptions, String> {
     })
 }
 
+#[path = "support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "conformance",
+    about: "the MCP conformance suite's fixtures over Streamable HTTP",
+    flags: &[
+        (
+            "--port",
+            "PORT",
+            "serve on 127.0.0.1:PORT (default 8931; 0: a free port, printed on stderr)",
+        ),
+        ("--stateless", "", "serve without sessions"),
+        (
+            "--session-prefix",
+            "P",
+            "start session ids with P (for a proxy that routes sessions by it)",
+        ),
+    ],
+    env: &[],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     fusion_runtime::log::init();
     match options() {
         Ok(options) => server().serve_http_with(options).await,

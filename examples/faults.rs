@@ -16,8 +16,69 @@
 
 use fusion_tests::faults::{self, FaultCtx};
 
+#[path = "support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "faults",
+    about: "tools that hang, panic and fail in every class, over stdio (for the tests)",
+    flags: &[
+        (
+            "--http",
+            "PORT",
+            "serve Streamable HTTP on 127.0.0.1:PORT instead (0: a free port, printed on stderr)",
+        ),
+        ("--stateless", "", "with --http: serve without sessions"),
+        (
+            "--bearer-token",
+            "TOKEN",
+            "with --http: require this bearer token",
+        ),
+        (
+            "--max-body-bytes",
+            "N",
+            "with --http: the largest request body",
+        ),
+        (
+            "--shutdown-grace-ms",
+            "N",
+            "with --http: how long calls may finish after SIGTERM",
+        ),
+        (
+            "--header-timeout-ms",
+            "N",
+            "with --http: how long a request's headers may take",
+        ),
+        ("--max-connections", "N", "with --http: connections at once"),
+        ("--max-sessions", "N", "with --http: sessions at once"),
+        (
+            "--session-idle-ms",
+            "N",
+            "with --http: when an idle session expires",
+        ),
+        (
+            "--max-calls-per-session",
+            "N",
+            "with --http: calls in flight per session",
+        ),
+        ("--call-timeout-ms", "N", "the default deadline of a call"),
+        (
+            "--require-env",
+            "NAME",
+            "refuse to start (exit 78) unless NAME is set",
+        ),
+        ("--fail-setup", "", "add a setup step that fails (exit 78)"),
+        ("--no-log", "", "serve without a log subscriber"),
+    ],
+    env: &[],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     let args: Vec<String> = std::env::args().collect();
     // `--no-log` serves without a log subscriber (for the test of fatal errors that no
     // subscriber records).

@@ -77,8 +77,45 @@ fn flag<T: std::str::FromStr>(args: &[String], flag: &str) -> Result<Option<T>, 
     }
 }
 
+#[path = "support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "fleet",
+    about: "a replica of a fleet sharing idempotency keys and a rate limit on Redis",
+    flags: &[
+        (
+            "--http",
+            "PORT",
+            "serve Streamable HTTP on 127.0.0.1:PORT (required; 0: a free port)",
+        ),
+        ("--redis", "URL", "the Redis to share state on (required)"),
+        (
+            "--lease-ms",
+            "MS",
+            "the lease of an idempotency claim (default 10000)",
+        ),
+        (
+            "--rate",
+            "N",
+            "calls a second to `ping`, across the fleet (default 20)",
+        ),
+        (
+            "--effects",
+            "FILE",
+            "append one line per order placed to FILE",
+        ),
+        ("--stateless", "", "serve without sessions"),
+    ],
+    env: &[],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     fusion_runtime::log::init();
     let args: Vec<String> = std::env::args().collect();
     let parsed = (|| {

@@ -117,8 +117,26 @@ async fn crash(
     )
 }
 
+#[path = "support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "quickstart",
+    about: "the quickstart server: a few small tools over stdio",
+    flags: &[(
+        "--http",
+        "PORT",
+        "serve Streamable HTTP on 127.0.0.1:PORT instead of stdio (0: a free port, printed on stderr)",
+    )],
+    env: &[],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     fusion_runtime::log::init();
     let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let builder = Server::builder("quickstart", env!("CARGO_PKG_VERSION"))

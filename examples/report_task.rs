@@ -33,8 +33,22 @@ async fn quarterly_report(
     format!("Q{quarter} report: revenue up 12%, costs down 3%")
 }
 
+#[path = "support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "report_task",
+    about: "a slow report run as a task, over Streamable HTTP",
+    flags: &[("--port", "PORT", "serve on 127.0.0.1:PORT (default 8932)")],
+    env: &[],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     fusion_runtime::log::init();
     let mut port = 8932_u16;
     let mut args = std::env::args().skip(1);

@@ -69,8 +69,22 @@ impl ServerHandler for Existing {
     }
 }
 
+#[path = "support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "rmcp_existing",
+    about: "fusion's tools inside an rmcp server of its own, over stdio",
+    flags: &[],
+    env: &[],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     fusion_runtime::log::init();
     let fusion = match Server::builder("existing", "2.4.1")
         .tool(divide)

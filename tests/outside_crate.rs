@@ -10,8 +10,8 @@
 //! this workspace's, kept between runs, so the dependencies are compiled once, not once a
 //! crate. Each build has a deadline; a crate's failure is reported with cargo's output.
 //!
-//! Files an example includes with `#[path = "support/..."]` come along: `examples/support/`
-//! is copied next to the example's `main.rs`.
+//! Files an example includes with `#[path = "..."]` (`examples/support/cli.rs`) come along,
+//! into `support/` beside the file that includes them.
 
 mod support;
 
@@ -208,37 +208,47 @@ fn copy(from: &Path, to: &Path) {
         .unwrap_or_else(|e| panic!("cannot copy {} to {}: {e}", from.display(), to.display()));
 }
 
-/// Copies the files of `from` (a directory), recursively, into `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    let entries =
-        std::fs::read_dir(from).unwrap_or_else(|e| panic!("cannot read {}: {e}", from.display()));
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let target = to.join(entry.file_name());
-        if path.is_dir() {
-            copy_dir(&path, &target);
-        } else {
-            copy(&path, &target);
-        }
-    }
-}
-
-/// Lays out `krate` in `dir`: the manifest, the workspace's lock file, its files, and
-/// `examples/support/` beside each file that came from `examples/`.
+/// Lays out `krate` in `dir`: the manifest, the workspace's lock file and its files. A file
+/// an example includes with `#[path = "..."]` (the examples' shared `support/cli.rs`) is
+/// copied into `support/` beside the file that includes it, and the attribute rewritten to
+/// point there, as a user who copies the example would: the demo's `../../support/cli.rs`
+/// would lie outside the crate.
 fn lay_out(krate: &UserCrate, dir: &Path) {
     std::fs::write(dir.join("Cargo.toml"), manifest(krate))
         .unwrap_or_else(|e| panic!("cannot write the manifest in {}: {e}", dir.display()));
     copy(&workspace().join("Cargo.lock"), &dir.join("Cargo.lock"));
-    let shared = workspace().join("examples").join("support");
     for (from, to) in krate.files {
+        let from = workspace().join(from);
         let to = dir.join(to);
-        copy(&workspace().join(from), &to);
-        if from.starts_with("examples/")
-            && shared.is_dir()
-            && let Some(parent) = to.parent()
-        {
-            copy_dir(&shared, &parent.join("support"));
+        let text = std::fs::read_to_string(&from)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", from.display()));
+        let mut rewritten = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            let included = line
+                .trim()
+                .strip_prefix("#[path = \"")
+                .and_then(|rest| rest.strip_suffix("\"]"));
+            match included {
+                Some(relative) => {
+                    let source = from.parent().unwrap_or(Path::new(".")).join(relative);
+                    let name = source
+                        .file_name()
+                        .unwrap_or_else(|| panic!("{}: no file name", source.display()))
+                        .to_string_lossy()
+                        .into_owned();
+                    let parent = to.parent().unwrap_or(dir);
+                    copy(&source, &parent.join("support").join(&name));
+                    let _ = writeln!(rewritten, "#[path = \"support/{name}\"]");
+                }
+                None => rewritten.push_str(line),
+            }
         }
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .unwrap_or_else(|e| panic!("cannot create {}: {e}", parent.display()));
+        }
+        std::fs::write(&to, rewritten)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", to.display()));
     }
 }
 

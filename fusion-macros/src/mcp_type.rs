@@ -76,7 +76,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 cx.error_spanned_by(&owned[0], "`#[arg(..)]` needs a named field");
                 continue;
             };
-            let code = constraint::field_code(&private, &ident, &name, &field.ty, &constraints);
+            let code =
+                constraint::field_code(&private, &ident, &name, &field.ty, &constraints, None);
             // The generated attributes are well-formed by construction.
             field.attrs.extend(
                 syn::Attribute::parse_outer

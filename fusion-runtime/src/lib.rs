@@ -31,6 +31,7 @@
 // docs.rs builds with `--cfg docsrs` on nightly: feature-gated items say which feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod argument;
 mod call;
 mod constraint;
 mod echo;
@@ -75,7 +76,10 @@ pub use exit::{EXIT_CONFIG, EXIT_FATAL};
 pub use failure::classify::{
     Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
 };
-pub use failure::{Failure, FailureKind};
+pub use failure::{
+    Failure, FailureKind,
+    entry::{FAILURE_META_KEY, FailureEntry},
+};
 pub use future::BoxFuture;
 pub use observe::{log, metrics};
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
@@ -88,8 +92,9 @@ pub use setup::builder::ServerBuilder;
 pub use setup::error::{BuildError, StartupError};
 // `fusion_runtime::prompt` and `fusion_runtime::resource` are public modules whose files
 // live in `setup/`, beside the catalog that holds what they describe.
+pub use setup::group::ACTION_KEY;
 pub use setup::prompt::{self, IntoPromptMessages, PromptArg, PromptInfo};
-pub use setup::registry::{ACTION_KEY, Exposure};
+pub use setup::registry::Exposure;
 pub use setup::resource::{self, IntoResourceContents, ResourceContent, ResourceInfo};
 pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
 pub use transport::StdioOptions;
@@ -241,15 +246,7 @@ pub mod __private {
     pub type CallFuture<'a, T> =
         core::pin::Pin<Box<dyn core::future::Future<Output = T> + Send + 'a>>;
 
-    /// A parameter type must be decodable from JSON and describable as JSON Schema.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be a tool parameter: it must implement `Deserialize` and `JsonSchema`",
-        label = "this parameter's type is decoded from the call's JSON arguments",
-        note = "add `#[derive(Deserialize, JsonSchema)]` to the type (both are in `fusion_runtime::prelude`), or use a type that has them (`String`, numbers, `Vec`, `Option`, ...)"
-    )]
-    pub trait ToolArgument {}
-    impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolArgument for T {}
-
-    /// Checks, at the parameter's type, that it can be a tool parameter.
-    pub const fn assert_argument<T: ToolArgument + ?Sized>() {}
+    pub use crate::argument::{
+        Arg, ArgCheck, ArgCheckFallback, ArgType, NotAnArgument, ToolArgument, assert_argument,
+    };
 }

@@ -161,9 +161,10 @@ pub enum Outcome {
 ///
 /// `#[mcp_tool]` knows the return type only as tokens, and Rust has no specialization, so
 /// the choice between "a `Result`" and "a plain value", and between "an
-/// [`IntoToolOutput`] type" and "a `Serialize + JsonSchema` type", is made by method
-/// resolution on references of different depth (autoref specialization): an impl on
-/// `&Probe<T>` is found before one on `Probe<T>`. The generated code names the return
+/// [`IntoToolOutput`] type", "a `Serialize + JsonSchema` type" and "anything else" (an
+/// error on the return type), is made by method resolution on references of different depth
+/// (autoref specialization): an impl on `&&Probe<T>` is found before one on `&Probe<T>`,
+/// and that before one on `Probe<T>`. The generated code names the return
 /// type, so the choice is made with the concrete type, never by its name.
 #[doc(hidden)]
 pub mod ladder {
@@ -230,7 +231,7 @@ pub mod ladder {
         fn output_schema(self) -> Option<schemars::Schema>;
     }
 
-    impl<T: IntoToolOutput> RenderOwn for &Probe<T> {
+    impl<T: IntoToolOutput> RenderOwn for &&Probe<T> {
         type Value = T;
         fn render(self, value: T) -> Outcome {
             Outcome::Success(value.into_tool_output())
@@ -250,7 +251,7 @@ pub mod ladder {
         fn output_schema(self) -> Option<schemars::Schema>;
     }
 
-    impl<T: Serialize + JsonSchema> RenderStructured for Probe<T> {
+    impl<T: Serialize + JsonSchema> RenderStructured for &Probe<T> {
         type Value = T;
         fn render(self, value: T) -> Outcome {
             match ToolOutput::structured(&value) {
@@ -265,21 +266,65 @@ pub mod ladder {
         }
     }
 
+    /// Last, any other type: not something a tool can return. Its `render` is never run
+    /// (the program does not compile), and its `output_schema` is the one error the user
+    /// reads, on the return type: [`ToolResult`]'s message, naming what is supported. Without
+    /// this rung, both ladders would fail with rustc's "method exists but its trait bounds
+    /// were not satisfied", once each, listing three traits.
+    pub trait RenderUnsupported {
+        /// The success type.
+        type Value;
+        /// Never called in a program that compiles.
+        fn render(self, value: Self::Value) -> Outcome;
+        /// Refused at compile time: `Self::Value` is not a [`ToolResult`].
+        fn output_schema(self) -> Option<schemars::Schema>
+        where
+            Self::Value: ToolResult;
+    }
+
+    impl<T> RenderUnsupported for Probe<T> {
+        type Value = T;
+        fn render(self, _value: T) -> Outcome {
+            Outcome::Failure(Failure::internal_message(
+                "the tool's return type cannot be rendered",
+            ))
+        }
+        fn output_schema(self) -> Option<schemars::Schema>
+        where
+            T: ToolResult,
+        {
+            None
+        }
+    }
+
+    /// What a tool may return, named in the error for any other type. Nothing implements it:
+    /// the supported types are found by the rungs above it, and only the others reach the
+    /// bound that asks for it.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be returned by a tool",
+        label = "a tool returns a type that implements `IntoToolOutput`, or `Serialize` and `JsonSchema`, or a `Result` of one",
+        note = "return `String`, `()`, `ToolOutput` (or any `IntoToolOutput`), or a type with `#[derive(Serialize, JsonSchema)]` (structured content), or `Result<T, E>` of one with an error type that implements `std::error::Error`"
+    )]
+    pub trait ToolResult {}
+
     /// A handler's error of a type that classifies itself.
     pub trait FailClassified {
         /// The error type.
         type Error;
         /// Converts the error.
         fn fail(self, error: Self::Error) -> Outcome;
+        /// Accepts the error type (`output_schema!` asks, so that the error is reported once).
+        fn check(self);
     }
 
     impl<E: crate::failure::classify::Classify + std::error::Error + 'static> FailClassified
-        for &Probe<E>
+        for &&Probe<E>
     {
         type Error = E;
         fn fail(self, error: E) -> Outcome {
             Outcome::Failure(Failure::classified(error.classification(), &error))
         }
+        fn check(self) {}
     }
 
     /// Any other error (including `Box<dyn Error>` and `anyhow::Error`): its source chain
@@ -289,15 +334,55 @@ pub mod ladder {
         type Error;
         /// Converts the error.
         fn fail(self, error: Self::Error) -> Outcome;
+        /// Accepts the error type.
+        fn check(self);
     }
 
-    impl<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>> FailDynamic for Probe<E> {
+    impl<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>> FailDynamic for &Probe<E> {
         type Error = E;
         fn fail(self, error: E) -> Outcome {
             let boxed: Box<dyn std::error::Error + Send + Sync + 'static> = error.into();
             Outcome::Failure(Failure::from_error(boxed.as_ref()))
         }
+        fn check(self) {}
     }
+
+    /// Last, an error type that is not an error: its `fail` is never run (the program does
+    /// not compile), and its `check` is the one error the user reads, on the return type
+    /// (`output_schema!` calls it), as [`RenderUnsupported`] does for the success type.
+    pub trait FailUnsupported {
+        /// The error type.
+        type Error;
+        /// Never called in a program that compiles.
+        fn fail(self, error: Self::Error) -> Outcome;
+        /// Refused at compile time: `Self::Error` is not a [`ToolError`].
+        fn check(self)
+        where
+            Self::Error: ToolError;
+    }
+
+    impl<E> FailUnsupported for Probe<E> {
+        type Error = E;
+        fn fail(self, _error: E) -> Outcome {
+            Outcome::Failure(Failure::internal_message(
+                "the tool's error type cannot be reported",
+            ))
+        }
+        fn check(self)
+        where
+            E: ToolError,
+        {
+        }
+    }
+
+    /// What a tool's error type must be, named in the error for any other type. Nothing
+    /// implements it, as with [`ToolResult`].
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's error type",
+        label = "the error type of a tool's `Result` must implement `std::error::Error`",
+        note = "derive `thiserror::Error` (and `Classify`, to say whether it is transient, invalid input, internal or fatal) on the error type, or return `Box<dyn std::error::Error + Send + Sync>`"
+    )]
+    pub trait ToolError {}
 }
 
 /// Renders a handler's return value into an [`Outcome`]; used by `#[mcp_tool]`.
@@ -307,14 +392,14 @@ macro_rules! __render_outcome {
     ($ret:ty, $value:expr) => {{
         #[allow(unused_imports)]
         use $crate::__private::ladder::{
-            FailClassified as _, FailDynamic as _, RenderOwn as _, RenderStructured as _,
-            SplitPlain as _, SplitResult as _,
+            FailClassified as _, FailDynamic as _, FailUnsupported as _, RenderOwn as _,
+            RenderStructured as _, RenderUnsupported as _, SplitPlain as _, SplitResult as _,
         };
         let probe = $crate::__private::ladder::Probe::<$ret>::new();
         let (ok_probe, err_probe) = (&probe).halves();
         match (&probe).split($value) {
-            ::core::result::Result::Ok(value) => (&ok_probe).render(value),
-            ::core::result::Result::Err(error) => (&err_probe).fail(error),
+            ::core::result::Result::Ok(value) => (&&ok_probe).render(value),
+            ::core::result::Result::Err(error) => (&&err_probe).fail(error),
         }
     }};
 }
@@ -326,17 +411,17 @@ macro_rules! __render_presented {
     ($ret:ty, $value:expr, $present:expr) => {{
         #[allow(unused_imports)]
         use $crate::__private::ladder::{
-            FailClassified as _, FailDynamic as _, RenderOwn as _, RenderStructured as _,
-            SplitPlain as _, SplitResult as _,
+            FailClassified as _, FailDynamic as _, FailUnsupported as _, RenderOwn as _,
+            RenderStructured as _, RenderUnsupported as _, SplitPlain as _, SplitResult as _,
         };
         let probe = $crate::__private::ladder::Probe::<$ret>::new();
         let (ok_probe, err_probe) = (&probe).halves();
         match (&probe).split($value) {
             ::core::result::Result::Ok(value) => {
                 let presentation = ($present)(&value);
-                $crate::__private::attach_presentation((&ok_probe).render(value), presentation)
+                $crate::__private::attach_presentation((&&ok_probe).render(value), presentation)
             }
-            ::core::result::Result::Err(error) => (&err_probe).fail(error),
+            ::core::result::Result::Err(error) => (&&err_probe).fail(error),
         }
     }};
 }
@@ -360,10 +445,14 @@ macro_rules! __output_schema {
     ($ret:ty) => {{
         #[allow(unused_imports)]
         use $crate::__private::ladder::{
-            RenderOwn as _, RenderStructured as _, SplitPlain as _, SplitResult as _,
+            FailClassified as _, FailDynamic as _, FailUnsupported as _, RenderOwn as _,
+            RenderStructured as _, RenderUnsupported as _, SplitPlain as _, SplitResult as _,
         };
         let probe = $crate::__private::ladder::Probe::<$ret>::new();
-        let (ok_probe, _) = (&probe).halves();
-        (&ok_probe).output_schema()
+        let (ok_probe, err_probe) = (&probe).halves();
+        // Each half that a tool cannot return is reported here, once, where the caller
+        // spans this macro (the return type).
+        (&&err_probe).check();
+        (&&ok_probe).output_schema()
     }};
 }

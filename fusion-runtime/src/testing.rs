@@ -81,6 +81,32 @@ impl TestResult {
         &self.notifications
     }
 
+    /// The result's `_meta["fusion/failure"]`, as a client reads it: present on every
+    /// `isError` result and on warnings, `None` on a success.
+    ///
+    /// ```
+    /// use fusion_runtime::{prelude::*, testing::Tester};
+    ///
+    /// /// Add two integers.
+    /// #[mcp_tool]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let tester = Tester::new(Server::builder("calc", "1.0.0").tool(add).build());
+    /// let refused = tester.call("ad", serde_json::json!({})).await;
+    /// let entry = refused.failure().expect("an isError result has an entry");
+    /// assert_eq!(entry.code.as_deref(), Some("unknown_tool"));
+    /// assert_eq!(entry.hint.as_deref(), Some("did you mean `add`?"));
+    /// assert!(tester.call("add", serde_json::json!({"a": 1, "b": 2})).await.failure().is_none());
+    /// # });
+    /// ```
+    pub fn failure(&self) -> Option<crate::FailureEntry> {
+        let entry = self.raw.meta.as_ref()?.0.get(crate::FAILURE_META_KEY)?;
+        serde_json::from_value(entry.clone()).ok()
+    }
+
     /// The result as JSON, as it appears on the wire.
     pub fn wire_json(&self) -> Value {
         serde_json::to_value(&self.raw).unwrap_or(Value::Null)

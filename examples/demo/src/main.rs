@@ -16,8 +16,47 @@ use std::process::ExitCode;
 use fusion_demo::Role;
 use fusion_runtime::{EXIT_CONFIG, Exposure, HttpOptions, OAuth};
 
+#[path = "../../support/cli.rs"]
+mod cli;
+
+/// The command line (`--help` prints it).
+const USAGE: cli::Usage = cli::Usage {
+    name: "fusion-demo",
+    about: "the seed's demo: grouped tools with actions, roles and presenters, over stdio",
+    flags: &[
+        (
+            "--flat",
+            "",
+            "list one tool per action instead of one per group",
+        ),
+        (
+            "--http",
+            "PORT",
+            "serve Streamable HTTP on 127.0.0.1:PORT instead of stdio (0: a free port, printed on stderr)",
+        ),
+        ("--stateless", "", "with --http: serve without sessions"),
+        (
+            "--oauth-issuer",
+            "URL",
+            "with --http: be an OAuth 2.1 resource server for this issuer; roles come from each token",
+        ),
+        (
+            "--oauth-scope",
+            "SCOPE",
+            "with --oauth-issuer: require SCOPE on every request (repeatable)",
+        ),
+    ],
+    env: &[(
+        "DEMO_ROLE",
+        "the caller's role without OAuth: ADMIN (the default) or GUEST",
+    )],
+};
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    if let Some(exit) = cli::check(&USAGE) {
+        return exit;
+    }
     fusion_runtime::log::init();
     let role = match std::env::var("DEMO_ROLE") {
         Ok(text) => match Role::parse(&text) {

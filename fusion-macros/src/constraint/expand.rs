@@ -19,13 +19,17 @@ pub(crate) struct FieldCode {
     pub(crate) checks: TokenStream,
 }
 
-/// `owner` is the struct's name as serde's `default = "..."` must spell it.
+/// `owner` is the struct's name as serde's `default = "..."` must spell it. `arg` is the
+/// `Arg<..>` alias of a tool parameter, whose field in the argument struct has the type
+/// `<arg as ArgType>::Field` (see the runtime's `argument.rs`); `None` for a field of the
+/// user's own struct, which has its declared type.
 pub(crate) fn field_code(
     private: &TokenStream,
     owner: &Ident,
     field: &Ident,
     ty: &Type,
     constraints: &Constraints,
+    arg: Option<&Ident>,
 ) -> FieldCode {
     let mut code = FieldCode::default();
     if constraints.is_empty() {
@@ -101,11 +105,19 @@ pub(crate) fn field_code(
         let function = format_ident!("__fusion_default_{}", field);
         let path = format!("{owner}::{function}");
         code.attrs.extend(quote!(#[serde(default = #path)]));
-        code.methods.extend(quote! {
-            #[doc(hidden)]
-            fn #function() -> #ty {
-                #default
-            }
+        code.methods.extend(match arg {
+            Some(arg) => quote! {
+                #[doc(hidden)]
+                fn #function() -> <#arg as #private::ArgType>::Field {
+                    <#arg as #private::ArgType>::field(#default)
+                }
+            },
+            None => quote! {
+                #[doc(hidden)]
+                fn #function() -> #ty {
+                    #default
+                }
+            },
         });
     }
     code

@@ -68,6 +68,9 @@ struct Plan<'a> {
     has_call: bool,
     /// The parameters decoded from the call's arguments, in the user's order.
     arg_params: Vec<&'a Param>,
+    /// For each of them, the alias of its `Arg<type, is-a-tool-argument>`: its field in the
+    /// argument struct has the type `<alias as ArgType>::Field` (see [`type_checks`]).
+    arg_aliases: Vec<Ident>,
     /// What each parameter is called when the body is invoked: the arguments keep their
     /// names; the context and the request get hidden ones.
     call_idents: Vec<Ident>,
@@ -117,15 +120,20 @@ impl<'a> Plan<'a> {
                 }
             })
             .collect();
+        let arg_aliases: Vec<Ident> = (0..arg_params.len())
+            .map(|index| format_ident!("__FusionArg{index}"))
+            .collect();
         let constraint_code = arg_params
             .iter()
-            .map(|param| {
+            .zip(&arg_aliases)
+            .map(|(param, alias)| {
                 crate::constraint::field_code(
                     &private,
                     &args_ident,
                     &param.ident,
                     &param.ty,
                     &param.constraints,
+                    Some(alias),
                 )
             })
             .collect();
@@ -140,6 +148,7 @@ impl<'a> Plan<'a> {
             ctx_type,
             has_call: tool.params.iter().any(|param| param.call.is_some()),
             arg_params,
+            arg_aliases,
             call_idents,
             constraint_code,
         }
@@ -203,16 +212,38 @@ fn shadow(plan: &Plan<'_>) -> Option<TokenStream> {
 
 /// rustc's checks, each spanned at the user's token: that every argument type can be
 /// decoded, and that it can carry its `#[arg(..)]` constraints.
+///
+/// A type that cannot be decoded gets one error, this check's, and no more: its field in
+/// the argument struct is `<Arg<T, OK> as ArgType>::Field`, where `OK` says at compile time
+/// whether `T` is a tool argument, and the field is a stand-in that derives cleanly when it
+/// is not (the runtime's `argument.rs` says how).
 fn type_checks(plan: &Plan<'_>) -> TokenStream {
     let private = &plan.private;
     let argument_checks = plan.arg_params.iter().map(|param| {
         let ty = &param.ty;
         quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();)
     });
+    let aliases = plan
+        .arg_params
+        .iter()
+        .zip(&plan.arg_aliases)
+        .map(|(param, alias)| {
+            let ty = &param.ty;
+            quote_spanned! {ty.span()=>
+                type #alias = #private::Arg<#ty, {
+                    #[allow(unused_imports)]
+                    use #private::ArgCheckFallback as _;
+                    #private::ArgCheck::<#ty>::OK
+                }>;
+            }
+        });
     let constraint_checks = plan.constraint_code.iter().map(|code| &code.checks);
     quote! {
-        #(#argument_checks)*
-        #(#constraint_checks)*
+        #(#aliases)*
+        const _: () = {
+            #(#argument_checks)*
+            #(#constraint_checks)*
+        };
     }
 }
 
@@ -225,13 +256,13 @@ fn args_struct(plan: &Plan<'_>) -> TokenStream {
         .arg_params
         .iter()
         .zip(&plan.constraint_code)
-        .map(|(param, code)| {
+        .zip(&plan.arg_aliases)
+        .map(|((param, code), alias)| {
             let docs = &param.docs;
             let field_attrs = &param.field_attrs;
             let constraint_attrs = &code.attrs;
             let ident = &param.ident;
-            let ty = &param.ty;
-            quote!(#(#docs)* #(#field_attrs)* #constraint_attrs #ident: #ty,)
+            quote!(#(#docs)* #(#field_attrs)* #constraint_attrs #ident: <#alias as #private::ArgType>::Field,)
         });
     let constraint_methods = plan.constraint_code.iter().map(|code| &code.methods);
     let serde_crate = krate::reexport(private, "serde");
@@ -315,6 +346,8 @@ fn invoker(plan: &Plan<'_>) -> TokenStream {
     let args_ident = &plan.args_ident;
     let ret = &plan.ret;
     let arg_idents = plan.arg_params.iter().map(|param| &param.ident);
+    let param_idents = plan.arg_params.iter().map(|param| &param.ident);
+    let aliases = &plan.arg_aliases;
     let context = plan.context();
     let generics = if plan.ctx_type.is_some() {
         quote!(<'__fusion_a>)
@@ -344,6 +377,7 @@ fn invoker(plan: &Plan<'_>) -> TokenStream {
             __fusion_args: #args_ident,
         ) -> #private::BoxFuture<'__fusion_a, #private::Outcome> {
             let #args_ident { #(#arg_idents),* } = __fusion_args;
+            #(let #param_idents = <#aliases as #private::ArgType>::param(#param_idents);)*
             #custom_checks
             #private::boxed(async move {
                 #render
@@ -403,12 +437,15 @@ fn tool_impl(plan: &Plan<'_>) -> TokenStream {
             .with_reconnect(|__fusion_ctx: &#context| #call)
         }
     });
+    // Spanned at the return type, the path included: a type a tool cannot return is
+    // reported there (the ladder's last rung, `RenderUnsupported`, asks for `ToolResult`).
+    let output_schema = respanned(quote!(#private::output_schema!(#ret)), ret.span());
     quote! {
         impl #impl_generics #private::Tool<#context> for #ident {
             fn definition(&self) -> #private::ToolDefinition<#context> {
                 #private::ToolDefinition::new::<#args_ident, _>(
                     #descriptor,
-                    #private::output_schema!(#ret),
+                    #output_schema,
                     __fusion_invoke #invoke_turbofish,
                 )
                 #reconnect
@@ -530,6 +567,25 @@ fn option_flag(flag: Option<Flag>) -> TokenStream {
 
 fn is_doc(attr: &Attribute) -> bool {
     attr.path().is_ident(crate::symbol::DOC)
+}
+
+/// `tokens` with every span set to `span`, so that an error in them is reported there and
+/// only there (a macro call whose path is spanned elsewhere would underline both places).
+fn respanned(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(group) = &tree {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respanned(group.stream(), span));
+                inner.set_span(span);
+                tree = proc_macro2::TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }
 
 /// An identifier as the wire spells it: `r#type` is `type`.

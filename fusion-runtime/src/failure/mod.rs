@@ -1,6 +1,7 @@
 //! The failure model: why a call failed ([`FailureKind`]), the [`Failure`] that carries it,
 //! and the [`Target`] a message names; the class of a user's error (`classify.rs`), the
-//! panic boundary (`panic.rs`), and the words of every failure (`wording/`) sit below.
+//! panic boundary (`panic.rs`), the words of every failure (`wording/`) and the same failure
+//! for programs, `_meta["fusion/failure"]` (`entry.rs`), sit below.
 //!
 //! Every failure becomes a `CallToolResult` with `isError: true` (a warning excepted); the
 //! wording is rendered in one place, `wording/`. Internal and fatal failures (a handler's
@@ -8,6 +9,7 @@
 //! correlation id, the log gets the details.
 
 pub(crate) mod classify;
+pub(crate) mod entry;
 pub(crate) mod panic;
 pub(crate) mod wording;
 

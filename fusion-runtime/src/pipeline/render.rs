@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     failure::panic as recover,
-    failure::{Failure, FailureKind, Target},
+    failure::{Failure, FailureKind, Target, entry::FAILURE_META_KEY},
     log::Redactor,
     output::Outcome,
     present::UiBlock,
@@ -63,10 +63,32 @@ impl<C: Send + Sync + 'static> Server<C> {
         // What the model reads never repeats a secret argument, even when an error
         // message or an invalid value quotes it.
         let message = redactor.text(&failure.message(target, correlation_id.as_str()));
+        // The issues as programs read them, redacted like the text.
+        let issues = match &failure.kind {
+            FailureKind::InvalidArguments(issues) => Some(
+                issues
+                    .iter()
+                    .map(|issue| redactor.json(crate::validate::issue_json(issue)))
+                    .collect::<Vec<Value>>(),
+            ),
+            _ => None,
+        };
+        let mut meta = Map::new();
+        if let Some(details) = &issues {
+            // Kept beside the entry's own copy for clients written before `fusion/failure`.
+            meta.insert(ISSUES_META_KEY.to_owned(), Value::Array(details.clone()));
+        }
+        let entry = failure.entry(correlation_id.as_str(), issues);
+        meta.insert(
+            FAILURE_META_KEY.to_owned(),
+            serde_json::to_value(&entry).unwrap_or(Value::Null),
+        );
+        let meta = Some(rmcp::model::MetaObject(meta));
         if failure.is_warning() {
             // Advice, not a failure: the model reads it as the tool's answer.
             let report = CallReport {
-                result: CallToolResult::success(vec![ContentBlock::text(message.clone())]),
+                result: CallToolResult::success(vec![ContentBlock::text(message.clone())])
+                    .with_meta(meta),
                 data: Value::String(message),
                 system_rules: Vec::new(),
                 ui_blocks: Vec::new(),
@@ -81,16 +103,8 @@ impl<C: Send + Sync + 'static> Server<C> {
                 "warning",
             );
         }
-        let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
-        if let FailureKind::InvalidArguments(issues) = &failure.kind {
-            let details: Vec<Value> = issues
-                .iter()
-                .map(|issue| redactor.json(crate::validate::issue_json(issue)))
-                .collect();
-            let mut meta = Map::new();
-            meta.insert(ISSUES_META_KEY.to_owned(), Value::Array(details));
-            result = result.with_meta(Some(rmcp::model::MetaObject(meta)));
-        }
+        let result =
+            CallToolResult::error(vec![ContentBlock::text(message.clone())]).with_meta(meta);
         let name = failure.outcome_name();
         // No presentation layers on failure: no partial data leaks.
         let report = CallReport {

@@ -28,6 +28,22 @@ pub enum BuildError {
         /// The action.
         action: String,
     },
+    /// Two actions of one group declare a parameter of the same name (or a type of the
+    /// same name) differently: the grouped tool's schema cannot say both.
+    #[error(
+        "group `{group}`: actions `{first}` and `{second}` both declare {parameter}, with different types or constraints; declare it the same way in both, or rename it in one"
+    )]
+    ConflictingParameter {
+        /// The group.
+        group: String,
+        /// What is declared twice, as the message names it: "`take`" for a parameter, "the
+        /// type `Filter`" for a type both actions' schemas define.
+        parameter: String,
+        /// The action that declared it first.
+        first: String,
+        /// The action that declares it differently.
+        second: String,
+    },
     /// Middleware or a description names a tool or group that does not exist.
     #[error("`{0}` names no tool or group of this server; check the spelling or register it")]
     UnknownTarget(String),

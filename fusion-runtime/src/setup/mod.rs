@@ -5,6 +5,7 @@
 pub(crate) mod builder;
 pub(crate) mod catalog;
 pub(crate) mod error;
+pub(crate) mod group;
 pub mod prompt;
 mod prompts;
 pub(crate) mod registry;

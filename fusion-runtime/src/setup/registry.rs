@@ -13,7 +13,10 @@ use serde_json::{Map, Value};
 use crate::{
     echo::MAX_NAME_BYTES,
     failure::FailureKind,
-    setup::error::BuildError,
+    setup::{
+        error::BuildError,
+        group::{self, ACTION_KEY},
+    },
     tool::{Annotations, ToolDefinition},
 };
 
@@ -26,9 +29,6 @@ pub enum Exposure {
     /// One tool per action, named `<group>_<action>` (simpler schemas).
     Flat,
 }
-
-/// The property that selects an action in a grouped tool.
-pub const ACTION_KEY: &str = "action";
 
 /// What one listed tool routes to.
 enum Entry {
@@ -84,6 +84,13 @@ impl<C> Registry<C> {
                 _ => order.push(Listed::Single(index, handler.spec.name.to_owned())),
             }
         }
+        // Whatever the exposure: a parameter declared two ways is a mistake in the code, and
+        // the grouped schema could not say both.
+        let mut names: Vec<&&str> = groups.keys().collect();
+        names.sort();
+        for name in names {
+            errors.extend(group::conflicts(name, &groups[*name], &handlers));
+        }
         for description in group_descriptions.keys() {
             if !groups.contains_key(description.as_str()) {
                 errors.push(BuildError::UnknownTarget(description.clone()));
@@ -97,12 +104,19 @@ impl<C> Registry<C> {
                     let tool = wire_tool(&name, &handlers[index], keep_refs);
                     (name, Entry::Single(index), tool)
                 }
-                Listed::Group(group) => {
-                    let actions = groups.get(group).cloned().unwrap_or_default();
-                    let mut tool =
-                        group_tool(group, group_descriptions.get(group), &actions, &handlers);
-                    tool.input_schema = listed_schema(&tool.input_schema, keep_refs);
-                    (group.to_owned(), Entry::Group(actions), tool)
+                Listed::Group(name) => {
+                    let actions = groups.get(name).cloned().unwrap_or_default();
+                    let listed =
+                        group::group_tool(name, group_descriptions.get(name), &actions, &handlers);
+                    let mut tool = rmcp::model::Tool::new(
+                        name.to_owned(),
+                        listed.description,
+                        listed_schema(&Arc::new(listed.schema), keep_refs),
+                    );
+                    if let Some(annotations) = annotations(listed.hints, None) {
+                        tool = tool.with_annotations(annotations);
+                    }
+                    (name.to_owned(), Entry::Group(actions), tool)
                 }
             };
             if entries.contains_key(&name) {
@@ -328,120 +342,4 @@ fn wire_tool<C>(name: &str, definition: &ToolDefinition<C>, keep_refs: bool) -> 
         tool = tool.with_annotations(annotations);
     }
     tool
-}
-
-/// One tool for a whole group: an `action` property listing the actions, and the union of
-/// the actions' properties, each noting which actions use and require it.
-fn group_tool<C>(
-    group: &str,
-    description: Option<&String>,
-    actions: &[(&'static str, usize)],
-    handlers: &[ToolDefinition<C>],
-) -> rmcp::model::Tool {
-    let mut properties: Map<String, Value> = Map::new();
-    let mut used_by: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
-    let mut defs = Map::new();
-    let mut action_lines = Vec::new();
-    for (action, index) in actions {
-        let schema = &handlers[*index].input_schema;
-        let description = handlers[*index].spec.description;
-        action_lines.push(format!(
-            "`{action}`: {}",
-            first_line(description).trim_end_matches('.')
-        ));
-        if let Some(Value::Object(action_defs)) = schema.get("$defs") {
-            for (name, def) in action_defs {
-                defs.entry(name.clone()).or_insert_with(|| def.clone());
-            }
-        }
-        let required: Vec<&str> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|list| list.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if let Some(Value::Object(action_properties)) = schema.get("properties") {
-            for (name, property) in action_properties {
-                match used_by.iter_mut().find(|(known, _, _)| known == name) {
-                    Some((_, users, requirers)) => {
-                        users.push(action);
-                        if required.contains(&name.as_str()) {
-                            requirers.push(action);
-                        }
-                    }
-                    None => {
-                        properties.insert(name.clone(), property.clone());
-                        let requirers = if required.contains(&name.as_str()) {
-                            vec![*action]
-                        } else {
-                            Vec::new()
-                        };
-                        used_by.push((name.clone(), vec![*action], requirers));
-                    }
-                }
-            }
-        }
-    }
-    for (name, users, requirers) in &used_by {
-        if let Some(Value::Object(property)) = properties.get_mut(name) {
-            let mut note = format!("Used by: {}.", users.join(", "));
-            if !requirers.is_empty() {
-                note.push_str(&format!(" Required for: {}.", requirers.join(", ")));
-            }
-            let text = match property.get("description").and_then(Value::as_str) {
-                Some(existing) => format!("{existing} ({note})"),
-                None => note,
-            };
-            property.insert("description".into(), Value::String(text));
-        }
-    }
-    let names: Vec<Value> = actions
-        .iter()
-        .map(|(name, _)| Value::String((*name).to_owned()))
-        .collect();
-    let mut action_property = Map::new();
-    action_property.insert("type".into(), "string".into());
-    action_property.insert("enum".into(), Value::Array(names));
-    action_property.insert(
-        "description".into(),
-        Value::String(format!("The operation to run: {}", action_lines.join("; "))),
-    );
-    let mut all = Map::new();
-    all.insert(ACTION_KEY.into(), Value::Object(action_property));
-    all.extend(properties);
-    let mut schema = Map::new();
-    schema.insert("type".into(), "object".into());
-    schema.insert("properties".into(), Value::Object(all));
-    schema.insert("required".into(), Value::Array(vec![ACTION_KEY.into()]));
-    schema.insert("additionalProperties".into(), Value::Bool(false));
-    if !defs.is_empty() {
-        schema.insert("$defs".into(), Value::Object(defs));
-    }
-    let description = description.cloned().unwrap_or_else(|| {
-        format!(
-            "Operations on {group}. Choose one with `action`: {}",
-            action_lines.join("; ")
-        )
-    });
-    // Read-only only if every action is; destructive if any is; idempotent only if all are.
-    let specs: Vec<Annotations> = actions
-        .iter()
-        .map(|(_, index)| handlers[*index].spec.annotations)
-        .collect();
-    let every = |get: fn(&Annotations) -> Option<bool>| specs.iter().all(|a| get(a) == Some(true));
-    let any = |get: fn(&Annotations) -> Option<bool>| specs.iter().any(|a| get(a) == Some(true));
-    let hints = Annotations {
-        read_only: every(|a| a.read_only).then_some(true),
-        destructive: any(|a| a.destructive).then_some(true),
-        idempotent: every(|a| a.idempotent).then_some(true),
-        open_world: any(|a| a.open_world).then_some(true),
-    };
-    let mut tool = rmcp::model::Tool::new(group.to_owned(), description, Arc::new(schema));
-    if let Some(annotations) = annotations(hints, None) {
-        tool = tool.with_annotations(annotations);
-    }
-    tool
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("").trim()
 }
