@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool parameter: it must implement `Deserialize` and `JsonSchema`",
     label = "this parameter's type is decoded from the call's JSON arguments",
-    note = "add `#[derive(Deserialize, JsonSchema)]` to the type (both are in `fusion_runtime::prelude`), or use a type that has them (`String`, numbers, `Vec`, `Option`, ...)"
+    note = "put `#[mcp_type]` and `#[derive(Deserialize, JsonSchema)]` on the type (all three are in `fusion_runtime::prelude`), or use a type that has them (`String`, numbers, `Vec`, `Option`, ...)"
 )]
 pub trait ToolArgument {}
 
