@@ -15,57 +15,58 @@ use crate::{
 /// The `tracing` target of per-call events.
 pub const CALL_TARGET: &str = "fusion::call";
 
-/// The background writer's guard: dropping it flushes what is queued.
-static WRITER: std::sync::Mutex<Option<tracing_appender::non_blocking::WorkerGuard>> =
-    std::sync::Mutex::new(None);
+/// The JSON log's sink, once [`init`] installed it: [`flush`] drains it.
+static SINK: std::sync::OnceLock<std::sync::Arc<super::sink::Sink>> = std::sync::OnceLock::new();
+
+/// How long [`flush`] waits for queued lines to be written: a stderr nobody reads must not
+/// hold the process's exit forever.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Installs a JSON log subscriber writing to stderr, filtered by `RUST_LOG` (default
 /// `info`). Does nothing when a global subscriber is already set.
 ///
-/// Events are written by a background thread, so a slow stderr (a full pipe, a terminal)
-/// never holds up a call; [`flush`] drains the queue, and the `serve_*` methods call it
-/// before they return.
+/// Lines are written by a background thread in batches, so a slow stderr (a full pipe, a
+/// terminal) never holds up a call; [`flush`] writes out what is queued, and the `serve_*`
+/// methods call it before they return. fusion's own events (targets `fusion::*`) are
+/// written by fusion's writer, the others by tracing-subscriber's JSON formatter, in the
+/// same format: `{"timestamp", "level", "fields": {"message", ...}, "target"}`.
 ///
 /// ```
 /// fusion_runtime::log::init();
 /// fusion_runtime::log::init(); // a second call is harmless
 /// ```
 pub fn init() {
+    use tracing_subscriber::{layer::SubscriberExt as _, util::SubscriberInitExt as _};
+    if SINK.get().is_some() {
+        return;
+    }
     // rmcp's own per-request spans and events cost a third of a microsecond a call and
     // repeat what the call event says; they stay available with RUST_LOG=rmcp=info.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        // Block rather than drop events when the queue is full: a lost fatal event is
-        // worse than a slow call. A short queue keeps memory small (the default reserves
-        // room for 128,000 lines).
-        .lossy(false)
-        .buffered_lines_limit(4096)
-        // Lines are written in batches: the worker flushes whenever its queue runs dry.
-        .finish(std::io::BufWriter::with_capacity(
-            64 << 10,
-            std::io::stderr(),
-        ));
-    // `try_init` fails only when a subscriber is already installed: the program's own
-    // choice wins.
-    let installed = tracing_subscriber::fmt()
+    let sink = super::sink::Sink::start(Box::new(std::io::stderr()));
+    let fmt = tracing_subscriber::fmt::layer()
         .json()
         .with_current_span(false)
-        .with_writer(writer)
-        .with_env_filter(filter)
+        .with_writer(super::sink::SinkWriter(std::sync::Arc::clone(&sink)));
+    // `try_init` fails only when a subscriber is already installed: the program's own
+    // choice wins.
+    let installed = tracing_subscriber::registry()
+        .with(filter)
+        .with(super::json::JsonLog::new(fmt, std::sync::Arc::clone(&sink)))
         .try_init();
-    if installed.is_ok()
-        && let Ok(mut slot) = WRITER.lock()
-    {
-        *slot = Some(guard);
+    if installed.is_err() || SINK.set(std::sync::Arc::clone(&sink)).is_err() {
+        // Not ours to write: stop the thread just started.
+        sink.close(FLUSH_TIMEOUT);
     }
 }
 
-/// Writes out every queued log event (dropping the background writer; events after this
-/// are dropped, so call it last, before the process exits).
+/// Writes out every queued log line and stops the background writer (waiting at most a few
+/// seconds for a stderr that nobody reads). Lines logged afterwards are written at once, by
+/// the thread that logs them.
 pub fn flush() {
-    if let Ok(mut slot) = WRITER.lock() {
-        slot.take();
+    if let Some(sink) = SINK.get() {
+        sink.close(FLUSH_TIMEOUT);
     }
 }
 
@@ -228,7 +229,7 @@ impl Redactor {
         })
     }
 
-    fn is_secret_key(&self, key: &str) -> bool {
+    pub(super) fn is_secret_key(&self, key: &str) -> bool {
         self.keys.iter().any(|secret| secret == key)
     }
 }
@@ -266,70 +267,6 @@ fn collect(value: &Value, keys: &[String], secret: bool, out: &mut Vec<String>, 
         }
         _ => {}
     }
-}
-
-/// The arguments as the log shows them: compact JSON with `secret` values replaced by
-/// `"[redacted]"`, long strings cut to 200 characters, keys over
-/// [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) cut, arrays and objects to their first 20
-/// entries, and nesting to 8 levels, so a hostile argument can neither flood the log nor
-/// exhaust the stack while rendering.
-pub(crate) fn render_args(args: &Value, redactor: &Redactor) -> String {
-    fn shrink(value: &Value, depth: usize, redactor: &Redactor) -> Value {
-        const MAX_CHARS: usize = 200;
-        const MAX_ENTRIES: usize = 20;
-        const MAX_DEPTH: usize = 8;
-        match value {
-            // Found without counting every character of a long string.
-            Value::String(text)
-                if text.len() > MAX_CHARS
-                    && crate::echo::prefix(text, MAX_CHARS).len() < text.len() =>
-            {
-                let cut = crate::echo::prefix(text, MAX_CHARS);
-                Value::String(format!("{cut}… ({} bytes in all)", text.len()))
-            }
-            Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => {
-                Value::String("… (nested deeper)".into())
-            }
-            Value::Array(items) => {
-                let mut kept: Vec<Value> = items
-                    .iter()
-                    .take(MAX_ENTRIES)
-                    .map(|item| shrink(item, depth + 1, redactor))
-                    .collect();
-                if items.len() > MAX_ENTRIES {
-                    kept.push(Value::String(format!(
-                        "… ({} more items)",
-                        items.len() - MAX_ENTRIES
-                    )));
-                }
-                Value::Array(kept)
-            }
-            Value::Object(entries) => {
-                let mut kept: serde_json::Map<String, Value> = entries
-                    .iter()
-                    .take(MAX_ENTRIES)
-                    .map(|(key, item)| {
-                        let shown = if redactor.is_secret_key(key) {
-                            Value::String(REDACTED.into())
-                        } else {
-                            shrink(item, depth + 1, redactor)
-                        };
-                        // Keys are the client's too, and cut like values.
-                        (crate::echo::key(key).into_owned(), shown)
-                    })
-                    .collect();
-                if entries.len() > MAX_ENTRIES {
-                    kept.insert(
-                        "…".into(),
-                        Value::String(format!("{} more entries", entries.len() - MAX_ENTRIES)),
-                    );
-                }
-                Value::Object(kept)
-            }
-            other => other.clone(),
-        }
-    }
-    shrink(args, 0, redactor).to_string()
 }
 
 /// What the log says of one finished call.
@@ -394,7 +331,8 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
     let request_id = record.request_id.unwrap_or("");
     let caller = crate::echo::name(record.caller.unwrap_or(""));
     let caller = caller.as_ref();
-    let arguments = render_args(args, redactor);
+    // Written once, by whoever formats the event: straight into fusion's log line.
+    let arguments = super::args::LoggedArgs { args, redactor };
     macro_rules! event {
         ($level:expr, $message:literal $(, $key:ident = $value:expr)*) => {
             tracing::event!(
@@ -656,13 +594,5 @@ mod tests {
             "{}",
             hint.len()
         );
-    }
-
-    #[test]
-    fn logged_keys_are_cut() {
-        let key = "k".repeat(1 << 20);
-        let shown = render_args(&json!({ key: 1 }), &Redactor::default());
-        assert!(shown.len() < 200, "{}", shown.len());
-        assert!(shown.contains("(1048576 bytes in all)"), "{shown}");
     }
 }
