@@ -14,7 +14,7 @@ use serde::{
 };
 use serde_json::Value;
 
-use super::log::Redactor;
+use super::redact::Redactor;
 use crate::echo::REDACTED;
 
 const MAX_CHARS: usize = 200;
