@@ -11,6 +11,9 @@
 //! cargo run --release -p fusion-bench --bin compare -- --fusion "target/release/examples/demo --stdio" --runs 5
 //! ```
 //!
+//! `--rmcp target/release/rmcp-pipe-echo` measures rmcp's own service without its
+//! blocking-pool stdio (built with the baselines).
+//!
 //! Each server is first probed with a short run to size its measured runs to about
 //! `--seconds` of wall time (so the slow baseline does not take minutes and the fast ones
 //! are long enough for the 100 Hz CPU clock). Run through cargo, it first builds the two
@@ -219,6 +222,8 @@ fn build(quickstart: bool) -> Result<(), String> {
         "rmcp-echo",
         "--bin",
         "floor-echo",
+        "--bin",
+        "rmcp-pipe-echo",
     ]];
     if quickstart {
         builds.push(vec!["build", "--release", "--example", "quickstart"]);
