@@ -137,6 +137,12 @@ fn sigterm_loses_no_log_line() {
     let stderr = server.stderr_to_end(Duration::from_secs(5));
     assert!(answered.len() > 1, "{}", server.stderr_tail(2000));
     every_answer_is_logged_once(&answered, &stderr);
+    // The last event, logged just before the process ends: the flush on the way out.
+    assert!(
+        stderr.contains("\"message\":\"stopped\""),
+        "the last event: {}",
+        server.stderr_tail(2000)
+    );
 }
 
 /// Each answered call has its event, and no call has two (a call dropped unanswered at
