@@ -178,7 +178,12 @@ impl RequestInfo {
 
     /// A request over stdio: the caller is the process's owner.
     pub fn stdio() -> Self {
-        Self::new(TransportKind::Stdio)
+        // The same for every call over stdio: one shared, so a call costs no allocation
+        // here (the `with_*` methods copy it before changing it).
+        static STDIO: std::sync::OnceLock<RequestInfo> = std::sync::OnceLock::new();
+        STDIO
+            .get_or_init(|| Self::new(TransportKind::Stdio))
+            .clone()
     }
 
     /// A request without a transport (the in-memory tester), before any `with_*`.

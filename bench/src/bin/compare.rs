@@ -1,14 +1,18 @@
-//! `compare`: fusion's echo server, `rmcp-echo` (rmcp 3.11 as its docs show it) and
-//! `floor-echo` (a bare serde_json responder) side by side, at C=1 and C=32, alternating
-//! A B C A B C so that drift on a shared machine hits all three alike. Prints the medians
-//! of `--runs` runs, each ratio (the median of the per-round ratios, with their range),
-//! and issue 9's goals against what was measured.
+//! `compare`: fusion's echo server with its JSON call log on (the default) and off
+//! (`RUST_LOG=off`), `rmcp-echo` (rmcp 3.11 as its docs show it) and `floor-echo` (a bare
+//! serde_json responder) side by side, at C=1 and C=32, alternating A B C D A B C D so that
+//! drift on a shared machine hits all four alike. Prints the medians of `--runs` runs, the
+//! ratios (the median of the per-round ratios, with their range) and the goals of issues
+//! 9 and 20 against what was measured.
 //!
 //! ```sh
 //! cargo build --release --example quickstart
 //! cargo run --release -p fusion-bench --bin compare
 //! cargo run --release -p fusion-bench --bin compare -- --fusion "target/release/examples/demo --stdio" --runs 5
 //! ```
+//!
+//! `--rmcp target/release/rmcp-pipe-echo` measures rmcp's own service without its
+//! blocking-pool stdio (built with the baselines).
 //!
 //! Each server is first probed with a short run to size its measured runs to about
 //! `--seconds` of wall time (so the slow baseline does not take minutes and the fast ones
@@ -35,11 +39,13 @@ const USAGE: &str = "usage: compare [--fusion \"<cmd>\"] [--rmcp \"<cmd>\"] [--f
 [--runs 3] [--seconds 2] [--concurrency 1,32] [--tool echo] [--args '{\"text\":\"hi\"}'] \
 [--timeout SECS] [--logs DIR] [--no-build] [--strict]";
 
-/// Issue 9's goals.
-const GOAL_C1_CALLS: f64 = 22_000.0;
-const GOAL_C32_CALLS: f64 = 250_000.0;
+/// The goals, as ratios (absolute figures move with the machine): fusion with its call log
+/// on against the floor (issue 20: at 1 and at 32 in flight), the call log's cost (log on
+/// against log off, at 32 in flight), fusion against rmcp (issue 9), and memory.
+const GOAL_VS_FLOOR_C1: f64 = 0.8;
+const GOAL_VS_FLOOR_C32: f64 = 0.6;
+const GOAL_LOG_ON_VS_OFF_C32: f64 = 0.9;
 const GOAL_VS_RMCP_C32: f64 = 15.0;
-const GOAL_VS_FLOOR: f64 = 0.55;
 const GOAL_RSS_VS_RMCP: f64 = 2.0;
 
 /// One server under comparison.
@@ -120,10 +126,21 @@ fn configure() -> Result<Options, String> {
             None => Ok(vec![default]),
         }
     };
+    let fusion = command("fusion", sibling("examples/quickstart"))?;
+    // The same server with its log off: `env` execs the server, so its pid is sampled.
+    let fusion_quiet = ["env", "RUST_LOG=off"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(fusion.iter().cloned())
+        .collect();
     let contenders = vec![
         Contender {
             label: "fusion",
-            command: command("fusion", sibling("examples/quickstart"))?,
+            command: fusion,
+        },
+        Contender {
+            label: "fusion-log-off",
+            command: fusion_quiet,
         },
         Contender {
             label: "rmcp",
@@ -205,6 +222,8 @@ fn build(quickstart: bool) -> Result<(), String> {
         "rmcp-echo",
         "--bin",
         "floor-echo",
+        "--bin",
+        "rmcp-pipe-echo",
     ]];
     if quickstart {
         builds.push(vec!["build", "--release", "--example", "quickstart"]);
@@ -299,7 +318,7 @@ fn compare(options: &Options) -> ExitCode {
                 match load::run(&config) {
                     Ok(report) => {
                         eprintln!(
-                            "compare: C={concurrency} run {run}/{} {:<6} {:>9.0} calls/s  p50 \
+                            "compare: C={concurrency} run {run}/{} {:<14} {:>9.0} calls/s  p50 \
                              {:>5} µs  p99 {:>6} µs  CPU {:>6.2} µs/call  RSS {:>5.1} MiB{}",
                             options.runs,
                             contender.label,
@@ -386,7 +405,7 @@ fn probe(options: &Options, contender: &Contender, concurrency: usize) -> Result
 /// Prints the tables; returns how many goals were missed.
 fn print_tables(options: &Options, cells: &[Vec<Cell>]) -> usize {
     println!(
-        "\n## fusion vs rmcp 3.11 vs the floor: `{}` {}, medians of {} runs (A B C alternating)\n",
+        "\n## fusion vs rmcp 3.11 vs the floor: `{}` {}, medians of {} runs (A B C D alternating)\n",
         options.tool, options.arguments, options.runs
     );
     for contender in &options.contenders {
@@ -419,94 +438,98 @@ fn print_tables(options: &Options, cells: &[Vec<Cell>]) -> usize {
         }
     }
 
-    println!("\n### Goals (issue 9)\n");
+    println!("\n### Ratios and goals (issues 9 and 20)\n");
     println!("| C | measure | measured | goal | verdict |");
     println!("|---:|---|---:|---:|---|");
     let mut missed = 0;
     let position = |label: &str| options.contenders.iter().position(|c| c.label == label);
-    let (Some(fusion), Some(rmcp), Some(floor)) =
-        (position("fusion"), position("rmcp"), position("floor"))
-    else {
+    let (Some(fusion), Some(quiet), Some(rmcp), Some(floor)) = (
+        position("fusion"),
+        position("fusion-log-off"),
+        position("rmcp"),
+        position("floor"),
+    ) else {
         return 0;
     };
     for (&concurrency, row) in options.concurrency.iter().zip(cells) {
-        let calls_goal = match concurrency {
-            1 => Some(GOAL_C1_CALLS),
-            32 => Some(GOAL_C32_CALLS),
+        let mut line =
+            |measure: &str, ratio: Option<(f64, f64, f64)>, goal: Option<(bool, f64, String)>| {
+                let verdict = match (ratio, &goal) {
+                    (None, _) => {
+                        missed += usize::from(goal.is_some());
+                        "not measured"
+                    }
+                    (Some(_), None) => "",
+                    (Some((v, _, _)), Some((at_least, target, _))) => {
+                        let met = if *at_least {
+                            v >= *target
+                        } else {
+                            v <= *target
+                        };
+                        if met {
+                            "met"
+                        } else {
+                            missed += 1;
+                            "**MISSED**"
+                        }
+                    }
+                };
+                let shown = ratio.map_or("—".into(), |(mid, low, high)| {
+                    format!("{mid:.2}× ({low:.2}–{high:.2})")
+                });
+                let goal_text = goal.map_or_else(|| "—".to_owned(), |(_, _, text)| text);
+                println!("| {concurrency} | {measure} | {shown} | {goal_text} | {verdict} |");
+            };
+        let at_least = |goal: f64| Some((true, goal, format!("≥ {goal}×")));
+        let calls = RunReport::calls_per_sec;
+        let floor_goal = match concurrency {
+            1 => at_least(GOAL_VS_FLOOR_C1),
+            32 => at_least(GOAL_VS_FLOOR_C32),
             _ => None,
         };
-        let mut line = |measure: &str,
-                        value: Option<f64>,
-                        shown: String,
-                        goal: Option<(bool, f64, String)>| {
-            let verdict = match (value, &goal) {
-                (None, _) => {
-                    missed += usize::from(goal.is_some());
-                    "not measured"
-                }
-                (Some(_), None) => "",
-                (Some(v), Some((at_least, target, _))) => {
-                    let met = if *at_least {
-                        v >= *target
-                    } else {
-                        v <= *target
-                    };
-                    if met {
-                        "met"
-                    } else {
-                        missed += 1;
-                        "**MISSED**"
-                    }
-                }
-            };
-            let goal_text = goal.map_or_else(|| "—".to_owned(), |(_, _, text)| text);
-            println!("| {concurrency} | {measure} | {shown} | {goal_text} | {verdict} |");
-        };
-        let shown = |ratio: Option<(f64, f64, f64)>| {
-            ratio.map_or("—".into(), |(mid, low, high)| {
-                format!("{mid:.2}× ({low:.2}–{high:.2})")
-            })
-        };
-        let fusion_rate = row[fusion].median(RunReport::calls_per_sec);
         line(
-            "fusion calls/s",
-            fusion_rate,
-            fusion_rate.map_or("—".into(), |v| format!("{v:.0}")),
-            calls_goal.map(|g| (true, g, format!("≥ {g:.0}"))),
+            "fusion (log on) / floor calls/s",
+            paired_ratio(&row[fusion], &row[floor], calls),
+            floor_goal,
         );
-        let vs_rmcp = paired_ratio(&row[fusion], &row[rmcp], RunReport::calls_per_sec);
         line(
-            "fusion / rmcp calls/s",
-            vs_rmcp.map(|r| r.0),
-            shown(vs_rmcp),
-            (concurrency == 32).then(|| (true, GOAL_VS_RMCP_C32, format!("≥ {GOAL_VS_RMCP_C32}×"))),
-        );
-        let vs_floor = paired_ratio(&row[fusion], &row[floor], RunReport::calls_per_sec);
-        line(
-            "fusion / floor calls/s",
-            vs_floor.map(|r| r.0),
-            shown(vs_floor),
-            Some((true, GOAL_VS_FLOOR, format!("≥ {GOAL_VS_FLOOR}×"))),
-        );
-        let cpu_vs_floor =
-            paired_ratio(&row[fusion], &row[floor], RunReport::server_cpu_us_per_call);
-        line(
-            "fusion / floor server CPU per call",
-            cpu_vs_floor.map(|r| r.0),
-            shown(cpu_vs_floor),
+            "fusion (log off) / floor calls/s",
+            paired_ratio(&row[quiet], &row[floor], calls),
             None,
         );
-        let rss_vs_rmcp = paired_ratio(&row[fusion], &row[rmcp], |r| r.peak_rss_kib as f64);
         line(
-            "fusion / rmcp peak RSS",
-            rss_vs_rmcp.map(|r| r.0),
-            shown(rss_vs_rmcp),
+            "fusion log on / log off calls/s",
+            paired_ratio(&row[fusion], &row[quiet], calls),
+            (concurrency == 32)
+                .then_some(())
+                .and(at_least(GOAL_LOG_ON_VS_OFF_C32)),
+        );
+        line(
+            "fusion (log on) / rmcp calls/s",
+            paired_ratio(&row[fusion], &row[rmcp], calls),
+            (concurrency == 32)
+                .then_some(())
+                .and(at_least(GOAL_VS_RMCP_C32)),
+        );
+        line(
+            "rmcp / floor calls/s",
+            paired_ratio(&row[rmcp], &row[floor], calls),
+            None,
+        );
+        line(
+            "fusion (log on) / floor server CPU per call",
+            paired_ratio(&row[fusion], &row[floor], RunReport::server_cpu_us_per_call),
+            None,
+        );
+        line(
+            "fusion (log on) / rmcp peak RSS",
+            paired_ratio(&row[fusion], &row[rmcp], |r| r.peak_rss_kib as f64),
             Some((false, GOAL_RSS_VS_RMCP, format!("≤ {GOAL_RSS_VS_RMCP}×"))),
         );
     }
     println!(
         "\n{} goal(s) missed. Ratios are the median (lowest–highest) of per-round ratios, each \
-         round running the three servers seconds apart. Server CPU is utime+stime from \
+         round running the four servers seconds apart. Server CPU is utime+stime from \
          /proc/<pid>/stat over the measured window; peak RSS is VmHWM; driver and servers \
          share this machine's {} CPUs.",
         missed,

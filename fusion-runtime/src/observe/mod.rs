@@ -1,6 +1,12 @@
 //! What the server tells the people who run it: the call log and redaction (`log.rs`),
 //! and the metrics per tool (`metrics.rs`). Both are public as `fusion_runtime::log` and
-//! `fusion_runtime::metrics`.
+//! `fusion_runtime::metrics`. Behind `log::init`: the logged form of a call's arguments
+//! (`args.rs`), redaction (`redact.rs`), the JSON layer that writes fusion's events (`json.rs`) and the writer
+//! thread that takes the lines in batches (`sink.rs`).
 
+mod args;
+mod json;
 pub mod log;
 pub mod metrics;
+mod redact;
+mod sink;

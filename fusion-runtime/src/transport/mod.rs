@@ -256,6 +256,9 @@ fn exit_soon(delay: Duration, code: i32) {
         .spawn(move || {
             std::thread::sleep(delay);
             eprintln!("fusion: a tool call blocked the runtime's shutdown; exiting");
+            // `exit` skips the flush that `serve_*` does on the way out: the log's last
+            // lines (the fatal event among them) are written first.
+            crate::log::flush();
             std::process::exit(code);
         });
     if let Err(error) = spawned {

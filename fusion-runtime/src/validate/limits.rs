@@ -40,9 +40,33 @@ impl Default for Limits {
 impl Limits {
     /// Every breach of the limits in `args`, each with its path.
     pub fn check(&self, args: &Value) -> Vec<ArgIssue> {
+        // Nearly every call is within the limits: a first look that keeps no path (and
+        // allocates nothing) says so; only a breach is walked again for its paths.
+        if self.within(args, 1) {
+            return Vec::new();
+        }
         let mut walk = Walk::new(&[], None);
         walk.limits(self, args, 1);
         walk.issues
+    }
+
+    /// Whether `value`, at `depth`, breaches nothing (the same rules as [`Walk::limits`]).
+    fn within(&self, value: &Value, depth: usize) -> bool {
+        match value {
+            Value::String(text) => text.len() <= self.max_string_bytes,
+            Value::Array(_) | Value::Object(_) if depth > self.max_depth => false,
+            Value::Array(items) => {
+                items.len() <= self.max_items
+                    && items.iter().all(|item| self.within(item, depth + 1))
+            }
+            Value::Object(object) => {
+                object.len() <= self.max_items
+                    && object.iter().all(|(key, item)| {
+                        key.len() <= crate::echo::MAX_KEY_BYTES && self.within(item, depth + 1)
+                    })
+            }
+            _ => true,
+        }
     }
 }
 

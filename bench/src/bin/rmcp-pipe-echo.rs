@@ -1,0 +1,49 @@
+//! `rmcp-pipe-echo`: `rmcp-echo`'s server (the same `#[tool_router]` `echo`) on a
+//! current-thread runtime, with stdin and stdout as non-blocking pipes handed to rmcp's
+//! own line transport (`AsyncRwTransport`) instead of `rmcp::transport::stdio()` (which
+//! reads stdin through tokio's blocking pool). What serving through rmcp's service costs
+//! when the transport is out of the way: run it with
+//! `compare --rmcp target/release/rmcp-pipe-echo`. Needs pipes on fd 0 and 1 (as `loadgen`
+//! and `compare` give it).
+
+use std::os::fd::AsFd as _;
+
+use rmcp::{
+    ServerHandler, ServiceExt, handler::server::wrapper::Parameters, schemars, tool, tool_handler,
+    tool_router,
+};
+use tokio::net::unix::pipe;
+
+/// The arguments of `echo`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct EchoRequest {
+    /// The text to send back.
+    text: String,
+}
+
+/// The server: one tool.
+#[derive(Debug, Clone, Default)]
+struct Echo;
+
+#[tool_router]
+impl Echo {
+    /// Echo the text back, unchanged.
+    #[tool(description = "Echo the text back, unchanged.")]
+    async fn echo(&self, Parameters(EchoRequest { text }): Parameters<EchoRequest>) -> String {
+        text
+    }
+}
+
+#[tool_handler(name = "rmcp-pipe-echo")]
+impl ServerHandler for Echo {}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let input = pipe::Receiver::from_file(stdin)?;
+    let output = pipe::Sender::from_file(stdout)?;
+    let service = Echo.serve((input, output)).await?;
+    service.waiting().await?;
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! The JSON log's layer: fusion's own events (targets `fusion::*`: the call event, recovery,
+//! fatal, ...) written by serde_json straight into a reused buffer; every other event (and
+//! one of ours inside a span, whose `spans` list tracing-subscriber keeps) by
+//! tracing-subscriber's JSON formatter. Both write the same line, field for field
+//! (`tests/call_log_format.rs` compares them), to the same [`Sink`].
+//!
+//! Why: tracing-subscriber's formatter goes through `fmt::Write` adaptors (a UTF-8 check a
+//! fragment), formats the timestamp's calendar on every event and copies each line into a
+//! new `Vec` for its writer; on a call that does nothing else, that was half of the
+//! server's CPU.
+
+use std::{cell::RefCell, fmt::Write as _, sync::Arc, time::SystemTime};
+
+use serde::{Serializer as _, ser::SerializeMap as _};
+use tracing::{Event, Subscriber, span};
+use tracing_serde::fields::AsMap as _;
+use tracing_subscriber::{
+    fmt::format::{Format, Json, JsonFields},
+    layer::{Context, Layer},
+    registry::LookupSpan,
+};
+
+use super::sink::{Sink, SinkWriter};
+
+/// tracing-subscriber's JSON layer as `log::init` configures it, writing to the sink.
+pub(crate) type FmtJson<S> =
+    tracing_subscriber::fmt::Layer<S, JsonFields, Format<Json>, SinkWriter>;
+
+/// The prefix of the targets this layer writes itself.
+const OWN_TARGETS: &str = "fusion::";
+
+/// The JSON log: fusion's events written here, the rest by `fmt`.
+pub(crate) struct JsonLog<S> {
+    fmt: FmtJson<S>,
+    sink: Arc<Sink>,
+}
+
+impl<S> JsonLog<S> {
+    pub(crate) fn new(fmt: FmtJson<S>, sink: Arc<Sink>) -> Self {
+        Self { fmt, sink }
+    }
+}
+
+/// What a thread reuses from one line to the next.
+#[derive(Default)]
+struct Scratch {
+    line: Vec<u8>,
+    clock: Clock,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
+impl<S> Layer<S> for JsonLog<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_register_dispatch(&self, subscriber: &tracing::Dispatch) {
+        self.fmt.on_register_dispatch(subscriber);
+    }
+
+    fn on_layer(&mut self, subscriber: &mut S) {
+        self.fmt.on_layer(subscriber);
+    }
+
+    fn on_new_span(&self, attrs: &span::Attributes<'_>, id: &span::Id, ctx: Context<'_, S>) {
+        self.fmt.on_new_span(attrs, id, ctx);
+    }
+
+    fn on_record(&self, id: &span::Id, values: &span::Record<'_>, ctx: Context<'_, S>) {
+        self.fmt.on_record(id, values, ctx);
+    }
+
+    fn on_follows_from(&self, span: &span::Id, follows: &span::Id, ctx: Context<'_, S>) {
+        self.fmt.on_follows_from(span, follows, ctx);
+    }
+
+    fn on_enter(&self, id: &span::Id, ctx: Context<'_, S>) {
+        self.fmt.on_enter(id, ctx);
+    }
+
+    fn on_exit(&self, id: &span::Id, ctx: Context<'_, S>) {
+        self.fmt.on_exit(id, ctx);
+    }
+
+    fn on_close(&self, id: span::Id, ctx: Context<'_, S>) {
+        self.fmt.on_close(id, ctx);
+    }
+
+    fn on_id_change(&self, old: &span::Id, new: &span::Id, ctx: Context<'_, S>) {
+        self.fmt.on_id_change(old, new, ctx);
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let ours = event.metadata().target().starts_with(OWN_TARGETS)
+            // Inside a span, the formatter adds the `spans` list: leave the event to it.
+            && event.parent().is_none()
+            && (!event.is_contextual() || ctx.lookup_current().is_none());
+        if !ours {
+            return self.fmt.on_event(event, ctx);
+        }
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => {
+                let Scratch { line, clock } = &mut *scratch;
+                self.write(event, line, clock);
+            }
+            // An event logged while this thread writes one (a field's `Display` that
+            // logs): fresh buffers for it.
+            Err(_) => self.write(event, &mut Vec::new(), &mut Clock::default()),
+        });
+    }
+}
+
+impl<S> JsonLog<S> {
+    fn write(&self, event: &Event<'_>, line: &mut Vec<u8>, clock: &mut Clock) {
+        line.clear();
+        if write_line(event, line, clock).is_ok() {
+            self.sink.push(line);
+        }
+        if line.capacity() > 64 << 10 {
+            // One huge event grew the buffer: give the memory back.
+            *line = Vec::new();
+        }
+    }
+}
+
+/// One event as tracing-subscriber's JSON formatter writes it (`timestamp`, `level`,
+/// `fields`, `target`), and a newline.
+fn write_line(
+    event: &Event<'_>,
+    line: &mut Vec<u8>,
+    clock: &mut Clock,
+) -> Result<(), serde_json::Error> {
+    let metadata = event.metadata();
+    let mut serializer = serde_json::Serializer::new(&mut *line);
+    let mut map = serializer.serialize_map(None)?;
+    map.serialize_entry("timestamp", clock.now())?;
+    map.serialize_entry("level", metadata.level().as_str())?;
+    // tracing-serde's field map: the same serializer tracing-subscriber uses.
+    map.serialize_entry("fields", &event.field_map())?;
+    map.serialize_entry("target", metadata.target())?;
+    map.end()?;
+    line.push(b'\n');
+    Ok(())
+}
+
+/// The timestamp as tracing-subscriber writes it (RFC 3339, UTC, microseconds:
+/// `2026-05-01T12:00:00.123456Z`), its calendar part formatted once a second.
+#[derive(Default)]
+struct Clock {
+    second: Option<u64>,
+    /// `2026-05-01T12:00:00.`
+    prefix: String,
+    text: String,
+}
+
+impl Clock {
+    fn now(&mut self) -> &str {
+        let now = SystemTime::now();
+        self.text.clear();
+        let Ok(since_epoch) = now.duration_since(SystemTime::UNIX_EPOCH) else {
+            // A clock before 1970: no cache, the formatter's own output.
+            let _ = tracing_subscriber::fmt::time::FormatTime::format_time(
+                &tracing_subscriber::fmt::time::SystemTime,
+                &mut tracing_subscriber::fmt::format::Writer::new(&mut self.text),
+            );
+            return &self.text;
+        };
+        let second = since_epoch.as_secs();
+        if self.second != Some(second) {
+            self.second = Some(second);
+            self.prefix.clear();
+            let calendar = chrono::DateTime::<chrono::Utc>::from(now);
+            let _ = write!(self.prefix, "{}.", calendar.format("%Y-%m-%dT%H:%M:%S"));
+        }
+        let _ = write!(
+            self.text,
+            "{}{:06}Z",
+            self.prefix,
+            since_epoch.subsec_micros()
+        );
+        &self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timestamp_is_written_as_tracing_subscriber_writes_it() {
+        let mut clock = Clock::default();
+        let mut theirs = String::new();
+        for _ in 0..3 {
+            let ours = clock.now().to_owned();
+            theirs.clear();
+            let _ = tracing_subscriber::fmt::time::FormatTime::format_time(
+                &tracing_subscriber::fmt::time::SystemTime,
+                &mut tracing_subscriber::fmt::format::Writer::new(&mut theirs),
+            );
+            // Same shape, same second (unless the second just turned).
+            assert_eq!(ours.len(), theirs.len(), "{ours} / {theirs}");
+            assert!(ours.ends_with('Z') && ours.as_bytes()[19] == b'.', "{ours}");
+            assert_eq!(ours[..10], theirs[..10], "{ours} / {theirs}");
+        }
+    }
+}

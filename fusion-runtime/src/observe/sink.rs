@@ -1,0 +1,246 @@
+//! Where the JSON log's lines go: a buffer that a writer thread empties in batches.
+//!
+//! A call appends its line to one shared buffer (a copy under a mutex, no allocation once
+//! the buffer has grown) and goes on; the writer thread swaps the buffer for an empty one
+//! and writes everything that came meanwhile with one `write`. While lines keep coming it
+//! looks for them every couple of milliseconds; it is woken only after it went idle, so a
+//! busy server pays no wake-up a line. A slow stderr (a full pipe, a terminal)
+//! never holds up a call until [`PENDING_LIMIT`] bytes wait; then the caller blocks rather
+//! than drop a line (a lost fatal event is worse than a slow call).
+//!
+//! [`Sink::close`] writes out what is queued and stops the thread; lines that come after
+//! that are written at once, in the caller, so nothing is lost on the way out of a process.
+
+use std::{
+    io::{self, Write},
+    sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError},
+    time::{Duration, Instant},
+};
+
+/// How often a busy writer looks for new lines: the most a line waits in a busy server.
+const TICK: Duration = Duration::from_millis(2);
+
+/// The bytes that may wait for the writer before a caller blocks: about 600 call events,
+/// and the most one `write` carries.
+const PENDING_LIMIT: usize = 256 << 10;
+
+/// The output of the JSON log, shared by every thread that logs.
+pub(crate) struct Sink {
+    state: Mutex<State>,
+    /// Wakes the writer when a line comes while it is idle, or on close.
+    wake: Condvar,
+    /// Wakes callers that wait for room, and [`Sink::close`] when the writer is done.
+    room: Condvar,
+    /// The output, while no writer thread owns it (before start, after close).
+    output: Mutex<Option<Box<dyn Write + Send>>>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: Vec<u8>,
+    /// The writer waits for a line: the next caller wakes it.
+    writer_idle: bool,
+    /// No new batch will be taken: the writer drains what is there and stops.
+    closing: bool,
+    /// The writer has stopped (or never ran): lines are written by their caller.
+    finished: bool,
+}
+
+impl Sink {
+    /// A sink writing to `output` from a thread of its own. If the thread cannot be
+    /// started, lines are written to stderr by their callers.
+    pub(crate) fn start(output: Box<dyn Write + Send>) -> Arc<Self> {
+        let sink = Arc::new(Self {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            room: Condvar::new(),
+            output: Mutex::new(None),
+        });
+        let writer = Arc::clone(&sink);
+        let spawned = std::thread::Builder::new()
+            .name("fusion-log".into())
+            .spawn(move || writer.write_batches(output));
+        if spawned.is_err() {
+            // No thread: callers write. The output went with the unrun closure; the log
+            // goes to stderr in any case.
+            *lock(&sink.output) = Some(Box::new(io::stderr()));
+            lock(&sink.state).finished = true;
+        }
+        sink
+    }
+
+    /// Queues one line (or writes it at once once the writer has stopped).
+    pub(crate) fn push(&self, line: &[u8]) {
+        let mut state = lock(&self.state);
+        while state.pending.len() >= PENDING_LIMIT && !state.closing && !state.finished {
+            // Backpressure: wait for the writer to take the batch (now, not at its tick).
+            self.wake.notify_one();
+            state = self
+                .room
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if state.finished {
+            drop(state);
+            if let Some(output) = lock(&self.output).as_mut() {
+                // Nowhere to report a failed stderr.
+                let _ = output.write_all(line).and_then(|()| output.flush());
+            }
+            return;
+        }
+        state.pending.extend_from_slice(line);
+        if state.writer_idle {
+            state.writer_idle = false;
+            self.wake.notify_one();
+        }
+    }
+
+    /// Writes out what is queued and stops the writer, waiting at most `timeout` (a stderr
+    /// nobody reads must not hold the exit forever). Lines logged afterwards are written by
+    /// their callers.
+    pub(crate) fn close(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut state = lock(&self.state);
+        state.closing = true;
+        self.wake.notify_one();
+        while !state.finished {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            state = self
+                .room
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// The writer thread: takes everything queued, writes it with one call, repeats.
+    ///
+    /// While lines keep coming it looks for them every [`TICK`] instead of being woken for
+    /// each (a wake-up is a system call for the caller, and at 100k calls a second it was
+    /// most of the log's cost); after a tick with nothing new it sleeps until the next line
+    /// wakes it.
+    fn write_batches(&self, mut output: Box<dyn Write + Send>) {
+        let mut batch = Vec::new();
+        loop {
+            let mut state = lock(&self.state);
+            if state.pending.is_empty() && !state.closing {
+                state = self
+                    .wake
+                    .wait_timeout(state, TICK)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            while state.pending.is_empty() && !state.closing {
+                state.writer_idle = true;
+                state = self
+                    .wake
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            state.writer_idle = false;
+            if state.pending.is_empty() {
+                // Closing, and everything is written: callers write from now on.
+                *lock(&self.output) = Some(output);
+                state.finished = true;
+                self.room.notify_all();
+                return;
+            }
+            std::mem::swap(&mut batch, &mut state.pending);
+            self.room.notify_all();
+            drop(state);
+            // A failed stderr loses these lines; there is nowhere else to say so.
+            let _ = output.write_all(&batch).and_then(|()| output.flush());
+            batch.clear();
+            if batch.capacity() > 2 * PENDING_LIMIT {
+                // One huge line grew the buffer: give the memory back.
+                batch.shrink_to(PENDING_LIMIT);
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock left plain bytes behind, still fine to write.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The [`MakeWriter`](tracing_subscriber::fmt::MakeWriter) of tracing-subscriber's
+/// formatter (the events of other targets): each event's line goes to the same sink, in
+/// the order the events happened.
+#[derive(Clone)]
+pub(crate) struct SinkWriter(pub(crate) Arc<Sink>);
+
+impl Write for SinkWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        // tracing-subscriber writes each event with one `write_all` of the whole line.
+        self.0.push(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for SinkWriter {
+    type Writer = SinkWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An output the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            lock(&self.0).extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_line_is_written_in_order_and_after_close_too() {
+        let out = Shared::default();
+        let sink = Sink::start(Box::new(out.clone()));
+        let threads: Vec<_> = (0..4)
+            .map(|thread| {
+                let sink = Arc::clone(&sink);
+                std::thread::spawn(move || {
+                    for line in 0..5_000 {
+                        sink.push(format!("{thread} {line}\n").as_bytes());
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("a logging thread");
+        }
+        sink.close(Duration::from_secs(10));
+        sink.push(b"after close\n");
+        let text = String::from_utf8(lock(&out.0).clone()).expect("UTF-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 20_001);
+        assert_eq!(lines.last(), Some(&"after close"));
+        for thread in 0..4 {
+            let own: Vec<usize> = lines
+                .iter()
+                .filter_map(|line| line.strip_prefix(&format!("{thread} ")))
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            assert_eq!(own, (0..5_000).collect::<Vec<_>>(), "thread {thread}");
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The JSON log of `log::init` over a real process: the same lines as before fusion wrote
+//! its own events (the fixtures were captured from tracing-subscriber's JSON formatter,
+//! field for field and byte for byte, the timestamp, latency and correlation id aside),
+//! and nothing lost when the process ends on SIGTERM or on a fatal error.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::stdio_peer::StdioPeer;
+
+/// The requests the fixtures answer, one JSON-RPC message a line.
+const REQUESTS: &str = include_str!("fixtures/call_log_requests.jsonl");
+
+/// What the quickstart logged for them before, with the default filter (`info,rmcp=warn`).
+const BEFORE: &str = include_str!("fixtures/call_log_before.jsonl");
+
+/// ... and with `RUST_LOG=info`, where rmcp's span puts a `spans` list on each event.
+const BEFORE_INFO: &str = include_str!("fixtures/call_log_before_info.jsonl");
+
+const EXIT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A log line with what differs from run to run (the time, the latency, the correlation
+/// id's process part) replaced, after checking that the line is exactly serde_json's
+/// compact form of itself (so comparing values compares the bytes).
+fn normalized(line: &str) -> String {
+    let mut event: Value =
+        serde_json::from_str(line).unwrap_or_else(|error| panic!("not JSON ({error}): {line}"));
+    assert_eq!(event.to_string(), line, "not in compact form");
+    let timestamp = event["timestamp"].as_str().unwrap_or_default();
+    assert!(
+        timestamp.len() == 27 && timestamp.ends_with('Z') && timestamp.as_bytes()[19] == b'.',
+        "{timestamp}"
+    );
+    event["timestamp"] = json!("<timestamp>");
+    let fields = &mut event["fields"];
+    if fields.get("latency_us").is_some() {
+        assert!(fields["latency_us"].is_u64(), "{line}");
+        fields["latency_us"] = json!(0);
+    }
+    if let Some(id) = fields.get("correlation_id").and_then(Value::as_str) {
+        let suffix = id.rsplit_once('-').map_or("", |(_, n)| n).to_owned();
+        fields["correlation_id"] = json!(format!("<process>-{suffix}"));
+    }
+    event.to_string()
+}
+
+fn json_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| line.starts_with('{'))
+        .map(normalized)
+        .collect()
+}
+
+/// Sends the fixture's requests to the quickstart, one at a time, and returns its stderr.
+fn log_of_the_requests(filter: &str) -> String {
+    let mut server = StdioPeer::spawn(
+        &support::example_binary("quickstart"),
+        &[],
+        &[("RUST_LOG", filter), ("RUST_BACKTRACE", "0")],
+    );
+    for line in REQUESTS.lines() {
+        let request: Value = serde_json::from_str(line).expect("a fixture request");
+        assert!(server.send(&request));
+        if let Some(id) = request.get("id") {
+            server.answer(id);
+        }
+    }
+    drop(server.take_stdin());
+    let status = server.wait_exit(EXIT_TIMEOUT);
+    assert_eq!(status.and_then(|status| status.code()), Some(0));
+    server.stderr_to_end(Duration::from_secs(5))
+}
+
+#[test]
+fn fusions_events_are_written_as_tracing_subscriber_wrote_them() {
+    let stderr = log_of_the_requests("info,rmcp=warn");
+    assert_eq!(json_lines(&stderr), json_lines(BEFORE), "{stderr}");
+}
+
+#[test]
+fn events_inside_a_span_are_written_as_before_too() {
+    let stderr = log_of_the_requests("info");
+    assert_eq!(json_lines(&stderr), json_lines(BEFORE_INFO), "{stderr}");
+}
+
+/// The call events in `stderr`, by request id.
+fn logged_request_ids(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["target"] == "fusion::call")
+        .filter_map(|event| event["fields"]["request_id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Sends `calls` echo calls at once (ids 1..=calls) without reading their answers.
+fn send_calls(server: &mut StdioPeer, calls: u64) {
+    let mut batch = Vec::new();
+    for id in 1..=calls {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "x".repeat(100)}}});
+        batch.extend(serde_json::to_vec(&request).expect("JSON"));
+        batch.push(b'\n');
+    }
+    assert!(server.write(&batch));
+}
+
+/// The ids answered, reading until `quiet` passes without an answer.
+fn answered_ids(server: &mut StdioPeer, quiet: Duration) -> Vec<String> {
+    let mut ids = Vec::new();
+    while let Some(answer) = server.next(quiet) {
+        if let Some(id) = answer["id"].as_u64() {
+            ids.push(id.to_string());
+        }
+    }
+    ids
+}
+
+#[test]
+fn sigterm_loses_no_log_line() {
+    let mut server = StdioPeer::spawn(
+        &support::example_binary("quickstart"),
+        &[],
+        &[("RUST_LOG", "info,rmcp=warn")],
+    );
+    server.initialize();
+    send_calls(&mut server, 5_000);
+    // Some answered, maybe not all: the calls read before the signal are served.
+    server.answer(&json!(1));
+    server.signal("TERM");
+    let status = server.wait_exit(EXIT_TIMEOUT);
+    assert_eq!(status.and_then(|status| status.code()), Some(0));
+    let mut answered = answered_ids(&mut server, Duration::from_millis(500));
+    answered.push("1".into());
+    let stderr = server.stderr_to_end(Duration::from_secs(5));
+    assert!(answered.len() > 1, "{}", server.stderr_tail(2000));
+    every_answer_is_logged_once(&answered, &stderr);
+    // The last event, logged just before the process ends: the flush on the way out.
+    assert!(
+        stderr.contains("\"message\":\"stopped\""),
+        "the last event: {}",
+        server.stderr_tail(2000)
+    );
+}
+
+/// Each answered call has its event, and no call has two (a call dropped unanswered at
+/// the end is logged as cancelled).
+fn every_answer_is_logged_once(answered: &[String], stderr: &str) {
+    let logged = logged_request_ids(stderr);
+    let unique: std::collections::HashSet<&String> = logged.iter().collect();
+    assert_eq!(unique.len(), logged.len(), "a call logged twice");
+    let missing: Vec<&String> = answered.iter().filter(|id| !unique.contains(id)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} answered calls have no event, e.g. {:?}",
+        missing.len(),
+        answered.len(),
+        &missing[..missing.len().min(5)]
+    );
+}
+
+#[test]
+fn a_fatal_exit_loses_no_log_line() {
+    let mut server = StdioPeer::spawn(
+        &support::example_binary("faults"),
+        &[],
+        &[("RUST_LOG", "info")],
+    );
+    server.initialize();
+    send_calls(&mut server, 3_000);
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "fatal", "method": "tools/call",
+        "params": {"name": "fail_with", "arguments": {"kind": "fatal"}}}),
+    );
+    let fatal = server.answer(&json!("fatal"));
+    assert_eq!(fatal["result"]["isError"], true, "{fatal}");
+    let status = server.wait_exit(EXIT_TIMEOUT);
+    assert_eq!(status.and_then(|status| status.code()), Some(70));
+    let mut answered = answered_ids(&mut server, Duration::from_millis(500));
+    answered.push("fatal".into());
+    let stderr = server.stderr_to_end(Duration::from_secs(5));
+    every_answer_is_logged_once(&answered, &stderr);
+    assert!(
+        stderr.contains("\"target\":\"fusion::fatal\""),
+        "the fatal event: {}",
+        server.stderr_tail(2000)
+    );
+}
