@@ -22,7 +22,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     future::BoxFuture,
-    pipeline::request_info,
     protocol::rounds::{Round, connected_call, is_current},
     server::Server,
     tasks::TaskOutcome,
@@ -64,11 +63,9 @@ impl<C: Send + Sync + 'static> Server<C> {
             "tools/call",
             &request.name,
             &args,
-            &request_info(&context.extensions),
-            current,
+            &context,
             request.request_state.as_deref(),
             request.input_responses,
-            capabilities,
         )?;
         let input = round.input.clone();
         // The call's own token: a task outlives the request (and its token); the round

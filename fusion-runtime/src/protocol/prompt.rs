@@ -12,7 +12,6 @@ use rmcp::{
 use serde_json::Value;
 
 use crate::{
-    pipeline::request_info,
     protocol::rounds::{Round, connected_call, is_current},
     server::Server,
     setup::prompt::PromptError,
@@ -36,11 +35,9 @@ impl<C: Send + Sync + 'static> Server<C> {
             "prompts/get",
             &request.name,
             &args,
-            &request_info(&context.extensions),
-            current,
+            &context,
             request.request_state.as_deref(),
             request.input_responses,
-            context.client_capabilities().unwrap_or_default(),
         )?;
         let call = connected_call(self, &context, context.ct.clone());
         let call = if current {

@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     call::{Call, LogLevel},
-    identity::RequestInfo,
     input::InputState,
     pipeline::{request_id_text, request_info},
     request_state::{self, Sealer},
@@ -63,21 +62,21 @@ pub(crate) struct Round {
 }
 
 impl Round {
-    /// A round of `method` on `name` with `args` by `caller`. Under 2026-07-28 the answers
-    /// come from `request_state` (refused with `-32602` when it fails verification) and
-    /// `responses`; before, and for a task, the round starts with none.
-    #[allow(clippy::too_many_arguments)]
+    /// A round of `method` on `name` with `args`, by the request's caller. Under
+    /// 2026-07-28 the answers come from `request_state` (refused with `-32602` when it fails
+    /// verification) and `responses`; before, and for a task, the round starts with none.
     pub(crate) fn open(
         sealer: &Sealer,
         method: &str,
         name: &str,
         args: &Value,
-        caller: &RequestInfo,
-        current: bool,
+        context: &RequestContext<RoleServer>,
         request_state: Option<&str>,
         responses: Option<InputResponses>,
-        capabilities: ClientCapabilities,
     ) -> Result<Self, ErrorData> {
+        let current = is_current(context);
+        let caller = request_info(&context.extensions);
+        let capabilities = context.client_capabilities().unwrap_or_default();
         let binding = request_state::binding(method, name, args, caller.subject());
         let mut answers = BTreeMap::new();
         if current {
