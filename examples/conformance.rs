@@ -250,17 +250,29 @@ fn one_string_form(field: &str) -> serde_json::Value {
     })
 }
 
+/// Asks the user's name, under the key `user_name` or, unkeyed, numbered in asking order;
+/// "stranger" when the accepted form holds none.
+async fn ask_name(call: &Call, keyed: bool) -> Result<String, ClientRequestError> {
+    let form = one_string_form("name");
+    let answer = if keyed {
+        call.ask("user_name")
+            .elicit("What is your name?", form)
+            .await?
+    } else {
+        call.elicit("What is your name?", form).await?
+    };
+    Ok(answer.content["name"]
+        .as_str()
+        .unwrap_or("stranger")
+        .to_owned())
+}
+
 /// Asks for the user's name (conformance: input-required-result-basic-elicitation).
 #[mcp_tool(read_only)]
 async fn test_input_required_result_elicitation(
     #[call] call: &Call,
 ) -> Result<String, ClientRequestError> {
-    let answer = call
-        .ask("user_name")
-        .elicit("What is your name?", one_string_form("name"))
-        .await?;
-    let name = answer.content["name"].as_str().unwrap_or("stranger");
-    Ok(format!("Hello, {name}!"))
+    Ok(format!("Hello, {}!", ask_name(call, true).await?))
 }
 
 /// Asks the client's model a question (conformance: input-required-result-basic-sampling).
@@ -348,14 +360,7 @@ async fn test_input_required_result_multi_round(
 async fn test_input_required_result_tampered_state(
     #[call] call: &Call,
 ) -> Result<String, ClientRequestError> {
-    let answer = call
-        .ask("user_name")
-        .elicit("What is your name?", one_string_form("name"))
-        .await?;
-    Ok(format!(
-        "Hello, {}!",
-        answer.content["name"].as_str().unwrap_or("stranger")
-    ))
+    Ok(format!("Hello, {}!", ask_name(call, true).await?))
 }
 
 /// Asks only what the client can answer (conformance: input-required-result-capability-check).
@@ -393,13 +398,7 @@ async fn test_missing_capability(#[call] call: &Call) -> Result<String, ClientRe
 /// Asks the user through the request's own answer (conformance: server-stateless).
 #[mcp_tool(read_only)]
 async fn test_streaming_elicitation(#[call] call: &Call) -> Result<String, ClientRequestError> {
-    let answer = call
-        .elicit("What is your name?", one_string_form("name"))
-        .await?;
-    Ok(format!(
-        "Hello, {}!",
-        answer.content["name"].as_str().unwrap_or("stranger")
-    ))
+    Ok(format!("Hello, {}!", ask_name(call, false).await?))
 }
 
 /// Logs, at the level the request asked for (conformance: server-stateless).
@@ -512,16 +511,10 @@ async fn multi_input(#[call] call: &Call) -> Result<String, ClientRequestError> 
 /// Asks for a name in rounds, then continues as a task (conformance: tasks-mrtr-composition).
 #[mcp_tool(read_only)]
 async fn test_tool_with_task(#[call] call: &Call) -> Result<String, ClientRequestError> {
-    let answer = call
-        .ask("user_name")
-        .elicit("What is your name?", one_string_form("name"))
-        .await?;
+    let name = ask_name(call, true).await?;
     call.continue_as_task().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    Ok(format!(
-        "Hello, {}! (from a task)",
-        answer.content["name"].as_str().unwrap_or("stranger")
-    ))
+    Ok(format!("Hello, {name}! (from a task)"))
 }
 
 /// A tool listed with an input schema of its own.
