@@ -14,7 +14,7 @@ mod process_stdio;
 mod signals;
 mod stdio;
 
-use std::{io::IsTerminal as _, process::ExitCode, time::Duration};
+use std::{io::IsTerminal as _, process::ExitCode, sync::Arc, time::Duration};
 
 use rmcp::{RoleServer, service::ServerInitializeError};
 
@@ -98,7 +98,10 @@ impl<C: Send + Sync + 'static> Server<C> {
         let signals = signals::Signals::install();
         let served = rmcp::serve_server(self, transport).await;
         let code = match served {
-            Ok(service) => wait_or_abandon(service, &watched, &handle, &options, signals).await,
+            Ok(service) => {
+                handle.serve_calls_directly(direct_calls(&watched, &service));
+                wait_or_abandon(service, &watched, &handle, &options, signals).await
+            }
             Err(error) => served_error_code(&error),
         };
         // A fatal error that raced the end of the input still decides the exit code; then
@@ -150,6 +153,20 @@ impl<C: Send + Sync + 'static> Server<C> {
         ));
         text
     }
+}
+
+/// What the stdio transport needs to serve `tools/call` itself: the server's
+/// `ServerHandler::call_tool`, and the session's peer.
+fn direct_calls<C: Send + Sync + 'static>(
+    server: &Server<C>,
+    service: &RunningServer<C>,
+) -> stdio::DirectCalls {
+    let server = server.clone();
+    let call_tool: stdio::CallTool = Arc::new(move |params, context| {
+        let server = server.clone();
+        Box::pin(async move { rmcp::ServerHandler::call_tool(&server, params, context).await })
+    });
+    stdio::DirectCalls::new(call_tool, service.peer().clone())
 }
 
 /// The environment variable that selects rmcp's own stdio transport (`=rmcp`).

@@ -45,15 +45,18 @@ use tokio::{
     sync::{mpsc, oneshot},
     time::Instant,
 };
+use tokio_util::sync::CancellationToken;
 
 use super::decode::{self, ClientMessage, Decoded, ErrorReply};
 
+mod direct;
 mod framing;
 mod options;
 mod state;
 mod stream;
 mod writer;
 
+pub(crate) use self::direct::{CallTool, DirectCalls};
 pub use self::options::StdioOptions;
 pub(crate) use self::stream::{Input, Output};
 use self::{framing::*, state::*, writer::*};
@@ -101,13 +104,20 @@ impl StdioHandle {
 
     /// The requests received and not answered yet.
     pub(crate) fn pending_ids(&self) -> Vec<RequestId> {
-        self.shared.unanswered().iter().cloned().collect()
+        self.shared.unanswered().keys().cloned().collect()
     }
 
     /// Whether any of `ids` is still unanswered.
     pub(crate) fn any_pending(&self, ids: &[RequestId]) -> bool {
         let unanswered = self.shared.unanswered();
-        ids.iter().any(|id| unanswered.contains(id))
+        ids.iter().any(|id| unanswered.contains_key(id))
+    }
+
+    /// From now on, `tools/call` requests of the session are served by the transport
+    /// itself, through `direct` (see `direct.rs`); once rmcp's handshake is done.
+    pub(crate) fn serve_calls_directly(&self, direct: DirectCalls) {
+        // Set once: a second session cannot run on one transport.
+        let _ = self.shared.direct.set(direct);
     }
 
     /// Stops reading the input (on SIGTERM): the requests already read are served, and the
@@ -211,8 +221,19 @@ impl StdioTransport {
                         tracing::debug!(target: "fusion::transport", "ignored a notification or response before initialize");
                     }
                     Decoded::Message(message) => {
+                        // A `tools/call` of the running session is served here (direct.rs).
+                        let message = match self.shared.direct.get() {
+                            Some(direct) => match direct::take(*message) {
+                                Ok(call) => {
+                                    self.serve_directly(direct, call);
+                                    continue;
+                                }
+                                Err(message) => Box::new(message),
+                            },
+                            None => message,
+                        };
                         if let Some(id) = decode::awaited_request(&message)
-                            && !self.shared.opened(id)
+                            && self.shared.opened(id, None).is_none()
                         {
                             // rmcp keys its answers by id: a second call under an id in
                             // flight would take the first one's answer.
@@ -279,6 +300,22 @@ impl StdioTransport {
                 // writes one message and closes stdin expects its answer).
                 self.lines.buffer.push(b'\n');
             }
+        }
+    }
+
+    /// Starts a `tools/call` in a task of its own, or refuses it when its id is in flight.
+    fn serve_directly(&self, direct: &DirectCalls, call: direct::DirectCall) {
+        let cancel = CancellationToken::new();
+        match self.shared.opened(call.id(), Some(cancel.clone())) {
+            Some(number) => direct::spawn(
+                direct,
+                call,
+                cancel,
+                number,
+                self.out.clone(),
+                Arc::clone(&self.shared),
+            ),
+            None => self.reply(id_in_use(call.id())),
         }
     }
 

@@ -2,16 +2,19 @@
 //! ids still unanswered (duplicates refused), the unwritten bytes (backpressure), latches.
 
 use std::{
-    collections::HashSet,
+    collections::HashMap,
     io::{self},
     sync::{
-        Mutex, PoisonError,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Mutex, OnceLock, PoisonError,
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
 };
 
 use rmcp::model::RequestId;
 use tokio::sync::{Notify, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::direct::DirectCalls;
 
 /// What the writer is asked to do.
 pub(super) enum Outgoing {
@@ -55,12 +58,26 @@ impl Latch {
     }
 }
 
+/// A request received and not answered yet.
+pub(super) struct Open {
+    /// Which request under this id: an id may be used again once its request is answered
+    /// or cancelled, and a late answer to the earlier one must not answer the new one.
+    pub(super) number: u64,
+    /// The cancellation of a call the transport serves itself ([`DirectCalls`]); rmcp
+    /// keeps the tokens of the requests it serves.
+    pub(super) cancel: Option<CancellationToken>,
+}
+
 /// State shared by the transport, its writer and [`StdioHandle`].
 #[derive(Default)]
 pub(super) struct Shared {
     /// Requests received and not answered yet. An id is in it at most once: a second
     /// request with an id in flight is refused by the transport.
-    pub(super) unanswered: Mutex<HashSet<RequestId>>,
+    pub(super) unanswered: Mutex<HashMap<RequestId, Open>>,
+    /// Numbers the requests of `unanswered`.
+    pub(super) opened_count: AtomicU64,
+    /// Set once the session is running: `tools/call` is then served by the transport.
+    pub(super) direct: OnceLock<DirectCalls>,
     /// Notified when `unanswered` becomes empty.
     pub(super) all_answered: Notify,
     /// Set when `receive` has returned `None` (the input ended and the grace is over or
@@ -80,18 +97,26 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn unanswered(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+    pub(super) fn unanswered(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Open>> {
         // The set stays consistent whatever panicked while holding it.
         self.unanswered
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records a request in flight; `false` when its id already is.
-    pub(super) fn opened(&self, id: &RequestId) -> bool {
-        self.unanswered().insert(id.clone())
+    /// Records a request in flight, with the token that cancels it when the transport
+    /// serves it itself; its number, or `None` when its id is already in flight.
+    pub(super) fn opened(&self, id: &RequestId, cancel: Option<CancellationToken>) -> Option<u64> {
+        let mut unanswered = self.unanswered();
+        if unanswered.contains_key(id) {
+            return None;
+        }
+        let number = self.opened_count.fetch_add(1, Ordering::Relaxed);
+        unanswered.insert(id.clone(), Open { number, cancel });
+        Some(number)
     }
 
+    /// An answer rmcp sends (it drops those of cancelled requests itself).
     pub(super) fn answered(&self, id: &RequestId) {
         let mut unanswered = self.unanswered();
         unanswered.remove(id);
@@ -100,9 +125,32 @@ impl Shared {
         }
     }
 
+    /// The answer of a call the transport serves itself: `true` when it is still to be
+    /// sent, `false` when the call was cancelled (no answer, as the protocol says) or its
+    /// id now belongs to a later request.
+    pub(super) fn answered_direct(&self, id: &RequestId, number: u64) -> bool {
+        let mut unanswered = self.unanswered();
+        if unanswered.get(id).is_none_or(|open| open.number != number) {
+            return false;
+        }
+        unanswered.remove(id);
+        if unanswered.is_empty() {
+            self.all_answered.notify_waiters();
+        }
+        true
+    }
+
+    /// `notifications/cancelled`: the request is no longer awaited; a call the transport
+    /// serves is told to stop.
     pub(super) fn cancelled(&self, id: &RequestId) {
         let mut unanswered = self.unanswered();
-        unanswered.remove(id);
+        if let Some(Open {
+            cancel: Some(cancel),
+            ..
+        }) = unanswered.remove(id)
+        {
+            cancel.cancel();
+        }
         if unanswered.is_empty() {
             self.all_answered.notify_waiters();
         }

@@ -1,0 +1,154 @@
+//! `tools/call` served by the transport itself, straight into the handler's
+//! `ServerHandler::call_tool`, past rmcp's service loop (issue 20).
+//!
+//! Why: for every request, rmcp's loop spawns a task whose future holds its whole
+//! dispatch (every method's state, copied into the task and again on completion), makes
+//! two child cancellation tokens, sends the answer back into the loop over a channel, and
+//! spawns a second task to hand it to the transport. In a profile of the quickstart's
+//! `echo` at 32 calls in flight that was about a third of the server's CPU, most of it
+//! `memmove`. Here a call is one task holding the handler's `call_tool` future (boxed),
+//! with one cancellation token, and its answer is queued for the writer like any other.
+//!
+//! What still goes through rmcp: the handshake, every other method, a `tools/call` read
+//! before the session runs, one that names its own protocol revision in `_meta`
+//! (2026-07-28 rounds and the inline lifecycle, whose checks rmcp's dispatch makes),
+//! notifications, and the server's own requests to the client (progress, logging,
+//! elicitation, sampling through the call's `Peer`) with their answers. For a classic
+//! session's `tools/call`, rmcp's dispatch does nothing but call `call_tool`, so the
+//! answer is the same either way.
+
+use std::sync::Arc;
+
+use rmcp::{
+    Peer, RoleServer,
+    model::{
+        CallToolRequestParams, CallToolResponse, ClientRequest, ErrorData, JsonRpcMessage,
+        JsonRpcRequest, RequestId, RequestMetaObject, ServerResult,
+    },
+    service::{RequestContext, TxJsonRpcMessage},
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{ClientMessage, Outgoing, Shared, queue_line, serialize};
+use crate::future::BoxFuture;
+
+/// The served handler's `ServerHandler::call_tool`.
+pub(crate) type CallTool = Arc<
+    dyn Fn(
+            CallToolRequestParams,
+            RequestContext<RoleServer>,
+        ) -> BoxFuture<'static, Result<CallToolResponse, ErrorData>>
+        + Send
+        + Sync,
+>;
+
+/// What the transport needs to serve `tools/call` itself, once rmcp's handshake is done.
+pub(crate) struct DirectCalls {
+    call_tool: CallTool,
+    /// The session's peer, for the call's requests and notifications to the client.
+    peer: Peer<RoleServer>,
+}
+
+impl DirectCalls {
+    /// The handler's `call_tool`, and the running session's peer.
+    pub(crate) fn new(call_tool: CallTool, peer: Peer<RoleServer>) -> Self {
+        Self { call_tool, peer }
+    }
+}
+
+/// A `tools/call` the transport serves, taken apart as rmcp's loop would.
+pub(super) struct DirectCall {
+    id: RequestId,
+    params: CallToolRequestParams,
+    meta: RequestMetaObject,
+    extensions: rmcp::model::Extensions,
+}
+
+impl DirectCall {
+    /// The request's id.
+    pub(super) fn id(&self) -> &RequestId {
+        &self.id
+    }
+}
+
+/// The message as a call the transport serves, or the message back for rmcp.
+pub(super) fn take(message: ClientMessage) -> Result<DirectCall, ClientMessage> {
+    let served_here = matches!(
+        &message,
+        JsonRpcMessage::Request(JsonRpcRequest {
+            request: ClientRequest::CallToolRequest(request),
+            ..
+        }) if !request
+            .extensions
+            .get::<RequestMetaObject>()
+            .is_some_and(|meta| meta.protocol_version().is_some())
+    );
+    let (id, mut request) = match message {
+        JsonRpcMessage::Request(JsonRpcRequest {
+            id,
+            request: ClientRequest::CallToolRequest(request),
+            ..
+        }) => (id, request),
+        other => return Err(other),
+    };
+    if !served_here {
+        return Err(JsonRpcMessage::request(
+            ClientRequest::CallToolRequest(request),
+            id,
+        ));
+    }
+    // As rmcp's loop does: `_meta` to the context's meta, the other extensions with it.
+    let meta = request
+        .extensions
+        .remove::<RequestMetaObject>()
+        .unwrap_or_default();
+    Ok(DirectCall {
+        id,
+        params: request.params,
+        meta,
+        extensions: std::mem::take(&mut request.extensions),
+    })
+}
+
+/// Starts the call in a task of its own; its answer is queued when it ends, unless it was
+/// cancelled meanwhile. `number` is the request's in [`Shared::opened`].
+pub(super) fn spawn(
+    direct: &DirectCalls,
+    call: DirectCall,
+    cancel: CancellationToken,
+    number: u64,
+    out: mpsc::UnboundedSender<Outgoing>,
+    shared: Arc<Shared>,
+) {
+    let DirectCall {
+        id,
+        params,
+        meta,
+        extensions,
+    } = call;
+    let mut context = RequestContext::new(id.clone(), direct.peer.clone());
+    context.ct = cancel;
+    context.meta = meta;
+    context.extensions = extensions;
+    let answer = (direct.call_tool)(params, context);
+    tokio::spawn(async move {
+        // Await: the call. A drop here (the runtime is going away) drops the pipeline's
+        // future, whose guards give back what it holds; the id stays unanswered, as the
+        // process is ending.
+        let answer = answer.await;
+        if !shared.answered_direct(&id, number) {
+            tracing::debug!(target: "fusion::transport", %id, "dropping the answer of a cancelled call");
+            return;
+        }
+        let message: TxJsonRpcMessage<RoleServer> = match answer {
+            Ok(response) => JsonRpcMessage::response(ServerResult::from(response), id),
+            Err(error) => JsonRpcMessage::error(error, Some(id)),
+        };
+        let line = serialize(&message);
+        if !line.is_empty() {
+            // A closed writer means the output is gone: nobody can read the answer.
+            let _ = queue_line(&out, &shared, line);
+        }
+    });
+}
