@@ -96,6 +96,11 @@ impl CorrelationId {
     pub(crate) fn as_str(&self) -> &str {
         self.text.get_or_init(|| correlation_id(self.number))
     }
+
+    /// The call's number, from which the text is made.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
 }
 
 /// A short id unique to this call: a per-process random prefix (so ids from two runs of

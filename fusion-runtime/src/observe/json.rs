@@ -9,7 +9,7 @@
 //! new `Vec` for its writer; on a call that does nothing else, that was half of the
 //! server's CPU.
 
-use std::{cell::RefCell, fmt::Write as _, sync::Arc, time::SystemTime};
+use std::{cell::RefCell, sync::Arc};
 
 use serde::{Serializer as _, ser::SerializeMap as _};
 use tracing::{Event, Subscriber, span};
@@ -20,7 +20,10 @@ use tracing_subscriber::{
     registry::LookupSpan,
 };
 
-use super::sink::{Sink, SinkWriter};
+use super::{
+    clock::Clock,
+    sink::{Sink, SinkWriter},
+};
 
 /// tracing-subscriber's JSON layer as `log::init` configures it, writing to the sink.
 pub(crate) type FmtJson<S> =
@@ -135,7 +138,7 @@ fn write_line(
     let metadata = event.metadata();
     let mut serializer = serde_json::Serializer::new(&mut *line);
     let mut map = serializer.serialize_map(None)?;
-    map.serialize_entry("timestamp", clock.now())?;
+    map.serialize_entry("timestamp", clock.now(std::time::SystemTime::now()))?;
     map.serialize_entry("level", metadata.level().as_str())?;
     // tracing-serde's field map: the same serializer tracing-subscriber uses.
     map.serialize_entry("fields", &event.field_map())?;
@@ -143,66 +146,4 @@ fn write_line(
     map.end()?;
     line.push(b'\n');
     Ok(())
-}
-
-/// The timestamp as tracing-subscriber writes it (RFC 3339, UTC, microseconds:
-/// `2026-05-01T12:00:00.123456Z`), its calendar part formatted once a second.
-#[derive(Default)]
-struct Clock {
-    second: Option<u64>,
-    /// `2026-05-01T12:00:00.`
-    prefix: String,
-    text: String,
-}
-
-impl Clock {
-    fn now(&mut self) -> &str {
-        let now = SystemTime::now();
-        self.text.clear();
-        let Ok(since_epoch) = now.duration_since(SystemTime::UNIX_EPOCH) else {
-            // A clock before 1970: no cache, the formatter's own output.
-            let _ = tracing_subscriber::fmt::time::FormatTime::format_time(
-                &tracing_subscriber::fmt::time::SystemTime,
-                &mut tracing_subscriber::fmt::format::Writer::new(&mut self.text),
-            );
-            return &self.text;
-        };
-        let second = since_epoch.as_secs();
-        if self.second != Some(second) {
-            self.second = Some(second);
-            self.prefix.clear();
-            let calendar = chrono::DateTime::<chrono::Utc>::from(now);
-            let _ = write!(self.prefix, "{}.", calendar.format("%Y-%m-%dT%H:%M:%S"));
-        }
-        let _ = write!(
-            self.text,
-            "{}{:06}Z",
-            self.prefix,
-            since_epoch.subsec_micros()
-        );
-        &self.text
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_timestamp_is_written_as_tracing_subscriber_writes_it() {
-        let mut clock = Clock::default();
-        let mut theirs = String::new();
-        for _ in 0..3 {
-            let ours = clock.now().to_owned();
-            theirs.clear();
-            let _ = tracing_subscriber::fmt::time::FormatTime::format_time(
-                &tracing_subscriber::fmt::time::SystemTime,
-                &mut tracing_subscriber::fmt::format::Writer::new(&mut theirs),
-            );
-            // Same shape, same second (unless the second just turned).
-            assert_eq!(ours.len(), theirs.len(), "{ours} / {theirs}");
-            assert!(ours.ends_with('Z') && ours.as_bytes()[19] == b'.', "{ours}");
-            assert_eq!(ours[..10], theirs[..10], "{ours} / {theirs}");
-        }
-    }
 }

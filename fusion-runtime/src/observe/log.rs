@@ -92,6 +92,76 @@ pub(crate) struct CallRecord<'a> {
     pub(crate) ok_level: tracing::Level,
 }
 
+/// Whether a call event at `level` is listened to (`RUST_LOG`, or the program's subscriber).
+fn call_enabled(level: tracing::Level) -> bool {
+    match level {
+        tracing::Level::ERROR => tracing::enabled!(target: CALL_TARGET, tracing::Level::ERROR),
+        tracing::Level::WARN => tracing::enabled!(target: CALL_TARGET, tracing::Level::WARN),
+        tracing::Level::INFO => tracing::enabled!(target: CALL_TARGET, tracing::Level::INFO),
+        tracing::Level::DEBUG => tracing::enabled!(target: CALL_TARGET, tracing::Level::DEBUG),
+        tracing::Level::TRACE => tracing::enabled!(target: CALL_TARGET, tracing::Level::TRACE),
+    }
+}
+
+/// The subscriber [`init`] installs: its JSON layer over the filter over the registry.
+type OwnLayer = super::json::JsonLog<
+    tracing_subscriber::layer::Layered<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
+>;
+
+/// What the log says of a successful call, apart from its arguments.
+pub(crate) struct Success<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) action: Option<&'a str>,
+    pub(crate) request_id: Option<&'a str>,
+    pub(crate) caller: Option<&'a str>,
+    pub(crate) correlation: u64,
+    pub(crate) latency: Duration,
+    pub(crate) outcome: &'static str,
+    pub(crate) attempts: u32,
+    /// The level of successful calls.
+    pub(crate) level: tracing::Level,
+}
+
+/// The event of a successful call, handed to the log's writer thread, which formats it
+/// (`call_line.rs`); `take` gives up the call's arguments and redactor to it. `false`
+/// when the event is not fusion's JSON layer's to write (a program's own subscriber, a
+/// scoped one, an event inside a span): the caller then emits it through `tracing`
+/// ([`call_event`]), as before. `true` also when nobody listens (nothing to write).
+pub(crate) fn defer_success(
+    success: &Success<'_>,
+    take: impl FnOnce() -> (Value, Redactor),
+) -> bool {
+    let Some(sink) = SINK.get() else {
+        return false;
+    };
+    if !call_enabled(success.level) {
+        return true;
+    }
+    // The global subscriber is `init`'s (SINK is set only then); a scoped one may be in
+    // force on this thread, and inside a span the line would list the span.
+    let own = tracing::dispatcher::get_default(|dispatch| dispatch.is::<OwnLayer>())
+        && tracing::Span::current().is_none();
+    if !own {
+        return false;
+    }
+    let (args, redactor) = take();
+    sink.push_call(super::call_line::CallLine {
+        level: success.level,
+        at: std::time::SystemTime::now(),
+        tool: crate::echo::name(success.tool).into_owned(),
+        action: crate::echo::name(success.action.unwrap_or("")).into_owned(),
+        request_id: success.request_id.unwrap_or("").to_owned(),
+        caller: crate::echo::name(success.caller.unwrap_or("")).into_owned(),
+        correlation: success.correlation,
+        latency_us: u64::try_from(success.latency.as_micros()).unwrap_or(u64::MAX),
+        outcome: success.outcome,
+        attempts: success.attempts,
+        args,
+        redactor,
+    });
+    true
+}
+
 /// Emits the event of one finished call. Successes at the configured level (info by
 /// default), the client's mistakes at warn, server faults at error.
 pub(crate) fn call_event(record: &CallRecord<'_>) {
@@ -113,14 +183,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
         (Some(_), _) => tracing::Level::WARN,
     };
     // Rendering the arguments is most of an event's cost: skip it when nobody listens.
-    let enabled = match level {
-        tracing::Level::ERROR => tracing::enabled!(target: CALL_TARGET, tracing::Level::ERROR),
-        tracing::Level::WARN => tracing::enabled!(target: CALL_TARGET, tracing::Level::WARN),
-        tracing::Level::INFO => tracing::enabled!(target: CALL_TARGET, tracing::Level::INFO),
-        tracing::Level::DEBUG => tracing::enabled!(target: CALL_TARGET, tracing::Level::DEBUG),
-        tracing::Level::TRACE => tracing::enabled!(target: CALL_TARGET, tracing::Level::TRACE),
-    };
-    if !enabled {
+    if !call_enabled(level) {
         return;
     }
     let correlation_id = correlation_id.as_str();

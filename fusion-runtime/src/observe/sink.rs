@@ -17,6 +17,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use super::{call_line::CallLine, clock::Clock};
+
 /// How often a busy writer looks for new lines: the most a line waits in a busy server.
 const TICK: Duration = Duration::from_millis(2);
 
@@ -35,9 +37,15 @@ pub(crate) struct Sink {
     output: Mutex<Option<Box<dyn Write + Send>>>,
 }
 
+/// What a queued call line counts for against [`PENDING_LIMIT`]: about its size.
+const CALL_LINE_BYTES: usize = 256;
+
 #[derive(Default)]
 struct State {
     pending: Vec<u8>,
+    /// Successful calls' lines, still to be formatted, each with the length `pending` had
+    /// when it came: where it goes among the other lines.
+    calls: Vec<(usize, CallLine)>,
     /// The writer waits for a line: the next caller wakes it.
     writer_idle: bool,
     /// No new batch will be taken: the writer drains what is there and stops.
@@ -71,8 +79,30 @@ impl Sink {
 
     /// Queues one line (or writes it at once once the writer has stopped).
     pub(crate) fn push(&self, line: &[u8]) {
+        let Some(mut state) = self.room_for_more() else {
+            return self.write_now(line);
+        };
+        state.pending.extend_from_slice(line);
+        self.woken(&mut state);
+    }
+
+    /// Queues a successful call's line, formatted by the writer thread (or at once, here,
+    /// once the writer has stopped).
+    pub(crate) fn push_call(&self, call: CallLine) {
+        let Some(mut state) = self.room_for_more() else {
+            let mut line = Vec::new();
+            call.write(&mut line, &mut Clock::default());
+            return self.write_now(&line);
+        };
+        let at = state.pending.len();
+        state.calls.push((at, call));
+        self.woken(&mut state);
+    }
+
+    /// The queue, once there is room in it; `None` once the writer has stopped.
+    fn room_for_more(&self) -> Option<MutexGuard<'_, State>> {
         let mut state = lock(&self.state);
-        while state.pending.len() >= PENDING_LIMIT && !state.closing && !state.finished {
+        while state.queued() >= PENDING_LIMIT && !state.closing && !state.finished {
             // Backpressure: wait for the writer to take the batch (now, not at its tick).
             self.wake.notify_one();
             state = self
@@ -80,18 +110,22 @@ impl Sink {
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-        if state.finished {
-            drop(state);
-            if let Some(output) = lock(&self.output).as_mut() {
-                // Nowhere to report a failed stderr.
-                let _ = output.write_all(line).and_then(|()| output.flush());
-            }
-            return;
-        }
-        state.pending.extend_from_slice(line);
+        (!state.finished).then_some(state)
+    }
+
+    /// Wakes the writer if it went idle.
+    fn woken(&self, state: &mut State) {
         if state.writer_idle {
             state.writer_idle = false;
             self.wake.notify_one();
+        }
+    }
+
+    /// Writes a line in the caller, once the writer has stopped.
+    fn write_now(&self, line: &[u8]) {
+        if let Some(output) = lock(&self.output).as_mut() {
+            // Nowhere to report a failed stderr.
+            let _ = output.write_all(line).and_then(|()| output.flush());
         }
     }
 
@@ -124,16 +158,19 @@ impl Sink {
     /// wakes it.
     fn write_batches(&self, mut output: Box<dyn Write + Send>) {
         let mut batch = Vec::new();
+        let mut calls = Vec::new();
+        let mut text = Vec::new();
+        let mut clock = Clock::default();
         loop {
             let mut state = lock(&self.state);
-            if state.pending.is_empty() && !state.closing {
+            if state.is_empty() && !state.closing {
                 state = self
                     .wake
                     .wait_timeout(state, TICK)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
-            while state.pending.is_empty() && !state.closing {
+            while state.is_empty() && !state.closing {
                 state.writer_idle = true;
                 state = self
                     .wake
@@ -141,7 +178,7 @@ impl Sink {
                     .unwrap_or_else(PoisonError::into_inner);
             }
             state.writer_idle = false;
-            if state.pending.is_empty() {
+            if state.is_empty() {
                 // Closing, and everything is written: callers write from now on.
                 *lock(&self.output) = Some(output);
                 state.finished = true;
@@ -149,16 +186,45 @@ impl Sink {
                 return;
             }
             std::mem::swap(&mut batch, &mut state.pending);
+            std::mem::swap(&mut calls, &mut state.calls);
             self.room.notify_all();
             drop(state);
+            let written = if calls.is_empty() {
+                &batch
+            } else {
+                // The calls' lines formatted here, each in its place among the others.
+                text.clear();
+                let mut copied = 0;
+                for (at, call) in calls.drain(..) {
+                    text.extend_from_slice(&batch[copied..at]);
+                    call.write(&mut text, &mut clock);
+                    copied = at;
+                }
+                text.extend_from_slice(&batch[copied..]);
+                &text
+            };
             // A failed stderr loses these lines; there is nowhere else to say so.
-            let _ = output.write_all(&batch).and_then(|()| output.flush());
+            let _ = output.write_all(written).and_then(|()| output.flush());
             batch.clear();
+            if text.capacity() > 2 * PENDING_LIMIT {
+                text = Vec::new();
+            }
             if batch.capacity() > 2 * PENDING_LIMIT {
                 // One huge line grew the buffer: give the memory back.
                 batch.shrink_to(PENDING_LIMIT);
             }
         }
+    }
+}
+
+impl State {
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.calls.is_empty()
+    }
+
+    /// About the bytes waiting.
+    fn queued(&self) -> usize {
+        self.pending.len() + self.calls.len() * CALL_LINE_BYTES
     }
 }
 

@@ -19,9 +19,11 @@ pub(super) struct CallLog<'a> {
     pub(super) action: Option<&'a str>,
     pub(super) request_id: Option<&'a str>,
     pub(super) caller: Option<&'a str>,
-    pub(super) args: &'a Value,
+    /// The call's arguments, owned here so that a success's line can take them to the
+    /// log's writer thread instead of copying them (`log::defer_success`).
+    pub(super) args: Value,
     pub(super) correlation_id: &'a recover::CorrelationId,
-    pub(super) redactor: &'a Redactor,
+    pub(super) redactor: Redactor,
     pub(super) started: Instant,
     pub(super) ok_level: tracing::Level,
     /// Cleared once the event is logged.
@@ -39,19 +41,42 @@ impl CallLog<'_> {
     ) -> Duration {
         self.armed = false;
         let latency = self.started.elapsed();
+        if failure.is_none() {
+            let success = crate::log::Success {
+                tool: self.tool,
+                action: self.action,
+                request_id: self.request_id,
+                caller: self.caller,
+                correlation: self.correlation_id.number(),
+                latency,
+                outcome,
+                attempts,
+                level: self.ok_level,
+            };
+            // After a success nothing reads the arguments or the redactor again.
+            let take = || {
+                (
+                    std::mem::take(&mut self.args),
+                    std::mem::take(&mut self.redactor),
+                )
+            };
+            if crate::log::defer_success(&success, take) {
+                return latency;
+            }
+        }
         crate::log::call_event(&crate::log::CallRecord {
             tool: self.tool,
             action: self.action,
             request_id: self.request_id,
             caller: self.caller,
-            args: self.args,
+            args: &self.args,
             correlation_id: self.correlation_id,
             latency,
             outcome,
             attempts,
             failure,
             message,
-            redactor: self.redactor,
+            redactor: &self.redactor,
             ok_level: self.ok_level,
         });
         latency

@@ -121,15 +121,16 @@ impl<C: Send + Sync + 'static> Server<C> {
             action: target.action,
             request_id: call.request_id(),
             caller: call.request().subject(),
-            args: &args,
+            args,
             correlation_id: &correlation_id,
-            redactor: &redactor,
+            redactor,
             started,
             ok_level: self.inner.ok_level,
             armed: true,
         };
         // An idempotency key seen before returns the first call's result.
-        let idempotency_key = handler.and_then(|index| self.idempotency_key(index, &target, &args));
+        let idempotency_key =
+            handler.and_then(|index| self.idempotency_key(index, &target, &log.args));
         let mut claim = None;
         let mut cancelled_early = false;
         let mut unavailable = None;
@@ -174,14 +175,14 @@ impl<C: Send + Sync + 'static> Server<C> {
             Ok((index, _)) => tokio::select! {
                 biased;
                 () = call.cancelled() => Ran::no_attempt(Failure::new(FailureKind::Cancelled)),
-                ran = self.run(index, &target, &args, context, call, &redactor) => ran,
+                ran = self.run(index, &target, &log.args, context, call, &log.redactor) => ran,
             },
         };
         let attempts = ran.attempts;
         let outcome = ran.into_outcome();
         // No `.await` from here on: the call ends in this poll.
         let (mut rendered, mut outcome_name) =
-            self.render(&target, handler, outcome, &correlation_id, &redactor);
+            self.render(&target, handler, outcome, &correlation_id, &log.redactor);
         if outcome_name == outcome::OK && attempts > 1 {
             outcome_name = outcome::RETRIED_OK;
         }
@@ -207,7 +208,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             .as_ref()
             .filter(|failure| failure.is_fatal())
         {
-            crate::log::fatal_event(tool, correlation_id.as_str(), failure, &redactor);
+            crate::log::fatal_event(tool, correlation_id.as_str(), failure, &log.redactor);
             rendered.report.fatal = true;
             // The answer goes out first; whoever serves the server ends the process.
             self.inner.fatal.send_replace(true);
