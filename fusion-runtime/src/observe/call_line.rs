@@ -16,6 +16,9 @@ use serde_json::Value;
 use super::{args::LoggedArgs, clock::Clock, redact::Redactor};
 use crate::failure::panic::CorrelationId;
 
+/// The `tracing` target of per-call events (public as `log::CALL_TARGET`).
+pub(crate) const TARGET: &str = "fusion::call";
+
 /// The message of a successful call's event.
 pub(crate) const SUCCEEDED: &str = "tool call succeeded";
 
@@ -55,7 +58,7 @@ impl CallLine {
         line.serialize_entry("timestamp", clock.now(self.at))?;
         line.serialize_entry("level", self.level.as_str())?;
         line.serialize_entry("fields", &Fields(self))?;
-        line.serialize_entry("target", crate::log::CALL_TARGET)?;
+        line.serialize_entry("target", TARGET)?;
         line.end()
     }
 }

@@ -12,7 +12,7 @@ use crate::failure::Failure;
 pub(crate) use super::redact::Redactor;
 
 /// The `tracing` target of per-call events.
-pub const CALL_TARGET: &str = "fusion::call";
+pub const CALL_TARGET: &str = super::call_line::TARGET;
 
 /// The JSON log's sink, once [`init`] installed it: [`flush`] drains it.
 static SINK: std::sync::OnceLock<std::sync::Arc<super::sink::Sink>> = std::sync::OnceLock::new();

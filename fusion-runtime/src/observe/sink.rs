@@ -309,4 +309,45 @@ mod tests {
             assert_eq!(own, (0..5_000).collect::<Vec<_>>(), "thread {thread}");
         }
     }
+
+    fn call(request_id: &str) -> CallLine {
+        CallLine {
+            level: tracing::Level::INFO,
+            at: std::time::SystemTime::now(),
+            tool: "echo".into(),
+            action: String::new(),
+            request_id: request_id.into(),
+            caller: String::new(),
+            correlation: 1,
+            latency_us: 3,
+            outcome: "ok",
+            attempts: 1,
+            args: serde_json::json!({"text": "hi \"there\""}),
+            redactor: super::super::redact::Redactor::default(),
+        }
+    }
+
+    #[test]
+    fn call_lines_are_formatted_in_their_place_among_the_others() {
+        let out = Shared::default();
+        let sink = Sink::start(Box::new(out.clone()));
+        for n in 0..1_000 {
+            sink.push(format!("line {n}\n").as_bytes());
+            sink.push_call(call(&n.to_string()));
+        }
+        sink.close(Duration::from_secs(10));
+        sink.push_call(call("after close"));
+        let text = String::from_utf8(lock(&out.0).clone()).expect("UTF-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2_001);
+        for n in 0..1_000 {
+            assert_eq!(lines[2 * n], format!("line {n}"));
+            let event: serde_json::Value =
+                serde_json::from_str(lines[2 * n + 1]).expect("a JSON line");
+            assert_eq!(event["fields"]["request_id"], n.to_string());
+            assert_eq!(event["fields"]["arguments"], r#"{"text":"hi \"there\""}"#);
+            assert_eq!(event["target"], "fusion::call");
+        }
+        assert!(lines[2_000].contains("after close"));
+    }
 }

@@ -20,42 +20,22 @@
 use std::sync::Arc;
 
 use rmcp::{
-    Peer, RoleServer,
+    RoleServer,
     model::{
-        CallToolRequestParams, CallToolResponse, ClientRequest, ErrorData, JsonRpcMessage,
-        JsonRpcRequest, RequestId, RequestMetaObject, ServerResult,
+        CallToolRequestParams, ClientRequest, JsonRpcMessage, JsonRpcRequest, RequestId,
+        RequestMetaObject, ServerResult,
     },
     service::{RequestContext, TxJsonRpcMessage},
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
-use super::{ClientMessage, Outgoing, Shared, queue_line, serialize};
-use crate::future::BoxFuture;
-
-/// The served handler's `ServerHandler::call_tool`.
-pub(crate) type CallTool = Arc<
-    dyn Fn(
-            CallToolRequestParams,
-            RequestContext<RoleServer>,
-        ) -> BoxFuture<'static, Result<CallToolResponse, ErrorData>>
-        + Send
-        + Sync,
->;
-
-/// What the transport needs to serve `tools/call` itself, once rmcp's handshake is done.
-pub(crate) struct DirectCalls {
-    call_tool: CallTool,
-    /// The session's peer, for the call's requests and notifications to the client.
-    peer: Peer<RoleServer>,
-}
-
-impl DirectCalls {
-    /// The handler's `call_tool`, and the running session's peer.
-    pub(crate) fn new(call_tool: CallTool, peer: Peer<RoleServer>) -> Self {
-        Self { call_tool, peer }
-    }
-}
+use super::{
+    state::{DirectCalls, Outgoing, Shared},
+    writer::{queue_line, serialize},
+};
+use crate::transport::decode::ClientMessage;
 
 /// A `tools/call` the transport serves, taken apart as rmcp's loop would.
 pub(super) struct DirectCall {
@@ -132,7 +112,11 @@ pub(super) fn spawn(
     context.meta = meta;
     context.extensions = extensions;
     let answer = (direct.call_tool)(params, context);
-    tokio::spawn(async move {
+    // In rmcp's span, as rmcp runs its handlers: the call's events list it when it is on
+    // (`RUST_LOG=rmcp=info`); `receive` is polled inside it.
+    let span = tracing::Span::current();
+    tokio::spawn(
+        async move {
         // Await: the call. A drop here (the runtime is going away) drops the pipeline's
         // future, whose guards give back what it holds; the id stays unanswered, as the
         // process is ending.
@@ -150,5 +134,7 @@ pub(super) fn spawn(
             // A closed writer means the output is gone: nobody can read the answer.
             let _ = queue_line(&out, &shared, line);
         }
-    });
+    }
+        .instrument(span),
+    );
 }

@@ -56,8 +56,8 @@ mod state;
 mod stream;
 mod writer;
 
-pub(crate) use self::direct::{CallTool, DirectCalls};
 pub use self::options::StdioOptions;
+pub(crate) use self::state::{CallTool, DirectCalls};
 pub(crate) use self::stream::{Input, Output};
 use self::{framing::*, state::*, writer::*};
 
@@ -363,51 +363,6 @@ fn id_in_use(id: &RequestId) -> ErrorReply {
             None,
         ),
     }
-}
-
-/// Queues one serialized line for the writer and counts its bytes as unwritten.
-fn queue_line(
-    out: &mpsc::UnboundedSender<Outgoing>,
-    shared: &Shared,
-    line: Vec<u8>,
-) -> Result<(), io::Error> {
-    let bytes = line.len();
-    shared.unwritten.fetch_add(bytes, Ordering::AcqRel);
-    out.send(Outgoing::Line(line)).map_err(|_| {
-        shared.unwritten.fetch_sub(bytes, Ordering::AcqRel);
-        io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed")
-    })
-}
-
-/// One message as a line: its JSON and a newline. A message that cannot be serialized
-/// (impossible with rmcp's types) becomes an error answer to its request, so the request is
-/// still answered once.
-fn serialize(message: &TxJsonRpcMessage<RoleServer>) -> Vec<u8> {
-    let mut line = Vec::with_capacity(256);
-    match serde_json::to_writer(&mut line, message) {
-        Ok(()) => {}
-        Err(error) => {
-            tracing::error!(target: "fusion::transport", %error, "could not serialize a message");
-            line.clear();
-            if let Some(id) = answered_request(message) {
-                let reply = ErrorReply {
-                    id: Some(id.clone()),
-                    error: ErrorData::internal_error(
-                        "the server could not serialize its answer",
-                        None,
-                    ),
-                };
-                if serde_json::to_writer(&mut line, &reply).is_err() {
-                    line.clear();
-                }
-            }
-            if line.is_empty() {
-                return line;
-            }
-        }
-    }
-    line.push(b'\n');
-    line
 }
 
 impl Transport<RoleServer> for StdioTransport {

@@ -5,16 +5,20 @@ use std::{
     collections::HashMap,
     io::{self},
     sync::{
-        Mutex, OnceLock, PoisonError,
+        Arc, Mutex, OnceLock, PoisonError,
         atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
 };
 
-use rmcp::model::RequestId;
+use rmcp::{
+    Peer, RoleServer,
+    model::{CallToolRequestParams, CallToolResponse, ErrorData, RequestId},
+    service::RequestContext,
+};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::direct::DirectCalls;
+use crate::future::BoxFuture;
 
 /// What the writer is asked to do.
 pub(super) enum Outgoing {
@@ -55,6 +59,31 @@ impl Latch {
             }
             notified.await;
         }
+    }
+}
+
+/// The served handler's `ServerHandler::call_tool`.
+pub(crate) type CallTool = Arc<
+    dyn Fn(
+            CallToolRequestParams,
+            RequestContext<RoleServer>,
+        ) -> BoxFuture<'static, Result<CallToolResponse, ErrorData>>
+        + Send
+        + Sync,
+>;
+
+/// What the transport needs to serve `tools/call` itself (`direct.rs`), once rmcp's
+/// handshake is done.
+pub(crate) struct DirectCalls {
+    pub(super) call_tool: CallTool,
+    /// The session's peer, for the call's requests and notifications to the client.
+    pub(super) peer: Peer<RoleServer>,
+}
+
+impl DirectCalls {
+    /// The handler's `call_tool`, and the running session's peer.
+    pub(crate) fn new(call_tool: CallTool, peer: Peer<RoleServer>) -> Self {
+        Self { call_tool, peer }
     }
 }
 
@@ -197,5 +226,32 @@ impl Shared {
             }
             notified.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_answer_never_answers_a_later_request_under_the_same_id() {
+        let shared = Shared::default();
+        let id = RequestId::Number(7);
+        let first_token = CancellationToken::new();
+        let first = shared
+            .opened(&id, Some(first_token.clone()))
+            .expect("a new id");
+        assert!(shared.opened(&id, None).is_none(), "the id is in flight");
+        // The client cancels the call, then uses the id again.
+        shared.cancelled(&id);
+        assert!(first_token.is_cancelled(), "the call is told to stop");
+        let second = shared.opened(&id, None).expect("the id is free again");
+        assert_ne!(first, second);
+        // The cancelled call ends late: its answer is dropped, the new request stays open.
+        assert!(!shared.answered_direct(&id, first));
+        assert_eq!(shared.pending(), 1);
+        assert!(shared.answered_direct(&id, second));
+        assert_eq!(shared.pending(), 0);
+        assert!(!shared.answered_direct(&id, second), "answered once");
     }
 }

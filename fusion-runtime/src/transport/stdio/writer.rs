@@ -1,5 +1,5 @@
-//! The writer: queued messages batched into one write, async or blocking, and the answered
-//! ids released as their bytes are written.
+//! The writer: messages serialized and queued, batched into one write, async or blocking,
+//! and the answered ids released as their bytes are written.
 
 use std::{
     io::{self, Write as _},
@@ -9,7 +9,7 @@ use std::{
 
 use rmcp::{
     RoleServer,
-    model::{JsonRpcMessage, RequestId},
+    model::{ErrorData, JsonRpcMessage, RequestId},
     service::TxJsonRpcMessage,
 };
 use tokio::{
@@ -18,6 +18,7 @@ use tokio::{
 };
 
 use super::state::{Outgoing, Shared};
+use crate::transport::decode::ErrorReply;
 
 /// The writer stops adding queued messages to a batch past this size, so one batch does
 /// not grow without bound while a slow reader holds it up.
@@ -145,4 +146,49 @@ pub(super) fn write_blocking(
         }
     }
     shared.output_closed.set();
+}
+
+/// Queues one serialized line for the writer and counts its bytes as unwritten.
+pub(super) fn queue_line(
+    out: &mpsc::UnboundedSender<Outgoing>,
+    shared: &Shared,
+    line: Vec<u8>,
+) -> Result<(), io::Error> {
+    let bytes = line.len();
+    shared.unwritten.fetch_add(bytes, Ordering::AcqRel);
+    out.send(Outgoing::Line(line)).map_err(|_| {
+        shared.unwritten.fetch_sub(bytes, Ordering::AcqRel);
+        io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed")
+    })
+}
+
+/// One message as a line: its JSON and a newline. A message that cannot be serialized
+/// (impossible with rmcp's types) becomes an error answer to its request, so the request is
+/// still answered once.
+pub(super) fn serialize(message: &TxJsonRpcMessage<RoleServer>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(256);
+    match serde_json::to_writer(&mut line, message) {
+        Ok(()) => {}
+        Err(error) => {
+            tracing::error!(target: "fusion::transport", %error, "could not serialize a message");
+            line.clear();
+            if let Some(id) = answered_request(message) {
+                let reply = ErrorReply {
+                    id: Some(id.clone()),
+                    error: ErrorData::internal_error(
+                        "the server could not serialize its answer",
+                        None,
+                    ),
+                };
+                if serde_json::to_writer(&mut line, &reply).is_err() {
+                    line.clear();
+                }
+            }
+            if line.is_empty() {
+                return line;
+            }
+        }
+    }
+    line.push(b'\n');
+    line
 }
