@@ -99,7 +99,9 @@ impl<C: Send + Sync + 'static> Server<C> {
         let served = rmcp::serve_server(self, transport).await;
         let code = match served {
             Ok(service) => {
-                handle.serve_calls_directly(direct_calls(&watched, &service));
+                if let Some(direct) = direct_calls(&watched, &service) {
+                    handle.serve_calls_directly(direct);
+                }
                 wait_or_abandon(service, &watched, &handle, &options, signals).await
             }
             Err(error) => served_error_code(&error),
@@ -156,17 +158,24 @@ impl<C: Send + Sync + 'static> Server<C> {
 }
 
 /// What the stdio transport needs to serve `tools/call` itself: the server's
-/// `ServerHandler::call_tool`, and the session's peer.
+/// `ServerHandler::call_tool`, and the session's peer. Only for a session opened with
+/// `initialize` on a revision before 2026-07-28: there rmcp's dispatch of `tools/call`
+/// only calls `call_tool`. A session of the inline lifecycle (2026-07-28, no
+/// `initialize`) keeps rmcp's checks of each request's `_meta`.
 fn direct_calls<C: Send + Sync + 'static>(
     server: &Server<C>,
     service: &RunningServer<C>,
-) -> stdio::DirectCalls {
+) -> Option<stdio::DirectCalls> {
+    let info = service.peer().peer_info()?;
+    if info.protocol_version >= rmcp::model::ProtocolVersion::V_2026_07_28 {
+        return None;
+    }
     let server = server.clone();
     let call_tool: stdio::CallTool = Arc::new(move |params, context| {
         let server = server.clone();
         Box::pin(async move { rmcp::ServerHandler::call_tool(&server, params, context).await })
     });
-    stdio::DirectCalls::new(call_tool, service.peer().clone())
+    Some(stdio::DirectCalls::new(call_tool, service.peer().clone()))
 }
 
 /// The environment variable that selects rmcp's own stdio transport (`=rmcp`).

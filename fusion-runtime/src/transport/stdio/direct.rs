@@ -53,31 +53,28 @@ impl DirectCall {
 }
 
 /// The message as a call the transport serves, or the message back for rmcp.
-pub(super) fn take(message: ClientMessage) -> Result<DirectCall, ClientMessage> {
+pub(super) fn take(message: Box<ClientMessage>) -> Result<DirectCall, Box<ClientMessage>> {
     let served_here = matches!(
-        &message,
+        &*message,
         JsonRpcMessage::Request(JsonRpcRequest {
             request: ClientRequest::CallToolRequest(request),
             ..
-        }) if !request
+        }) if request
             .extensions
             .get::<RequestMetaObject>()
-            .is_some_and(|meta| meta.protocol_version().is_some())
+            .is_none_or(|meta| meta.protocol_version().is_none())
     );
-    let (id, mut request) = match message {
+    if !served_here {
+        return Err(message);
+    }
+    let (id, mut request) = match *message {
         JsonRpcMessage::Request(JsonRpcRequest {
             id,
             request: ClientRequest::CallToolRequest(request),
             ..
         }) => (id, request),
-        other => return Err(other),
+        other => return Err(Box::new(other)),
     };
-    if !served_here {
-        return Err(JsonRpcMessage::request(
-            ClientRequest::CallToolRequest(request),
-            id,
-        ));
-    }
     // As rmcp's loop does: `_meta` to the context's meta, the other extensions with it.
     let meta = request
         .extensions

@@ -20,6 +20,10 @@
 //!   [`StdioOptions::max_unwritten_bytes`] `receive` stops reading stdin until the client
 //!   reads its answers, so a client that stops reading cannot make the server buffer
 //!   without bound.
+//! - **`tools/call`** of the running session (after rmcp's handshake) is served by the
+//!   transport itself, straight into the handler's `ServerHandler::call_tool` in a task
+//!   of its own, past rmcp's service loop (`direct.rs`); everything else
+//!   goes to rmcp.
 //! - **duplicate ids**: a request whose id is still in flight is answered `-32600` by the
 //!   transport and never reaches rmcp (which would cross the two calls' answers).
 //! - **end of input** (stdin closed, or SIGTERM through [`StdioHandle::stop_reading`]):
@@ -223,12 +227,12 @@ impl StdioTransport {
                     Decoded::Message(message) => {
                         // A `tools/call` of the running session is served here (direct.rs).
                         let message = match self.shared.direct.get() {
-                            Some(direct) => match direct::take(*message) {
+                            Some(direct) => match direct::take(message) {
                                 Ok(call) => {
                                     self.serve_directly(direct, call);
                                     continue;
                                 }
-                                Err(message) => Box::new(message),
+                                Err(message) => message,
                             },
                             None => message,
                         };
