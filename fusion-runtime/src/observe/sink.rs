@@ -46,6 +46,10 @@ struct State {
     /// Successful calls' lines, still to be formatted, each with the length `pending` had
     /// when it came: where it goes among the other lines.
     calls: Vec<(usize, CallLine)>,
+    /// Call lines already written, handed back for a caller to drop: their memory (the
+    /// arguments above all) was allocated by the calls' threads, and freeing it there
+    /// keeps the writer from contending for that thread's allocator arena.
+    spent: Vec<(usize, CallLine)>,
     /// The writer waits for a line: the next caller wakes it.
     writer_idle: bool,
     /// No new batch will be taken: the writer drains what is there and stops.
@@ -97,6 +101,9 @@ impl Sink {
         let at = state.pending.len();
         state.calls.push((at, call));
         self.woken(&mut state);
+        let spent = std::mem::take(&mut state.spent);
+        drop(state);
+        drop(spent);
     }
 
     /// The queue, once there is room in it; `None` once the writer has stopped.
@@ -195,10 +202,10 @@ impl Sink {
                 // The calls' lines formatted here, each in its place among the others.
                 text.clear();
                 let mut copied = 0;
-                for (at, call) in calls.drain(..) {
-                    text.extend_from_slice(&batch[copied..at]);
+                for (at, call) in &calls {
+                    text.extend_from_slice(&batch[copied..*at]);
                     call.write(&mut text, &mut clock);
-                    copied = at;
+                    copied = *at;
                 }
                 text.extend_from_slice(&batch[copied..]);
                 &text
@@ -206,6 +213,15 @@ impl Sink {
             // A failed stderr loses these lines; there is nowhere else to say so.
             let _ = output.write_all(written).and_then(|()| output.flush());
             batch.clear();
+            if !calls.is_empty() {
+                let mut state = lock(&self.state);
+                if state.spent.is_empty() {
+                    std::mem::swap(&mut state.spent, &mut calls);
+                }
+                drop(state);
+                // What no caller took since the last batch is dropped here.
+                calls.clear();
+            }
             if text.capacity() > 2 * PENDING_LIMIT {
                 text = Vec::new();
             }
