@@ -112,8 +112,7 @@ pub(super) fn spawn(
     // In rmcp's span, as rmcp runs its handlers: the call's events list it when it is on
     // (`RUST_LOG=rmcp=info`); `receive` is polled inside it.
     let span = tracing::Span::current();
-    tokio::spawn(
-        async move {
+    let work = async move {
         // Await: the call. A drop here (the runtime is going away) drops the pipeline's
         // future, whose guards give back what it holds; the id stays unanswered, as the
         // process is ending.
@@ -131,7 +130,6 @@ pub(super) fn spawn(
             // A closed writer means the output is gone: nobody can read the answer.
             let _ = queue_line(&out, &shared, line);
         }
-    }
-        .instrument(span),
-    );
+    };
+    tokio::spawn(work.instrument(span));
 }
