@@ -106,10 +106,43 @@ impl CorrelationId {
 /// A short id unique to this call: a per-process random prefix (so ids from two runs of
 /// the server do not collide in one log store) and the call's sequence number.
 pub(crate) fn correlation_id(call_number: u64) -> String {
-    static PREFIX: OnceLock<u32> = OnceLock::new();
-    // `RandomState` is seeded randomly per process: no extra dependency for a nonce.
-    let prefix = PREFIX.get_or_init(|| RandomState::new().hash_one(std::process::id()) as u32);
-    format!("{prefix:08x}-{call_number}")
+    CorrelationText::new(call_number).as_str().to_owned()
+}
+
+/// A correlation id's text on the stack: the log's writer thread writes one for every
+/// call, and an allocation each was a sixth of its work.
+pub(crate) struct CorrelationText {
+    /// The prefix (8 hex digits and `-`) and at most 20 decimal digits.
+    bytes: [u8; PREFIX_LEN + 20],
+    len: usize,
+}
+
+/// `0123abcd-`.
+const PREFIX_LEN: usize = 9;
+
+impl CorrelationText {
+    pub(crate) fn new(call_number: u64) -> Self {
+        static PREFIX: OnceLock<[u8; PREFIX_LEN]> = OnceLock::new();
+        let prefix = PREFIX.get_or_init(|| {
+            // `RandomState` is seeded randomly per process: no extra dependency for a nonce.
+            let nonce = RandomState::new().hash_one(std::process::id()) as u32;
+            let mut prefix = [b'-'; PREFIX_LEN];
+            prefix[..8].copy_from_slice(format!("{nonce:08x}").as_bytes());
+            prefix
+        });
+        let mut bytes = [0; PREFIX_LEN + 20];
+        bytes[..PREFIX_LEN].copy_from_slice(prefix);
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(call_number).as_bytes();
+        let len = PREFIX_LEN + digits.len();
+        bytes[PREFIX_LEN..len].copy_from_slice(digits);
+        Self { bytes, len }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        // ASCII by construction.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
 }
 
 #[cfg(test)]
@@ -132,5 +165,12 @@ mod tests {
     fn correlation_ids_differ_per_call() {
         assert_ne!(correlation_id(1), correlation_id(2));
         assert!(correlation_id(3).ends_with("-3"));
+        let (prefix, number) = correlation_id(u64::MAX)
+            .split_once('-')
+            .map(|(prefix, number)| (prefix.to_owned(), number.to_owned()))
+            .expect("a dash");
+        assert_eq!(number, u64::MAX.to_string());
+        assert!(prefix.len() == 8 && prefix.bytes().all(|byte| byte.is_ascii_hexdigit()));
+        assert_eq!(correlation_id(0), format!("{prefix}-0"));
     }
 }

@@ -41,6 +41,19 @@ impl fmt::Display for LoggedArgs<'_> {
     }
 }
 
+impl LoggedArgs<'_> {
+    /// Appends the same JSON text to `out`: serde_json straight into bytes, without the
+    /// `fmt` machinery between them (the log's writer thread renders every call's this way).
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let shown = Shown {
+            value: self.args,
+            depth: 0,
+            redactor: self.redactor,
+        };
+        serde_json::to_writer(out, &shown)
+    }
+}
+
 /// One value of the arguments at a depth, serialized under the rules.
 struct Shown<'a> {
     value: &'a Value,
@@ -205,11 +218,19 @@ mod tests {
             json!({"k".repeat(300): 1, "k".repeat(301): 2}),
             json!({"x".repeat(300): 1, "x".repeat(300) + "y": 2}),
         ] {
+            let mut bytes = Vec::new();
+            LoggedArgs {
+                args: &args,
+                redactor: &redactor,
+            }
+            .write_json(&mut bytes)
+            .expect("written to a Vec");
             assert_eq!(
                 logged(&args, &redactor),
                 shrink(&args, 0, &redactor).to_string(),
                 "{args}"
             );
+            assert_eq!(bytes, logged(&args, &redactor).as_bytes(), "{args}");
         }
     }
 

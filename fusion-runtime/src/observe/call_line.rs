@@ -10,11 +10,10 @@
 
 use std::time::SystemTime;
 
-use serde::{Serializer as _, ser::SerializeMap as _};
 use serde_json::Value;
 
 use super::{args::LoggedArgs, clock::Clock, redact::Redactor};
-use crate::failure::panic::CorrelationId;
+use crate::failure::panic::CorrelationText;
 
 /// The `tracing` target of per-call events (public as `log::CALL_TARGET`).
 pub(crate) const TARGET: &str = "fusion::call";
@@ -40,62 +39,81 @@ pub(crate) struct CallLine {
     pub(crate) redactor: Redactor,
 }
 
+/// What the writer keeps between lines: the timestamp cache and the buffer the arguments
+/// are rendered into before they are escaped as one string.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub(crate) clock: Clock,
+    args: Vec<u8>,
+}
+
 impl CallLine {
     /// Appends the line and its newline to `out`, as `json::write_line` writes the event.
-    pub(crate) fn write(&self, out: &mut Vec<u8>, clock: &mut Clock) {
+    pub(crate) fn write(&self, out: &mut Vec<u8>, scratch: &mut Scratch) {
         let start = out.len();
-        if self.write_json(out, clock).is_ok() {
+        if self.write_json(out, scratch).is_ok() {
             out.push(b'\n');
         } else {
             // Cannot happen when writing to a `Vec`; never leave half a line.
             out.truncate(start);
         }
+        if scratch.args.capacity() > MAX_KEPT_ARGS {
+            scratch.args = Vec::new();
+        }
     }
 
-    fn write_json(&self, out: &mut Vec<u8>, clock: &mut Clock) -> Result<(), serde_json::Error> {
-        let mut serializer = serde_json::Serializer::new(&mut *out);
-        let mut line = serializer.serialize_map(None)?;
-        line.serialize_entry("timestamp", clock.now(self.at))?;
-        line.serialize_entry("level", self.level.as_str())?;
-        line.serialize_entry("fields", &Fields(self))?;
-        line.serialize_entry("target", TARGET)?;
-        line.end()
+    /// The members in the order the `tracing` event has them. The keys are fixed ASCII
+    /// and written as they are; every value goes through serde_json, which escapes it.
+    fn write_json(&self, out: &mut Vec<u8>, scratch: &mut Scratch) -> serde_json::Result<()> {
+        out.extend_from_slice(br#"{"timestamp":"#);
+        string(out, scratch.clock.now(self.at))?;
+        out.extend_from_slice(br#","level":"#);
+        string(out, self.level.as_str())?;
+        out.extend_from_slice(br#","fields":{"message":"#);
+        string(out, SUCCEEDED)?;
+        out.extend_from_slice(br#","tool":"#);
+        string(out, &self.tool)?;
+        out.extend_from_slice(br#","action":"#);
+        string(out, &self.action)?;
+        out.extend_from_slice(br#","request_id":"#);
+        string(out, &self.request_id)?;
+        out.extend_from_slice(br#","caller":"#);
+        string(out, &self.caller)?;
+        out.extend_from_slice(br#","correlation_id":"#);
+        string(out, CorrelationText::new(self.correlation).as_str())?;
+        out.extend_from_slice(br#","latency_us":"#);
+        number(out, self.latency_us);
+        out.extend_from_slice(br#","outcome":"#);
+        string(out, self.outcome)?;
+        out.extend_from_slice(br#","attempts":"#);
+        number(out, u64::from(self.attempts));
+        // As tracing-serde records a `%value` field: its `Display`, as a string. Rendered
+        // whole first, then escaped in one pass.
+        out.extend_from_slice(br#","arguments":"#);
+        scratch.args.clear();
+        LoggedArgs {
+            args: &self.args,
+            redactor: &self.redactor,
+        }
+        .write_json(&mut scratch.args)?;
+        let rendered = std::str::from_utf8(&scratch.args).map_err(serde::ser::Error::custom)?;
+        string(out, rendered)?;
+        out.extend_from_slice(br#"},"target":"#);
+        string(out, TARGET)?;
+        out.push(b'}');
+        Ok(())
     }
 }
 
-/// The `fields` object, in the order the `tracing` event records them.
-struct Fields<'a>(&'a CallLine);
+/// The most the arguments' buffer keeps between lines (a huge call's rendering is not
+/// held for the life of the process).
+const MAX_KEPT_ARGS: usize = 64 << 10;
 
-impl serde::Serialize for Fields<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let line = self.0;
-        let mut fields = serializer.serialize_map(None)?;
-        fields.serialize_entry("message", SUCCEEDED)?;
-        fields.serialize_entry("tool", &line.tool)?;
-        fields.serialize_entry("action", &line.action)?;
-        fields.serialize_entry("request_id", &line.request_id)?;
-        fields.serialize_entry("caller", &line.caller)?;
-        fields.serialize_entry(
-            "correlation_id",
-            CorrelationId::new(line.correlation).as_str(),
-        )?;
-        fields.serialize_entry("latency_us", &line.latency_us)?;
-        fields.serialize_entry("outcome", line.outcome)?;
-        fields.serialize_entry("attempts", &u64::from(line.attempts))?;
-        // As tracing-serde records a `%value` field: its `Display`, as a string.
-        fields.serialize_entry("arguments", &Rendered(&line.args, &line.redactor))?;
-        fields.end()
-    }
+/// `text` as a JSON string, escaped by serde_json.
+fn string(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+    serde_json::to_writer(out, text)
 }
 
-/// The arguments as the log shows them, as one JSON string.
-struct Rendered<'a>(&'a Value, &'a Redactor);
-
-impl serde::Serialize for Rendered<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&LoggedArgs {
-            args: self.0,
-            redactor: self.1,
-        })
-    }
+fn number(out: &mut Vec<u8>, number: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
 }

@@ -17,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{call_line::CallLine, clock::Clock};
+use super::call_line::{CallLine, Scratch};
 
 /// How often a busy writer looks for new lines: the most a line waits in a busy server.
 const TICK: Duration = Duration::from_millis(2);
@@ -95,7 +95,7 @@ impl Sink {
     pub(crate) fn push_call(&self, call: CallLine) {
         let Some(mut state) = self.room_for_more() else {
             let mut line = Vec::new();
-            call.write(&mut line, &mut Clock::default());
+            call.write(&mut line, &mut Scratch::default());
             return self.write_now(&line);
         };
         let at = state.pending.len();
@@ -167,7 +167,7 @@ impl Sink {
         let mut batch = Vec::new();
         let mut calls = Vec::new();
         let mut text = Vec::new();
-        let mut clock = Clock::default();
+        let mut scratch = Scratch::default();
         loop {
             let mut state = lock(&self.state);
             if state.is_empty() && !state.closing {
@@ -204,7 +204,7 @@ impl Sink {
                 let mut copied = 0;
                 for (at, call) in &calls {
                     text.extend_from_slice(&batch[copied..*at]);
-                    call.write(&mut text, &mut clock);
+                    call.write(&mut text, &mut scratch);
                     copied = *at;
                 }
                 text.extend_from_slice(&batch[copied..]);
