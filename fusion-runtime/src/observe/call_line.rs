@@ -1,14 +1,17 @@
-//! The event of a successful call, handed to the log's writer thread whole and written
-//! there: the caller only moves the call's values into it.
+//! The event of a successful call, queued as its text and numbers and written as a JSON
+//! line by the log's writer thread.
 //!
-//! Why: formatting the line (the arguments rendered, redacted and escaped; the timestamp;
-//! every field) was most of what the call log cost the runtime's thread. A success is
-//! nearly every call, and its line needs nothing that lives only on that thread. The
-//! line is byte for byte what the `tracing` path writes (`tests/call_log_format.rs`
-//! compares both with lines captured before), and it is used only where that path would
-//! have gone to fusion's own JSON layer (`log::defer_success` says when).
+//! Why: formatting the line (the escaping, the timestamp, every field) was most of what
+//! the call log cost the runtime's thread, and a success is nearly every call. The caller
+//! copies the line's text (the names, and the arguments rendered under the log's rules)
+//! into the sink's text buffer, next to the lines queued before it: no allocation a call,
+//! nothing of the call's own memory kept past it (so nothing for another thread to free).
+//! The writer escapes and frames it. The line is byte for byte what the `tracing` path
+//! writes (`tests/call_log_format.rs` compares both with lines captured before), and it is
+//! used only where that path would have gone to fusion's own JSON layer
+//! (`log::defer_success` says when).
 
-use std::time::SystemTime;
+use std::{ops::Range, time::SystemTime};
 
 use serde_json::Value;
 
@@ -21,64 +24,115 @@ pub(crate) const TARGET: &str = "fusion::call";
 /// The message of a successful call's event.
 pub(crate) const SUCCEEDED: &str = "tool call succeeded";
 
-/// Everything a successful call's line says, owned.
-pub(crate) struct CallLine {
+/// What a successful call's line says, as the call has it.
+pub(crate) struct CallLine<'a> {
     pub(crate) level: tracing::Level,
     pub(crate) at: SystemTime,
-    /// The tool's, action's and caller's names, already cut (`echo::name`).
-    pub(crate) tool: String,
-    pub(crate) action: String,
-    pub(crate) request_id: String,
-    pub(crate) caller: String,
+    pub(crate) tool: &'a str,
+    pub(crate) action: &'a str,
+    pub(crate) request_id: &'a str,
+    pub(crate) caller: &'a str,
     pub(crate) correlation: u64,
     pub(crate) latency_us: u64,
     pub(crate) outcome: &'static str,
     pub(crate) attempts: u32,
-    /// The call's arguments, rendered (cut and redacted) while the line is written.
-    pub(crate) args: Value,
-    pub(crate) redactor: Redactor,
+    pub(crate) args: &'a Value,
+    pub(crate) redactor: &'a Redactor,
 }
 
-/// What the writer keeps between lines: the timestamp cache and the buffer the arguments
-/// are rendered into before they are escaped as one string.
-#[derive(Default)]
-pub(crate) struct Scratch {
-    pub(crate) clock: Clock,
-    args: Vec<u8>,
+/// A call line in the queue: its numbers, and where its texts are in the queue's text
+/// buffer (raw: escaped when written).
+pub(crate) struct Queued {
+    level: tracing::Level,
+    at: SystemTime,
+    correlation: u64,
+    latency_us: u64,
+    outcome: &'static str,
+    attempts: u32,
+    tool: Range<usize>,
+    action: Range<usize>,
+    request_id: Range<usize>,
+    caller: Range<usize>,
+    /// The arguments' JSON, cut and redacted, to be written as one string.
+    args: Range<usize>,
 }
 
-impl CallLine {
-    /// Appends the line and its newline to `out`, as `json::write_line` writes the event.
-    pub(crate) fn write(&self, out: &mut Vec<u8>, scratch: &mut Scratch) {
+/// About what a queued line adds to its texts once written (its keys, numbers and
+/// timestamp): what it counts for against the sink's limit.
+pub(crate) const FRAME_BYTES: usize = 256;
+
+impl Queued {
+    /// Copies `line`'s texts to the end of `text` (the names cut as the log cuts them).
+    pub(crate) fn store(line: &CallLine<'_>, text: &mut Vec<u8>) -> Self {
+        let tool = push(text, &crate::echo::name(line.tool));
+        let action = push(text, &crate::echo::name(line.action));
+        // An id is the client's and shown whole, as the `tracing` path shows it.
+        let request_id = push(text, line.request_id);
+        let caller = push(text, &crate::echo::name(line.caller));
+        let start = text.len();
+        let rendered = LoggedArgs {
+            args: line.args,
+            redactor: line.redactor,
+        }
+        .write_json(text);
+        if rendered.is_err() {
+            // Cannot happen when writing to a `Vec`; never keep half a rendering.
+            text.truncate(start);
+        }
+        Self {
+            level: line.level,
+            at: line.at,
+            correlation: line.correlation,
+            latency_us: line.latency_us,
+            outcome: line.outcome,
+            attempts: line.attempts,
+            tool,
+            action,
+            request_id,
+            caller,
+            args: start..text.len(),
+        }
+    }
+
+    /// Appends the line and its newline to `out`, as `json::write_line` writes the event;
+    /// `text` is the buffer [`Queued::store`] wrote to.
+    pub(crate) fn write(&self, text: &[u8], out: &mut Vec<u8>, clock: &mut Clock) {
         let start = out.len();
-        if self.write_json(out, scratch).is_ok() {
+        if self.write_json(text, out, clock).is_ok() {
             out.push(b'\n');
         } else {
-            // Cannot happen when writing to a `Vec`; never leave half a line.
+            // Only if `text` is not the buffer the line was stored in; never half a line.
             out.truncate(start);
-        }
-        if scratch.args.capacity() > MAX_KEPT_ARGS {
-            scratch.args = Vec::new();
         }
     }
 
     /// The members in the order the `tracing` event has them. The keys are fixed ASCII
     /// and written as they are; every value goes through serde_json, which escapes it.
-    fn write_json(&self, out: &mut Vec<u8>, scratch: &mut Scratch) -> serde_json::Result<()> {
+    fn write_json(
+        &self,
+        text: &[u8],
+        out: &mut Vec<u8>,
+        clock: &mut Clock,
+    ) -> serde_json::Result<()> {
+        let part = |range: &Range<usize>| {
+            text.get(range.clone())
+                .ok_or_else(|| serde::ser::Error::custom("a call line's text is missing"))
+                .and_then(|bytes| std::str::from_utf8(bytes).map_err(serde::ser::Error::custom))
+        };
         out.extend_from_slice(br#"{"timestamp":"#);
-        string(out, scratch.clock.now(self.at))?;
+        string(out, clock.now(self.at))?;
         out.extend_from_slice(br#","level":"#);
         string(out, self.level.as_str())?;
         out.extend_from_slice(br#","fields":{"message":"#);
         string(out, SUCCEEDED)?;
         out.extend_from_slice(br#","tool":"#);
-        string(out, &self.tool)?;
+        string(out, part(&self.tool)?)?;
         out.extend_from_slice(br#","action":"#);
-        string(out, &self.action)?;
+        string(out, part(&self.action)?)?;
         out.extend_from_slice(br#","request_id":"#);
-        string(out, &self.request_id)?;
+        string(out, part(&self.request_id)?)?;
         out.extend_from_slice(br#","caller":"#);
-        string(out, &self.caller)?;
+        string(out, part(&self.caller)?)?;
         out.extend_from_slice(br#","correlation_id":"#);
         string(out, CorrelationText::new(self.correlation).as_str())?;
         out.extend_from_slice(br#","latency_us":"#);
@@ -87,17 +141,9 @@ impl CallLine {
         string(out, self.outcome)?;
         out.extend_from_slice(br#","attempts":"#);
         number(out, u64::from(self.attempts));
-        // As tracing-serde records a `%value` field: its `Display`, as a string. Rendered
-        // whole first, then escaped in one pass.
+        // As tracing-serde records a `%value` field: its `Display`, as a string.
         out.extend_from_slice(br#","arguments":"#);
-        scratch.args.clear();
-        LoggedArgs {
-            args: &self.args,
-            redactor: &self.redactor,
-        }
-        .write_json(&mut scratch.args)?;
-        let rendered = std::str::from_utf8(&scratch.args).map_err(serde::ser::Error::custom)?;
-        string(out, rendered)?;
+        string(out, part(&self.args)?)?;
         out.extend_from_slice(br#"},"target":"#);
         string(out, TARGET)?;
         out.push(b'}');
@@ -105,9 +151,12 @@ impl CallLine {
     }
 }
 
-/// The most the arguments' buffer keeps between lines (a huge call's rendering is not
-/// held for the life of the process).
-const MAX_KEPT_ARGS: usize = 64 << 10;
+/// Appends `value` to `text`; where it went.
+fn push(text: &mut Vec<u8>, value: &str) -> Range<usize> {
+    let start = text.len();
+    text.extend_from_slice(value.as_bytes());
+    start..text.len()
+}
 
 /// `text` as a JSON string, escaped by serde_json.
 fn string(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {

@@ -122,15 +122,12 @@ pub(crate) struct Success<'a> {
     pub(crate) level: tracing::Level,
 }
 
-/// The event of a successful call, handed to the log's writer thread, which formats it
-/// (`call_line.rs`); `take` gives up the call's arguments and redactor to it. `false`
-/// when the event is not fusion's JSON layer's to write (a program's own subscriber, a
-/// scoped one, an event inside a span): the caller then emits it through `tracing`
-/// ([`call_event`]), as before. `true` also when nobody listens (nothing to write).
-pub(crate) fn defer_success(
-    success: &Success<'_>,
-    take: impl FnOnce() -> (Value, Redactor),
-) -> bool {
+/// The event of a successful call, queued for the log's writer thread, which formats it
+/// (`call_line.rs`). `false` when the event is not fusion's JSON layer's to write (a
+/// program's own subscriber, a scoped one, an event inside a span): the caller then emits
+/// it through `tracing` ([`call_event`]), as before. `true` also when nobody listens
+/// (nothing to write).
+pub(crate) fn defer_success(success: &Success<'_>, args: &Value, redactor: &Redactor) -> bool {
     let Some(sink) = SINK.get() else {
         return false;
     };
@@ -144,14 +141,13 @@ pub(crate) fn defer_success(
     if !own {
         return false;
     }
-    let (args, redactor) = take();
-    sink.push_call(super::call_line::CallLine {
+    sink.push_call(&super::call_line::CallLine {
         level: success.level,
         at: std::time::SystemTime::now(),
-        tool: crate::echo::name(success.tool).into_owned(),
-        action: crate::echo::name(success.action.unwrap_or("")).into_owned(),
-        request_id: success.request_id.unwrap_or("").to_owned(),
-        caller: crate::echo::name(success.caller.unwrap_or("")).into_owned(),
+        tool: success.tool,
+        action: success.action.unwrap_or(""),
+        request_id: success.request_id.unwrap_or(""),
+        caller: success.caller.unwrap_or(""),
         correlation: success.correlation,
         latency_us: u64::try_from(success.latency.as_micros()).unwrap_or(u64::MAX),
         outcome: success.outcome,

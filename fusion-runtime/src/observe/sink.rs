@@ -17,7 +17,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::call_line::{CallLine, Scratch};
+use super::{
+    call_line::{self, CallLine, Queued},
+    clock::Clock,
+};
 
 /// How often a busy writer looks for new lines: the most a line waits in a busy server.
 const TICK: Duration = Duration::from_millis(2);
@@ -37,19 +40,14 @@ pub(crate) struct Sink {
     output: Mutex<Option<Box<dyn Write + Send>>>,
 }
 
-/// What a queued call line counts for against [`PENDING_LIMIT`]: about its size.
-const CALL_LINE_BYTES: usize = 256;
-
 #[derive(Default)]
 struct State {
     pending: Vec<u8>,
     /// Successful calls' lines, still to be formatted, each with the length `pending` had
     /// when it came: where it goes among the other lines.
-    calls: Vec<(usize, CallLine)>,
-    /// Call lines already written, handed back for a caller to drop: their memory (the
-    /// arguments above all) was allocated by the calls' threads, and freeing it there
-    /// keeps the writer from contending for that thread's allocator arena.
-    spent: Vec<(usize, CallLine)>,
+    calls: Vec<(usize, Queued)>,
+    /// The texts of `calls` (names, rendered arguments), one after the other.
+    call_text: Vec<u8>,
     /// The writer waits for a line: the next caller wakes it.
     writer_idle: bool,
     /// No new batch will be taken: the writer drains what is there and stops.
@@ -91,19 +89,19 @@ impl Sink {
     }
 
     /// Queues a successful call's line, formatted by the writer thread (or at once, here,
-    /// once the writer has stopped).
-    pub(crate) fn push_call(&self, call: CallLine) {
+    /// once the writer has stopped). Only its text is copied here, into the queue.
+    pub(crate) fn push_call(&self, call: &CallLine<'_>) {
         let Some(mut state) = self.room_for_more() else {
+            let mut text = Vec::new();
+            let queued = Queued::store(call, &mut text);
             let mut line = Vec::new();
-            call.write(&mut line, &mut Scratch::default());
+            queued.write(&text, &mut line, &mut Clock::default());
             return self.write_now(&line);
         };
         let at = state.pending.len();
-        state.calls.push((at, call));
+        let queued = Queued::store(call, &mut state.call_text);
+        state.calls.push((at, queued));
         self.woken(&mut state);
-        let spent = std::mem::take(&mut state.spent);
-        drop(state);
-        drop(spent);
     }
 
     /// The queue, once there is room in it; `None` once the writer has stopped.
@@ -166,8 +164,9 @@ impl Sink {
     fn write_batches(&self, mut output: Box<dyn Write + Send>) {
         let mut batch = Vec::new();
         let mut calls = Vec::new();
+        let mut call_text = Vec::new();
         let mut text = Vec::new();
-        let mut scratch = Scratch::default();
+        let mut clock = Clock::default();
         loop {
             let mut state = lock(&self.state);
             if state.is_empty() && !state.closing {
@@ -194,6 +193,7 @@ impl Sink {
             }
             std::mem::swap(&mut batch, &mut state.pending);
             std::mem::swap(&mut calls, &mut state.calls);
+            std::mem::swap(&mut call_text, &mut state.call_text);
             self.room.notify_all();
             drop(state);
             let written = if calls.is_empty() {
@@ -204,7 +204,7 @@ impl Sink {
                 let mut copied = 0;
                 for (at, call) in &calls {
                     text.extend_from_slice(&batch[copied..*at]);
-                    call.write(&mut text, &mut scratch);
+                    call.write(&call_text, &mut text, &mut clock);
                     copied = *at;
                 }
                 text.extend_from_slice(&batch[copied..]);
@@ -213,17 +213,13 @@ impl Sink {
             // A failed stderr loses these lines; there is nowhere else to say so.
             let _ = output.write_all(written).and_then(|()| output.flush());
             batch.clear();
-            if !calls.is_empty() {
-                let mut state = lock(&self.state);
-                if state.spent.is_empty() {
-                    std::mem::swap(&mut state.spent, &mut calls);
-                }
-                drop(state);
-                // What no caller took since the last batch is dropped here.
-                calls.clear();
-            }
+            calls.clear();
+            call_text.clear();
             if text.capacity() > 2 * PENDING_LIMIT {
                 text = Vec::new();
+            }
+            if call_text.capacity() > 2 * PENDING_LIMIT {
+                call_text.shrink_to(PENDING_LIMIT);
             }
             if batch.capacity() > 2 * PENDING_LIMIT {
                 // One huge line grew the buffer: give the memory back.
@@ -240,7 +236,7 @@ impl State {
 
     /// About the bytes waiting.
     fn queued(&self) -> usize {
-        self.pending.len() + self.calls.len() * CALL_LINE_BYTES
+        self.pending.len() + self.call_text.len() + self.calls.len() * call_line::FRAME_BYTES
     }
 }
 
@@ -326,20 +322,24 @@ mod tests {
         }
     }
 
-    fn call(request_id: &str) -> CallLine {
+    fn call<'a>(
+        request_id: &'a str,
+        args: &'a serde_json::Value,
+        redactor: &'a super::super::redact::Redactor,
+    ) -> CallLine<'a> {
         CallLine {
             level: tracing::Level::INFO,
             at: std::time::SystemTime::now(),
-            tool: "echo".into(),
-            action: String::new(),
-            request_id: request_id.into(),
-            caller: String::new(),
+            tool: "echo",
+            action: "",
+            request_id,
+            caller: "",
             correlation: 1,
             latency_us: 3,
             outcome: "ok",
             attempts: 1,
-            args: serde_json::json!({"text": "hi \"there\""}),
-            redactor: super::super::redact::Redactor::default(),
+            args,
+            redactor,
         }
     }
 
@@ -347,12 +347,14 @@ mod tests {
     fn call_lines_are_formatted_in_their_place_among_the_others() {
         let out = Shared::default();
         let sink = Sink::start(Box::new(out.clone()));
+        let args = serde_json::json!({"text": "hi \"there\""});
+        let redactor = super::super::redact::Redactor::default();
         for n in 0..1_000 {
             sink.push(format!("line {n}\n").as_bytes());
-            sink.push_call(call(&n.to_string()));
+            sink.push_call(&call(&n.to_string(), &args, &redactor));
         }
         sink.close(Duration::from_secs(10));
-        sink.push_call(call("after close"));
+        sink.push_call(&call("after close", &args, &redactor));
         let text = String::from_utf8(lock(&out.0).clone()).expect("UTF-8");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2_001);

@@ -19,8 +19,7 @@ pub(super) struct CallLog<'a> {
     pub(super) action: Option<&'a str>,
     pub(super) request_id: Option<&'a str>,
     pub(super) caller: Option<&'a str>,
-    /// The call's arguments, owned here so that a success's line can take them to the
-    /// log's writer thread instead of copying them (`log::defer_success`).
+    /// The call's arguments, owned by the log guard for the length of the call.
     pub(super) args: Value,
     pub(super) correlation_id: &'a recover::CorrelationId,
     pub(super) redactor: Redactor,
@@ -53,14 +52,7 @@ impl CallLog<'_> {
                 attempts,
                 level: self.ok_level,
             };
-            // After a success nothing reads the arguments or the redactor again.
-            let take = || {
-                (
-                    std::mem::take(&mut self.args),
-                    std::mem::take(&mut self.redactor),
-                )
-            };
-            if crate::log::defer_success(&success, take) {
+            if crate::log::defer_success(&success, &self.args, &self.redactor) {
                 return latency;
             }
         }
