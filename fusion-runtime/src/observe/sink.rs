@@ -1,10 +1,11 @@
 //! Where the JSON log's lines go: a buffer that a writer thread empties in batches.
 //!
-//! A call appends its line to one shared buffer (a copy under a mutex, no allocation once
-//! the buffer has grown) and goes on; the writer thread swaps the buffer for an empty one
-//! and writes everything that came meanwhile with one `write`. While lines keep coming it
-//! looks for them every couple of milliseconds; it is woken only after it went idle, so a
-//! busy server pays no wake-up a line. A slow stderr (a full pipe, a terminal)
+//! A call appends its line (or, for a successful call, the line's text: `call_line.rs`)
+//! to one shared buffer (a copy under a mutex, no allocation once the buffer has grown)
+//! and goes on; the writer thread swaps the buffer for an empty one and writes everything
+//! that came meanwhile with one `write`. While lines keep coming it takes them every
+//! couple of milliseconds; it is woken only after it went idle or when a large batch
+//! waits, so a busy server pays no wake-up a line. A slow stderr (a full pipe, a terminal)
 //! never holds up a call until [`PENDING_LIMIT`] bytes wait; then the caller blocks rather
 //! than drop a line (a lost fatal event is worse than a slow call).
 //!
@@ -28,6 +29,9 @@ const TICK: Duration = Duration::from_millis(2);
 /// The bytes that may wait for the writer before a caller blocks: about 600 call events,
 /// and the most one `write` carries.
 const PENDING_LIMIT: usize = 256 << 10;
+
+/// The bytes past which the writer takes a batch at once instead of at its tick.
+const WAKE_AT: usize = PENDING_LIMIT / 4;
 
 /// The output of the JSON log, shared by every thread that logs.
 pub(crate) struct Sink {
@@ -84,8 +88,9 @@ impl Sink {
         let Some(mut state) = self.room_for_more() else {
             return self.write_now(line);
         };
+        let queued_before = state.queued();
         state.pending.extend_from_slice(line);
-        self.woken(&mut state);
+        self.woken(&mut state, queued_before);
     }
 
     /// Queues a successful call's line, formatted by the writer thread (or at once, here,
@@ -98,10 +103,11 @@ impl Sink {
             queued.write(&text, &mut line, &mut Clock::default());
             return self.write_now(&line);
         };
+        let queued_before = state.queued();
         let at = state.pending.len();
         let queued = Queued::store(call, &mut state.call_text);
         state.calls.push((at, queued));
-        self.woken(&mut state);
+        self.woken(&mut state, queued_before);
     }
 
     /// The queue, once there is room in it; `None` once the writer has stopped.
@@ -118,10 +124,12 @@ impl Sink {
         (!state.finished).then_some(state)
     }
 
-    /// Wakes the writer if it went idle.
-    fn woken(&self, state: &mut State) {
+    /// Wakes the writer if it went idle, or once the queue has grown to [`WAKE_AT`].
+    fn woken(&self, state: &mut State, queued_before: usize) {
         if state.writer_idle {
             state.writer_idle = false;
+            self.wake.notify_one();
+        } else if queued_before < WAKE_AT && state.queued() >= WAKE_AT {
             self.wake.notify_one();
         }
     }
@@ -157,10 +165,12 @@ impl Sink {
 
     /// The writer thread: takes everything queued, writes it with one call, repeats.
     ///
-    /// While lines keep coming it looks for them every [`TICK`] instead of being woken for
-    /// each (a wake-up is a system call for the caller, and at 100k calls a second it was
-    /// most of the log's cost); after a tick with nothing new it sleeps until the next line
-    /// wakes it.
+    /// While lines keep coming it takes them once every [`TICK`], not as they come: a
+    /// wake-up is a system call for the caller, and a write a few lines long is one for
+    /// the writer (taking whatever came during the last write made batches of a handful
+    /// of lines at 100k calls a second, and the writer's wake-ups and writes most of the
+    /// log's cost). A batch past [`WAKE_AT`] bytes is taken at once. After a tick with
+    /// nothing new the writer sleeps until the next line wakes it.
     fn write_batches(&self, mut output: Box<dyn Write + Send>) {
         let mut batch = Vec::new();
         let mut calls = Vec::new();
@@ -169,19 +179,25 @@ impl Sink {
         let mut clock = Clock::default();
         loop {
             let mut state = lock(&self.state);
-            if state.is_empty() && !state.closing {
+            while !state.closing && state.queued() < WAKE_AT {
+                if state.is_empty() {
+                    state.writer_idle = true;
+                    state = self
+                        .wake
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if state.is_empty() {
+                        continue;
+                    }
+                }
+                // Lines are waiting: let the rest of the tick's come too.
+                state.writer_idle = false;
                 state = self
                     .wake
                     .wait_timeout(state, TICK)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
-            }
-            while state.is_empty() && !state.closing {
-                state.writer_idle = true;
-                state = self
-                    .wake
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner);
+                break;
             }
             state.writer_idle = false;
             if state.is_empty() {
