@@ -44,8 +44,11 @@ impl<C: Send + Sync + 'static> Server<C> {
     ) -> Result<CallToolResponse, ErrorData> {
         let current = is_current(&context);
         let tasking = self.inner.tasks.tasking(&request.name);
-        let capabilities = context.client_capabilities().unwrap_or_default();
-        let declared_tasks = capabilities.supports_tasks();
+        // The client's capabilities are a copy: only made for a tool that runs as a task.
+        let declared_tasks = tasking.is_some()
+            && context
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.supports_tasks());
         if tasking.is_some_and(|tasking| tasking.is_required()) && !declared_tasks {
             return Err(ErrorData::missing_required_client_capability(
                 ClientCapabilities::builder().enable_tasks().build(),

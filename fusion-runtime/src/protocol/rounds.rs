@@ -24,9 +24,17 @@ use crate::{
 
 /// Whether a request speaks the 2026-07-28 revision or a later one.
 pub(crate) fn is_current(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+    // As `RequestContext::protocol_version` decides, without copying the session's
+    // version (its text is owned: a copy is an allocation, on every call).
+    let current =
+        |version: &ProtocolVersion| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+    match context.meta.protocol_version() {
+        Some(version) => current(&version),
+        None => context
+            .peer
+            .peer_info()
+            .is_some_and(|info| current(&info.protocol_version)),
+    }
 }
 
 /// The handler's [`Call`] for a request served to a connected client, cancelled by

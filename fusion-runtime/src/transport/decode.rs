@@ -96,6 +96,14 @@ pub(crate) fn decode_line(line: &[u8]) -> Decoded {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Decoded::Ignore("blank line");
     }
+    if let Some(call) = decode_tool_call_in_one_pass(line) {
+        return call;
+    }
+    decode_by_envelope(line)
+}
+
+/// Any message: its envelope first, then `tools/call`'s params or rmcp's general parse.
+fn decode_by_envelope(line: &[u8]) -> Decoded {
     let envelope = match serde_json::from_slice::<Envelope<'_>>(line) {
         Ok(envelope) => envelope,
         Err(error) => return Decoded::Reply(envelope_error(line, &error)),
@@ -214,6 +222,32 @@ fn decode_tool_call(envelope: &Envelope<'_>) -> Decoded {
         Err(error) => return invalid_params(id, describe(&error)),
     };
     let literals = number_literals(params_text.get(), params.arguments.as_ref());
+    tool_call_message(id, params, literals)
+}
+
+/// The common case, read in one pass: a `tools/call` whose `method` comes before its
+/// `params` (the order clients write), the params decoded as they are read instead of
+/// skipped and read again. `None` for anything else and for whatever the general way
+/// might answer otherwise (any error, an id that does not fit, a float in the arguments
+/// whose literal must be recorded): `decode_line` then takes the envelope first, which
+/// answers it. A unit test holds both ways to the same messages.
+fn decode_tool_call_in_one_pass(line: &[u8]) -> Option<Decoded> {
+    let call = serde_json::from_slice::<OnePass<'_>>(line).ok()?;
+    let arguments = call.params.arguments.as_ref();
+    if arguments.is_some_and(|arguments| arguments.values().any(literal::has_float)) {
+        return None;
+    }
+    let id = read_id(call.id).ok()?;
+    Some(tool_call_message(
+        id,
+        call.params,
+        NumberLiterals::default(),
+    ))
+}
+
+/// The message of a decoded `tools/call`, `_meta` in the request's extensions as rmcp's
+/// own deserializer puts it.
+fn tool_call_message(id: RequestId, params: ToolCallParams, literals: NumberLiterals) -> Decoded {
     let mut meta = params.meta;
     match meta.as_mut() {
         Some(meta) => literals.store_in(meta),
@@ -277,6 +311,63 @@ struct ToolCallParams {
 
 fn read_id(raw: &RawValue) -> Result<RequestId, ()> {
     serde_json::from_str(raw.get()).map_err(|_| ())
+}
+
+/// A `tools/call` request read in one pass (see [`decode_tool_call_in_one_pass`]); any
+/// other message is an error here.
+struct OnePass<'a> {
+    id: &'a RawValue,
+    params: ToolCallParams,
+}
+
+impl<'de> Deserialize<'de> for OnePass<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OnePassVisitor;
+        impl<'de> Visitor<'de> for OnePassVisitor {
+            type Value = OnePass<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a tools/call request")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OnePass<'de>, A::Error> {
+                use serde::de::Error as _;
+                let not_this_way = || A::Error::custom("not a tools/call read in one pass");
+                let (mut jsonrpc, mut method) = (false, false);
+                let (mut id, mut params) = (None, None);
+                while let Some(member) = map.next_key::<Member>()? {
+                    match member {
+                        Member::Jsonrpc if !jsonrpc => {
+                            let value: &RawValue = map.next_value()?;
+                            jsonrpc = value.get() == "\"2.0\"";
+                            if !jsonrpc {
+                                return Err(not_this_way());
+                            }
+                        }
+                        Member::Id if id.is_none() => id = Some(map.next_value()?),
+                        Member::Method if !method => {
+                            let value: &RawValue = map.next_value()?;
+                            method = value.get() == "\"tools/call\"";
+                            if !method {
+                                return Err(not_this_way());
+                            }
+                        }
+                        Member::Params if method && params.is_none() => {
+                            params = Some(map.next_value::<ToolCallParams>()?);
+                        }
+                        Member::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                        // A member twice, `params` before `method`, a result or an error.
+                        _ => return Err(not_this_way()),
+                    }
+                }
+                match (jsonrpc, id, params) {
+                    (true, Some(id), Some(params)) => Ok(OnePass { id, params }),
+                    _ => Err(not_this_way()),
+                }
+            }
+        }
+        deserializer.deserialize_map(OnePassVisitor)
+    }
 }
 
 /// serde_json's message without its " at line 1 column N" (the line is one message; the
@@ -679,6 +770,58 @@ mod tests {
                 general.extensions.get::<RequestMetaObject>()
             );
         }
+    }
+
+    /// What a decoded line says, for comparing two ways of decoding it.
+    fn said(decoded: &Decoded) -> Value {
+        match decoded {
+            Decoded::Message(message) => {
+                let meta = match &**message {
+                    JsonRpcMessage::Request(request) => match &request.request {
+                        ClientRequest::CallToolRequest(call) => call
+                            .extensions
+                            .get::<RequestMetaObject>()
+                            .map(|meta| serde_json::to_value(meta).expect("serializes")),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                json!({"message": serde_json::to_value(message).expect("serializes"), "meta": meta})
+            }
+            Decoded::Reply(reply) => json!({"reply": wire(reply)}),
+            Decoded::Ignore(what) => json!({"ignored": what}),
+        }
+    }
+
+    #[test]
+    fn the_one_pass_read_says_what_the_envelope_first_read_says() {
+        let deep = format!("{}1{}", "[".repeat(127), "]".repeat(127));
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"n":[1,2,{"b":null}]},"_meta":{"progressToken":7}},"x":[1]}"#.to_owned(),
+            r#"{"id":2,"method":"tools/call","jsonrpc":"2.0","params":{"name":"echo","arguments":null}}"#.to_owned(),
+            // Taken the general way: each is answered, or decoded, there.
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"f":1.5}}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":5}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo"},"params":{"name":"x"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":5.5,"method":"tools/call","params":{"name":"echo"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}"#.to_owned(),
+            r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"echo"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo"},"result":{}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"t":"x"}}"#.to_owned(),
+            format!(r#"{{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{{"name":"echo","arguments":{{"d":{deep}}}}}}}"#),
+        ];
+        let mut one_pass = 0;
+        for line in &lines {
+            let general = decode_by_envelope(line.as_bytes());
+            if let Some(fast) = decode_tool_call_in_one_pass(line.as_bytes()) {
+                one_pass += 1;
+                assert_eq!(said(&fast), said(&general), "{line}");
+            }
+        }
+        assert_eq!(one_pass, 3, "the first three lines are read in one pass");
     }
 
     fn recorded_literals(line: &str) -> Option<Value> {

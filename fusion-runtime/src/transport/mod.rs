@@ -171,9 +171,10 @@ fn direct_calls<C: Send + Sync + 'static>(
         return None;
     }
     let server = server.clone();
+    // What `ServerHandler::call_tool` does, boxed once here rather than twice.
     let call_tool: stdio::CallTool = Arc::new(move |params, context| {
         let server = server.clone();
-        Box::pin(async move { rmcp::ServerHandler::call_tool(&server, params, context).await })
+        Box::pin(async move { server.answer_call(params, context).await })
     });
     Some(stdio::DirectCalls::new(call_tool, service.peer().clone()))
 }
