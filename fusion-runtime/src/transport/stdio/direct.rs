@@ -17,13 +17,14 @@
 //! session's `tools/call`, rmcp's dispatch does nothing but call `call_tool`, so the
 //! answer is the same either way.
 
-use std::sync::Arc;
+use std::{panic::AssertUnwindSafe, sync::Arc};
 
+use futures_util::FutureExt as _;
 use rmcp::{
     RoleServer,
     model::{
-        CallToolRequestParams, ClientRequest, JsonRpcMessage, JsonRpcRequest, RequestId,
-        RequestMetaObject, ServerResult,
+        CallToolRequestParams, CallToolResponse, ClientRequest, ErrorData, JsonRpcMessage,
+        JsonRpcRequest, RequestId, RequestMetaObject, ServerResult,
     },
     service::{RequestContext, TxJsonRpcMessage},
 };
@@ -88,15 +89,16 @@ pub(super) fn take(message: Box<ClientMessage>) -> Result<DirectCall, Box<Client
     })
 }
 
-/// Starts the call in a task of its own; its answer is queued when it ends, unless it was
-/// cancelled meanwhile. `number` is the request's in [`Shared::opened`].
-pub(super) fn spawn(
+/// Starts the call: polled once here, where it was read (most calls end in their first
+/// poll, and then need no task), or, when it does not end there or must not run before
+/// rmcp's tasks (`inline` false), in a task of its own. Its answer is queued when it ends,
+/// unless it was cancelled meanwhile. `number` is the request's in [`Shared::opened`].
+pub(super) fn start(
     direct: &DirectCalls,
     call: DirectCall,
     cancel: CancellationToken,
-    number: u64,
-    out: mpsc::UnboundedSender<Outgoing>,
-    shared: Arc<Shared>,
+    started: Started,
+    inline: bool,
 ) {
     let DirectCall {
         id,
@@ -108,7 +110,25 @@ pub(super) fn spawn(
     context.ct = cancel;
     context.meta = meta;
     context.extensions = extensions;
-    let answer = (direct.call_tool)(params, context);
+    let mut answer = (direct.call_tool)(params, context);
+    let answered = Answered { id, started };
+    if inline {
+        // A future re-registers its waker on every poll that returns `Pending`, so one
+        // polled here with a no-op waker and then moved to a task (which polls it at once)
+        // loses no wake-up. The pipeline catches the tool's panics; one from anywhere else
+        // still gets its one answer.
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| (&mut answer).now_or_never()));
+        match polled {
+            Ok(Some(answer)) => return answered.queue(answer),
+            Ok(None) => {}
+            Err(_) => {
+                tracing::error!(target: "fusion::transport", id = %answered.id, "a tool call panicked outside the tool's panic boundary");
+                let error =
+                    ErrorData::internal_error("the server failed while serving the call", None);
+                return answered.queue(Err(error));
+            }
+        }
+    }
     // In rmcp's span, as rmcp runs its handlers: the call's events list it when it is on
     // (`RUST_LOG=rmcp=info`); `receive` is polled inside it.
     let span = tracing::Span::current();
@@ -116,8 +136,30 @@ pub(super) fn spawn(
         // Await: the call. A drop here (the runtime is going away) drops the pipeline's
         // future, whose guards give back what it holds; the id stays unanswered, as the
         // process is ending.
-        let answer = answer.await;
-        if !shared.answered_direct(&id, number) {
+        answered.queue(answer.await);
+    };
+    tokio::spawn(work.instrument(span));
+}
+
+/// Where a started call's answer goes: the writer's queue, and the request's entry in the
+/// unanswered map.
+pub(super) struct Started {
+    pub(super) number: u64,
+    pub(super) out: mpsc::UnboundedSender<Outgoing>,
+    pub(super) shared: Arc<Shared>,
+}
+
+/// A started call, waiting for its answer.
+struct Answered {
+    id: RequestId,
+    started: Started,
+}
+
+impl Answered {
+    /// Queues the answer, unless the call was cancelled (or its id answered) meanwhile.
+    fn queue(self, answer: Result<CallToolResponse, ErrorData>) {
+        let Self { id, started } = self;
+        if !started.shared.answered_direct(&id, started.number) {
             tracing::debug!(target: "fusion::transport", %id, "dropping the answer of a cancelled call");
             return;
         }
@@ -128,8 +170,7 @@ pub(super) fn spawn(
         let line = serialize(&message);
         if !line.is_empty() {
             // A closed writer means the output is gone: nobody can read the answer.
-            let _ = queue_line(&out, &shared, line);
+            let _ = queue_line(&started.out, &started.shared, line);
         }
-    };
-    tokio::spawn(work.instrument(span));
+    }
 }

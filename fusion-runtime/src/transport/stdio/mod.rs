@@ -35,7 +35,10 @@
 
 use std::{
     io::{self},
-    sync::{Arc, PoisonError, atomic::Ordering},
+    sync::{
+        Arc, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -77,6 +80,11 @@ pub(crate) struct StdioTransport {
     input_done: bool,
     /// rmcp has left its handshake (see [`decode::ends_handshake`]).
     handshake_done: bool,
+    /// The last message read went to rmcp, which has spawned its tasks since.
+    handed_to_rmcp: bool,
+    /// Set while tasks that rmcp spawned for earlier messages may not have run yet: a
+    /// call polled where it is read would run before them (`start_call`).
+    rmcp_behind: Arc<AtomicBool>,
     /// When the wait for unanswered calls after the end of the input gives up.
     grace_deadline: Option<Instant>,
     grace: Duration,
@@ -179,6 +187,8 @@ impl StdioTransport {
             lines: Lines::new(options.max_line_bytes),
             input_done: false,
             handshake_done: false,
+            handed_to_rmcp: false,
+            rmcp_behind: Arc::new(AtomicBool::new(false)),
             grace_deadline: None,
             grace: options.shutdown_grace,
             max_unwritten: options.max_unwritten_bytes,
@@ -199,6 +209,15 @@ impl StdioTransport {
 
     /// The next message for rmcp, answering on the way whatever is not one.
     async fn next_message(&mut self) -> Option<ClientMessage> {
+        if std::mem::take(&mut self.handed_to_rmcp) {
+            // rmcp has spawned the tasks of the message it was handed (a pipelined
+            // `logging/setLevel`, `notifications/initialized`). A runtime's thread runs its
+            // tasks in the order they were spawned: until this one has run, calls are
+            // spawned too, so that none runs before those.
+            self.rmcp_behind.store(true, Ordering::Release);
+            let behind = Arc::clone(&self.rmcp_behind);
+            tokio::spawn(async move { behind.store(false, Ordering::Release) });
+        }
         loop {
             if self.shared.output_closed.is_set() {
                 // Nobody can receive an answer any more: stop serving.
@@ -229,7 +248,7 @@ impl StdioTransport {
                         let message = match self.shared.direct.get() {
                             Some(direct) => match direct::take(message) {
                                 Ok(call) => {
-                                    self.serve_directly(direct, call);
+                                    self.start_call(direct, call);
                                     continue;
                                 }
                                 Err(message) => message,
@@ -248,6 +267,7 @@ impl StdioTransport {
                         if let Some(id) = decode::cancelled_request(&message) {
                             self.shared.cancelled(id);
                         }
+                        self.handed_to_rmcp = true;
                         return Some(*message);
                     }
                     Decoded::Reply(reply) => {
@@ -307,18 +327,19 @@ impl StdioTransport {
         }
     }
 
-    /// Starts a `tools/call` in a task of its own, or refuses it when its id is in flight.
-    fn serve_directly(&self, direct: &DirectCalls, call: direct::DirectCall) {
+    /// Starts a `tools/call` (`direct.rs`), or refuses it when its id is in flight.
+    fn start_call(&self, direct: &DirectCalls, call: direct::DirectCall) {
         let cancel = CancellationToken::new();
         match self.shared.opened(call.id(), Some(cancel.clone())) {
-            Some(number) => direct::spawn(
-                direct,
-                call,
-                cancel,
-                number,
-                self.out.clone(),
-                Arc::clone(&self.shared),
-            ),
+            Some(number) => {
+                let started = direct::Started {
+                    number,
+                    out: self.out.clone(),
+                    shared: Arc::clone(&self.shared),
+                };
+                let inline = !self.rmcp_behind.load(Ordering::Acquire);
+                direct::start(direct, call, cancel, started, inline);
+            }
             None => self.reply(id_in_use(call.id())),
         }
     }
