@@ -54,6 +54,8 @@ struct State {
     call_text: Vec<u8>,
     /// The writer waits for a line: the next caller wakes it.
     writer_idle: bool,
+    /// Callers waiting for the writer to take the queue (it is full).
+    waiting_for_room: usize,
     /// No new batch will be taken: the writer drains what is there and stops.
     closing: bool,
     /// The writer has stopped (or never ran): lines are written by their caller.
@@ -90,7 +92,7 @@ impl Sink {
         };
         let queued_before = state.queued();
         state.pending.extend_from_slice(line);
-        self.woken(&mut state, queued_before);
+        self.wake_after(state, queued_before);
     }
 
     /// Queues a successful call's line, formatted by the writer thread (or at once, here,
@@ -107,7 +109,7 @@ impl Sink {
         let at = state.pending.len();
         let queued = Queued::store(call, &mut state.call_text);
         state.calls.push((at, queued));
-        self.woken(&mut state, queued_before);
+        self.wake_after(state, queued_before);
     }
 
     /// The queue, once there is room in it; `None` once the writer has stopped.
@@ -116,20 +118,28 @@ impl Sink {
         while state.queued() >= PENDING_LIMIT && !state.closing && !state.finished {
             // Backpressure: wait for the writer to take the batch (now, not at its tick).
             self.wake.notify_one();
+            state.waiting_for_room += 1;
             state = self
                 .room
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
+            state.waiting_for_room -= 1;
         }
         (!state.finished).then_some(state)
     }
 
-    /// Wakes the writer if it went idle, or once the queue has grown to [`WAKE_AT`].
-    fn woken(&self, state: &mut State, queued_before: usize) {
-        if state.writer_idle {
+    /// Unlocks the queue, then wakes the writer if it went idle, or once the queue has
+    /// grown to [`WAKE_AT`]. After the unlock: a writer woken while the lock is still held
+    /// would block on it at once, and the caller then pay a second system call to let it in.
+    fn wake_after(&self, mut state: MutexGuard<'_, State>, queued_before: usize) {
+        let wake = if state.writer_idle {
             state.writer_idle = false;
-            self.wake.notify_one();
-        } else if queued_before < WAKE_AT && state.queued() >= WAKE_AT {
+            true
+        } else {
+            queued_before < WAKE_AT && state.queued() >= WAKE_AT
+        };
+        drop(state);
+        if wake {
             self.wake.notify_one();
         }
     }
@@ -210,8 +220,13 @@ impl Sink {
             std::mem::swap(&mut batch, &mut state.pending);
             std::mem::swap(&mut calls, &mut state.calls);
             std::mem::swap(&mut call_text, &mut state.call_text);
-            self.room.notify_all();
+            // Waking is a system call, and one made under the lock keeps the callers out
+            // meanwhile: only when a caller waits, and after the unlock.
+            let waiting = state.waiting_for_room > 0;
             drop(state);
+            if waiting {
+                self.room.notify_all();
+            }
             let written = if calls.is_empty() {
                 &batch
             } else {
