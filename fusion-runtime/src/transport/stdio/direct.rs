@@ -40,21 +40,27 @@ use crate::transport::decode::ClientMessage;
 
 /// A `tools/call` the transport serves, taken apart as rmcp's loop would.
 pub(super) struct DirectCall {
-    id: RequestId,
     params: CallToolRequestParams,
-    meta: RequestMetaObject,
-    extensions: rmcp::model::Extensions,
+    context: RequestContext<RoleServer>,
 }
 
 impl DirectCall {
     /// The request's id.
     pub(super) fn id(&self) -> &RequestId {
-        &self.id
+        &self.context.id
+    }
+
+    /// The call's cancellation: `notifications/cancelled` cancels it.
+    pub(super) fn cancellation(&self) -> CancellationToken {
+        self.context.ct.clone()
     }
 }
 
 /// The message as a call the transport serves, or the message back for rmcp.
-pub(super) fn take(message: Box<ClientMessage>) -> Result<DirectCall, Box<ClientMessage>> {
+pub(super) fn take(
+    message: Box<ClientMessage>,
+    direct: &DirectCalls,
+) -> Result<DirectCall, Box<ClientMessage>> {
     let served_here = matches!(
         &*message,
         JsonRpcMessage::Request(JsonRpcRequest {
@@ -81,11 +87,12 @@ pub(super) fn take(message: Box<ClientMessage>) -> Result<DirectCall, Box<Client
         .extensions
         .remove::<RequestMetaObject>()
         .unwrap_or_default();
+    let mut context = RequestContext::new(id, direct.peer.clone());
+    context.meta = meta;
+    context.extensions = std::mem::take(&mut request.extensions);
     Ok(DirectCall {
-        id,
         params: request.params,
-        meta,
-        extensions: std::mem::take(&mut request.extensions),
+        context,
     })
 }
 
@@ -93,23 +100,9 @@ pub(super) fn take(message: Box<ClientMessage>) -> Result<DirectCall, Box<Client
 /// poll, and then need no task), or, when it does not end there or must not run before
 /// rmcp's tasks (`inline` false), in a task of its own. Its answer is queued when it ends,
 /// unless it was cancelled meanwhile. `number` is the request's in [`Shared::opened`].
-pub(super) fn start(
-    direct: &DirectCalls,
-    call: DirectCall,
-    cancel: CancellationToken,
-    started: Started,
-    inline: bool,
-) {
-    let DirectCall {
-        id,
-        params,
-        meta,
-        extensions,
-    } = call;
-    let mut context = RequestContext::new(id.clone(), direct.peer.clone());
-    context.ct = cancel;
-    context.meta = meta;
-    context.extensions = extensions;
+pub(super) fn start(direct: &DirectCalls, call: DirectCall, started: Started, inline: bool) {
+    let DirectCall { params, context } = call;
+    let id = context.id.clone();
     let mut answer = (direct.call_tool)(params, context);
     let answered = Answered { id, started };
     if inline {

@@ -52,7 +52,6 @@ use tokio::{
     sync::{mpsc, oneshot},
     time::Instant,
 };
-use tokio_util::sync::CancellationToken;
 
 use super::decode::{self, ClientMessage, Decoded, ErrorReply};
 
@@ -246,7 +245,7 @@ impl StdioTransport {
                     Decoded::Message(message) => {
                         // A `tools/call` of the running session is served here (direct.rs).
                         let message = match self.shared.direct.get() {
-                            Some(direct) => match direct::take(message) {
+                            Some(direct) => match direct::take(message, direct) {
                                 Ok(call) => {
                                     self.start_call(direct, call);
                                     continue;
@@ -329,8 +328,7 @@ impl StdioTransport {
 
     /// Starts a `tools/call` (`direct.rs`), or refuses it when its id is in flight.
     fn start_call(&self, direct: &DirectCalls, call: direct::DirectCall) {
-        let cancel = CancellationToken::new();
-        match self.shared.opened(call.id(), Some(cancel.clone())) {
+        match self.shared.opened(call.id(), Some(call.cancellation())) {
             Some(number) => {
                 let started = direct::Started {
                     number,
@@ -338,7 +336,7 @@ impl StdioTransport {
                     shared: Arc::clone(&self.shared),
                 };
                 let inline = !self.rmcp_behind.load(Ordering::Acquire);
-                direct::start(direct, call, cancel, started, inline);
+                direct::start(direct, call, started, inline);
             }
             None => self.reply(id_in_use(call.id())),
         }
