@@ -12,6 +12,7 @@
 
 use std::{
     sync::atomic::{AtomicU64, Ordering},
+    task::Poll,
     time::Instant,
 };
 
@@ -76,6 +77,29 @@ fn deduplication_unavailable(target: &Target<'_>, reason: &str) -> Failure {
             target
         ),
     )
+}
+
+/// `run`, unless the call is cancelled first: the cancellation is looked at before each
+/// poll of `run` (as a `biased` select would), but waited for only once `run` waits, so a
+/// call that ends in its first poll never registers with the token (a lock and a list
+/// entry each way).
+async fn until_cancelled(call: &Call, run: impl Future<Output = Ran>) -> Ran {
+    let mut run = std::pin::pin!(run);
+    let mut cancelled = std::pin::pin!(call.cancelled());
+    let cancelled_run = || Ran::no_attempt(Failure::new(FailureKind::Cancelled));
+    std::future::poll_fn(|cx| {
+        if call.is_cancelled() {
+            return Poll::Ready(cancelled_run());
+        }
+        if let Poll::Ready(ran) = run.as_mut().poll(cx) {
+            return Poll::Ready(ran);
+        }
+        match cancelled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(cancelled_run()),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -172,11 +196,10 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
             // Await: the call itself. Holds `in_flight` and `claim`; a drop here gives both
             // back (the claim is released, so a waiter or a retry of the key runs).
-            Ok((index, _)) => tokio::select! {
-                biased;
-                () = call.cancelled() => Ran::no_attempt(Failure::new(FailureKind::Cancelled)),
-                ran = self.run(index, &target, &log.args, context, call, &log.redactor) => ran,
-            },
+            Ok((index, _)) => {
+                let run = self.run(index, &target, &log.args, context, call, &log.redactor);
+                until_cancelled(call, run).await
+            }
         };
         let attempts = ran.attempts;
         let outcome = ran.into_outcome();
