@@ -1,13 +1,20 @@
-//! `tools/call` served by the transport itself, straight into the handler's
-//! `ServerHandler::call_tool`, past rmcp's service loop (issue 20).
+//! `tools/call` served by the transport itself, straight into what the handler's
+//! `ServerHandler::call_tool` runs, past rmcp's service loop (issue 20).
 //!
 //! Why: for every request, rmcp's loop spawns a task whose future holds its whole
 //! dispatch (every method's state, copied into the task and again on completion), makes
 //! two child cancellation tokens, sends the answer back into the loop over a channel, and
 //! spawns a second task to hand it to the transport. In a profile of the quickstart's
 //! `echo` at 32 calls in flight that was about a third of the server's CPU, most of it
-//! `memmove`. Here a call is one task holding the handler's `call_tool` future (boxed),
-//! with one cancellation token, and its answer is queued for the writer like any other.
+//! `memmove`. Here a call is the pipeline's future (boxed once) with one cancellation
+//! token, polled once where it is read: most calls end there and need no task at all;
+//! one that waits moves to a task of its own. Its answer is queued for the writer like
+//! any other.
+//!
+//! Order: a call must not run before the tasks rmcp spawned for the messages read before
+//! it (a pipelined `logging/setLevel` sets the level the call logs at). Until a task
+//! spawned after those has run, calls go to tasks too, which the runtime's thread runs in
+//! the order they were spawned (`StdioTransport::next_message`).
 //!
 //! What still goes through rmcp: the handshake, every other method, a `tools/call` read
 //! before the session runs, one that names its own protocol revision in `_meta`

@@ -21,9 +21,8 @@
 //!   reads its answers, so a client that stops reading cannot make the server buffer
 //!   without bound.
 //! - **`tools/call`** of the running session (after rmcp's handshake) is served by the
-//!   transport itself, straight into the handler's `ServerHandler::call_tool` in a task
-//!   of its own, past rmcp's service loop (`direct.rs`); everything else
-//!   goes to rmcp.
+//!   transport itself, past rmcp's service loop (`direct.rs`): polled once where it is
+//!   read, in a task of its own if it waits; everything else goes to rmcp.
 //! - **duplicate ids**: a request whose id is still in flight is answered `-32600` by the
 //!   transport and never reaches rmcp (which would cross the two calls' answers).
 //! - **end of input** (stdin closed, or SIGTERM through [`StdioHandle::stop_reading`]):
