@@ -106,12 +106,10 @@ pub(super) fn take(
 /// Starts the call: polled once here, where it was read (most calls end in their first
 /// poll, and then need no task), or, when it does not end there or must not run before
 /// rmcp's tasks (`inline` false), in a task of its own. Its answer is queued when it ends,
-/// unless it was cancelled meanwhile. `number` is the request's in [`Shared::opened`].
+/// unless it was cancelled meanwhile (`started` says where it goes).
 pub(super) fn start(direct: &DirectCalls, call: DirectCall, started: Started, inline: bool) {
     let DirectCall { params, context } = call;
-    let id = context.id.clone();
     let mut answer = (direct.call_tool)(params, context);
-    let answered = Answered { id, started };
     if inline {
         // A future re-registers its waker on every poll that returns `Pending`, so one
         // polled here with a no-op waker and then moved to a task (which polls it at once)
@@ -119,13 +117,13 @@ pub(super) fn start(direct: &DirectCalls, call: DirectCall, started: Started, in
         // still gets its one answer.
         let polled = std::panic::catch_unwind(AssertUnwindSafe(|| (&mut answer).now_or_never()));
         match polled {
-            Ok(Some(answer)) => return answered.queue(answer),
+            Ok(Some(answer)) => return started.queue(answer),
             Ok(None) => {}
             Err(_) => {
-                tracing::error!(target: "fusion::transport", id = %answered.id, "a tool call panicked outside the tool's panic boundary");
+                tracing::error!(target: "fusion::transport", id = %started.id, "a tool call panicked outside the tool's panic boundary");
                 let error =
                     ErrorData::internal_error("the server failed while serving the call", None);
-                return answered.queue(Err(error));
+                return started.queue(Err(error));
             }
         }
     }
@@ -136,30 +134,30 @@ pub(super) fn start(direct: &DirectCalls, call: DirectCall, started: Started, in
         // Await: the call. A drop here (the runtime is going away) drops the pipeline's
         // future, whose guards give back what it holds; the id stays unanswered, as the
         // process is ending.
-        answered.queue(answer.await);
+        started.queue(answer.await);
     };
     tokio::spawn(work.instrument(span));
 }
 
-/// Where a started call's answer goes: the writer's queue, and the request's entry in the
-/// unanswered map.
+/// Where a started call's answer goes: the request (its id, and its number in the
+/// unanswered map) and the writer's queue.
 pub(super) struct Started {
+    pub(super) id: RequestId,
     pub(super) number: u64,
     pub(super) out: mpsc::UnboundedSender<Outgoing>,
     pub(super) shared: Arc<Shared>,
 }
 
-/// A started call, waiting for its answer.
-struct Answered {
-    id: RequestId,
-    started: Started,
-}
-
-impl Answered {
+impl Started {
     /// Queues the answer, unless the call was cancelled (or its id answered) meanwhile.
     fn queue(self, answer: Result<CallToolResponse, ErrorData>) {
-        let Self { id, started } = self;
-        if !started.shared.answered_direct(&id, started.number) {
+        let Self {
+            id,
+            number,
+            out,
+            shared,
+        } = self;
+        if !shared.answered_direct(&id, number) {
             tracing::debug!(target: "fusion::transport", %id, "dropping the answer of a cancelled call");
             return;
         }
@@ -170,7 +168,7 @@ impl Answered {
         let line = serialize(&message);
         if !line.is_empty() {
             // A closed writer means the output is gone: nobody can read the answer.
-            let _ = queue_line(&started.out, &started.shared, line);
+            let _ = queue_line(&out, &shared, line);
         }
     }
 }

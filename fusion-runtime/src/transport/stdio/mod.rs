@@ -330,6 +330,7 @@ impl StdioTransport {
         match self.shared.opened(call.id(), Some(call.cancellation())) {
             Some(number) => {
                 let started = direct::Started {
+                    id: call.id().clone(),
                     number,
                     out: self.out.clone(),
                     shared: Arc::clone(&self.shared),
