@@ -175,6 +175,20 @@ pub async fn slow(ms: u64) -> String {
     format!("slept {ms} ms")
 }
 
+/// Blocks the thread it runs on, as a handler calling a blocking driver would, until the
+/// file at `path` exists or `max_ms` milliseconds have passed; says which.
+#[mcp_tool]
+pub async fn block_until(path: String, max_ms: u64) -> String {
+    let give_up_at = std::time::Instant::now() + Duration::from_millis(max_ms);
+    while !std::path::Path::new(&path).exists() {
+        if std::time::Instant::now() >= give_up_at {
+            return "timed out".into();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    "seen".into()
+}
+
 /// Panics.
 #[mcp_tool]
 pub async fn explode(message: Option<String>) -> String {
@@ -244,6 +258,7 @@ pub fn builder(ctx: FaultCtx) -> fusion_runtime::ServerBuilder<FaultCtx> {
         .tool(hang)
         .tool(deadline)
         .tool(slow)
+        .tool(block_until)
         .tool(explode)
         .tool(fail_with)
         .tool(boxed_failure)

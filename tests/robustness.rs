@@ -7,8 +7,9 @@
 //! a tool that prints. Each request gets exactly one answer (none for the cancelled one),
 //! the server answers a ping after each, and every line on its stdout is a JSON-RPC
 //! message. Then stdin closes while `hang` runs: the process must exit with 0 within the
-//! shutdown grace (5 s) plus a margin, dropping the call. Other tests: a call running when
-//! stdin closes is answered first; a fatal error is answered, then the process exits 70;
+//! shutdown grace (5 s) plus a margin, dropping the call. Other tests: answers go out
+//! while the rest of a burst is served (a later call blocks the server's thread until the
+//! test has read the first answers); a call running when stdin closes is answered first; a fatal error is answered, then the process exits 70;
 //! the server works over a regular file and over a socket pair instead of pipes.
 //!
 //! Needs the built example (`cargo build --examples`; `cargo test` builds it). Every wait
@@ -261,6 +262,53 @@ fn a_call_running_when_stdin_closes_is_answered_before_exit() {
     );
     let answer = server.answer(&json!("slow"));
     assert_eq!(text(&answer), "slept 800 ms", "{answer}");
+}
+
+/// Answers go out while the rest of what was read is served, not after all of it: 40
+/// calls and then one whose handler blocks the server's thread arrive in one write; the
+/// blocked handler waits for a file the test creates only once it has read the first 16
+/// answers. A server that held its answers until the input ran dry would only write them
+/// after the handler gave up ("timed out").
+#[test]
+fn answers_go_out_while_the_rest_of_the_input_is_served() {
+    let mut server = faults();
+    initialize(&mut server);
+    let release = std::env::temp_dir().join(format!(
+        "fusion-release-{}-{:?}",
+        std::process::id(),
+        Instant::now()
+    ));
+    let _ = std::fs::remove_file(&release);
+    let mut flood = String::new();
+    for id in 1..=40 {
+        flood.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{id}\"}}}}}}\n"
+        ));
+    }
+    let block = json!({"jsonrpc": "2.0", "id": "block", "method": "tools/call",
+        "params": {"name": "block_until",
+                   "arguments": {"path": release.to_string_lossy(), "max_ms": 20_000}}});
+    flood.push_str(&format!("{block}\n"));
+    assert!(server.write(flood.as_bytes()), "the server reads its input");
+    for id in 1..=16 {
+        let answer = server.answer_within(&json!(id), Duration::from_secs(10));
+        let Some(answer) = answer else {
+            panic!(
+                "call {id} was not answered while a later call blocked the server\n--- stderr ---\n{}",
+                server.stderr()
+            );
+        };
+        assert_eq!(text(&answer), id.to_string(), "{answer}");
+    }
+    std::fs::write(&release, b"go").expect("the release file");
+    let blocked = server.answer(&json!("block"));
+    let _ = std::fs::remove_file(&release);
+    assert_eq!(text(&blocked), "seen", "{blocked}");
+    for id in 17..=40 {
+        let answer = server.answer(&json!(id));
+        assert_eq!(text(&answer), id.to_string(), "{answer}");
+    }
+    server.alive("after-the-flood");
 }
 
 #[test]
