@@ -12,6 +12,8 @@
 //!   one buffer that lives on the transport; a line is taken out of it and decoded with no
 //!   `.await` in between, so a cancelled `receive` loses nothing. Lines over
 //!   [`StdioOptions::max_line_bytes`] are answered and skipped without buffering the rest.
+//!   Every `LINES_BEFORE_WRITING` (16) lines in a row it yields, so the writer sends the
+//!   answers ready so far while the rest of a burst waits to be served.
 //! - **send** (rmcp spawns each returned future, so their order is not the call order):
 //!   the message is serialized and queued synchronously, in the call, on a channel to a
 //!   single writer; the future is already complete. The writer takes everything queued and
