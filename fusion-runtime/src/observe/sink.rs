@@ -26,9 +26,9 @@ use super::{
 /// How often a busy writer looks for new lines: the most a line waits in a busy server.
 const TICK: Duration = Duration::from_millis(2);
 
-/// The bytes that may wait for the writer before a caller blocks: about 600 call events,
+/// The bytes that may wait for the writer before a caller blocks: about 2,400 call events,
 /// and the most one `write` carries.
-const PENDING_LIMIT: usize = 256 << 10;
+const PENDING_LIMIT: usize = 1 << 20;
 
 /// The bytes past which the writer takes a batch at once instead of at its tick.
 const WAKE_AT: usize = PENDING_LIMIT / 4;
