@@ -179,9 +179,10 @@ pub async fn slow(ms: u64) -> String {
 /// file at `path` exists or `max_ms` milliseconds have passed; says which.
 #[mcp_tool]
 pub async fn block_until(path: String, max_ms: u64) -> String {
-    let give_up_at = std::time::Instant::now() + Duration::from_millis(max_ms);
+    // A `max_ms` past what the clock can hold means no limit.
+    let give_up_at = std::time::Instant::now().checked_add(Duration::from_millis(max_ms));
     while !std::path::Path::new(&path).exists() {
-        if std::time::Instant::now() >= give_up_at {
+        if give_up_at.is_some_and(|at| std::time::Instant::now() >= at) {
             return "timed out".into();
         }
         std::thread::sleep(Duration::from_millis(5));
