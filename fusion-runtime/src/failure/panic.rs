@@ -141,7 +141,12 @@ impl CorrelationText {
 
     pub(crate) fn as_str(&self) -> &str {
         // ASCII by construction.
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+
+    /// The text's bytes, ASCII: hex digits, `-` and decimal digits.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
     }
 }
 

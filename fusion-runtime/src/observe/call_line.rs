@@ -11,23 +11,25 @@
 //! used only where that path would have gone to fusion's own JSON layer
 //! (`log::defer_success` says when).
 
-use std::{ops::Range, time::SystemTime};
+use std::{ops::Range, time::Instant};
 
 use serde_json::Value;
 
-use super::{args::LoggedArgs, clock::Clock, redact::Redactor};
+use super::{
+    args::LoggedArgs,
+    clock::{Anchor, Clock},
+    redact::Redactor,
+};
 use crate::failure::panic::CorrelationText;
 
 /// The `tracing` target of per-call events (public as `log::CALL_TARGET`).
 pub(crate) const TARGET: &str = "fusion::call";
 
-/// The message of a successful call's event.
-pub(crate) const SUCCEEDED: &str = "tool call succeeded";
-
 /// What a successful call's line says, as the call has it.
 pub(crate) struct CallLine<'a> {
     pub(crate) level: tracing::Level,
-    pub(crate) at: SystemTime,
+    /// When the call ended (the monotonic reading its latency came from).
+    pub(crate) at: Instant,
     pub(crate) tool: &'a str,
     pub(crate) action: &'a str,
     pub(crate) request_id: &'a str,
@@ -44,7 +46,7 @@ pub(crate) struct CallLine<'a> {
 /// buffer (raw: escaped when written).
 pub(crate) struct Queued {
     level: tracing::Level,
-    at: SystemTime,
+    at: Instant,
     correlation: u64,
     latency_us: u64,
     outcome: &'static str,
@@ -95,10 +97,11 @@ impl Queued {
     }
 
     /// Appends the line and its newline to `out`, as `json::write_line` writes the event;
-    /// `text` is the buffer [`Queued::store`] wrote to.
-    pub(crate) fn write(&self, text: &[u8], out: &mut Vec<u8>, clock: &mut Clock) {
+    /// `text` is the buffer [`Queued::store`] wrote to, `anchor` the clocks read after the
+    /// call ended.
+    pub(crate) fn write(&self, text: &str, out: &mut Vec<u8>, clock: &mut Clock, anchor: &Anchor) {
         let start = out.len();
-        if self.write_json(text, out, clock).is_ok() {
+        if self.write_json(text, out, clock, anchor).is_ok() {
             out.push(b'\n');
         } else {
             // Only if `text` is not the buffer the line was stored in; never half a line.
@@ -106,26 +109,23 @@ impl Queued {
         }
     }
 
-    /// The members in the order the `tracing` event has them. The keys are fixed ASCII
-    /// and written as they are; every value goes through serde_json, which escapes it.
+    /// The members in the order the `tracing` event has them. The keys and fusion's own
+    /// constant texts are written as they are (their JSON is themselves: [`level_to_tool`]'s
+    /// test checks it); every other value goes through serde_json, which escapes it.
     fn write_json(
         &self,
-        text: &[u8],
+        text: &str,
         out: &mut Vec<u8>,
         clock: &mut Clock,
+        anchor: &Anchor,
     ) -> serde_json::Result<()> {
         let part = |range: &Range<usize>| {
             text.get(range.clone())
                 .ok_or_else(|| serde::ser::Error::custom("a call line's text is missing"))
-                .and_then(|bytes| std::str::from_utf8(bytes).map_err(serde::ser::Error::custom))
         };
         out.extend_from_slice(br#"{"timestamp":"#);
-        string(out, clock.now(self.at))?;
-        out.extend_from_slice(br#","level":"#);
-        string(out, self.level.as_str())?;
-        out.extend_from_slice(br#","fields":{"message":"#);
-        string(out, SUCCEEDED)?;
-        out.extend_from_slice(br#","tool":"#);
+        ascii_string(out, clock.now(anchor.wall_time(self.at)).as_bytes());
+        out.extend_from_slice(level_to_tool(self.level));
         string(out, part(&self.tool)?)?;
         out.extend_from_slice(br#","action":"#);
         string(out, part(&self.action)?)?;
@@ -134,20 +134,39 @@ impl Queued {
         out.extend_from_slice(br#","caller":"#);
         string(out, part(&self.caller)?)?;
         out.extend_from_slice(br#","correlation_id":"#);
-        string(out, CorrelationText::new(self.correlation).as_str())?;
+        ascii_string(out, CorrelationText::new(self.correlation).as_bytes());
         out.extend_from_slice(br#","latency_us":"#);
         number(out, self.latency_us);
         out.extend_from_slice(br#","outcome":"#);
-        string(out, self.outcome)?;
+        ascii_string(out, self.outcome.as_bytes());
         out.extend_from_slice(br#","attempts":"#);
         number(out, u64::from(self.attempts));
         // As tracing-serde records a `%value` field: its `Display`, as a string.
         out.extend_from_slice(br#","arguments":"#);
         string(out, part(&self.args)?)?;
-        out.extend_from_slice(br#"},"target":"#);
-        string(out, TARGET)?;
-        out.push(b'}');
+        out.extend_from_slice(br#"},"target":"fusion::call"}"#);
         Ok(())
+    }
+}
+
+/// The line from its level to the tool's key: the level, the message, in one piece.
+fn level_to_tool(level: tracing::Level) -> &'static [u8] {
+    match level {
+        tracing::Level::ERROR => {
+            br#","level":"ERROR","fields":{"message":"tool call succeeded","tool":"#
+        }
+        tracing::Level::WARN => {
+            br#","level":"WARN","fields":{"message":"tool call succeeded","tool":"#
+        }
+        tracing::Level::INFO => {
+            br#","level":"INFO","fields":{"message":"tool call succeeded","tool":"#
+        }
+        tracing::Level::DEBUG => {
+            br#","level":"DEBUG","fields":{"message":"tool call succeeded","tool":"#
+        }
+        tracing::Level::TRACE => {
+            br#","level":"TRACE","fields":{"message":"tool call succeeded","tool":"#
+        }
     }
 }
 
@@ -158,11 +177,85 @@ fn push(text: &mut Vec<u8>, value: &str) -> Range<usize> {
     start..text.len()
 }
 
-/// `text` as a JSON string, escaped by serde_json.
+/// `text` as a JSON string, escaped by serde_json. An empty text (no action, no caller:
+/// most calls) is written as it is.
 fn string(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+    if text.is_empty() {
+        out.extend_from_slice(b"\"\"");
+        return Ok(());
+    }
     serde_json::to_writer(out, text)
+}
+
+/// A text made of digits, letters and punctuation other than `"` and `\\` (a timestamp, a
+/// correlation id, an outcome's name) as a JSON string: quoted as it is, which is what
+/// serde_json writes for it, without looking at every byte (the tests below hold each
+/// kind of text to that).
+fn ascii_string(out: &mut Vec<u8>, text: &[u8]) {
+    out.push(b'"');
+    out.extend_from_slice(text);
+    out.push(b'"');
 }
 
 fn number(out: &mut Vec<u8>, number: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message of a successful call's event, as `log::call_event` writes it.
+    const SUCCEEDED: &str = "tool call succeeded";
+
+    #[test]
+    fn the_constant_pieces_are_what_serde_json_writes() {
+        for level in [
+            tracing::Level::ERROR,
+            tracing::Level::WARN,
+            tracing::Level::INFO,
+            tracing::Level::DEBUG,
+            tracing::Level::TRACE,
+        ] {
+            let expected = format!(
+                r#","level":{},"fields":{{"message":{},"tool":"#,
+                serde_json::json!(level.as_str()),
+                serde_json::json!(SUCCEEDED)
+            );
+            assert_eq!(level_to_tool(level), expected.as_bytes());
+        }
+        let end = format!(r#"}},"target":{}}}"#, serde_json::json!(TARGET));
+        assert_eq!(end, r#"},"target":"fusion::call"}"#);
+    }
+
+    #[test]
+    fn timestamps_correlation_ids_and_outcomes_need_no_escaping() {
+        let mut clock = Clock::default();
+        let anchor = Anchor::now();
+        let texts = [
+            clock.now(anchor.wall_time(Instant::now())).to_owned(),
+            clock.now(std::time::SystemTime::UNIX_EPOCH).to_owned(),
+            CorrelationText::new(0).as_str().to_owned(),
+            CorrelationText::new(u64::MAX).as_str().to_owned(),
+        ];
+        let outcomes = [
+            crate::failure::outcome::OK,
+            crate::failure::outcome::RETRIED_OK,
+            crate::failure::outcome::REPLAYED,
+            crate::failure::outcome::CANCELLED,
+        ];
+        for text in texts.into_iter().chain(outcomes.map(str::to_owned)) {
+            let mut ours = Vec::new();
+            ascii_string(&mut ours, text.as_bytes());
+            assert_eq!(
+                ours,
+                serde_json::to_vec(&text).expect("written"),
+                "{text:?}"
+            );
+            assert!(text.bytes().all(|byte| byte.is_ascii_graphic()), "{text:?}");
+        }
+        let mut empty = Vec::new();
+        string(&mut empty, "").expect("written");
+        assert_eq!(empty, serde_json::to_vec("").expect("written"));
+    }
 }

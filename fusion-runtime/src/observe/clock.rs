@@ -1,7 +1,10 @@
 //! The log's timestamps, as tracing-subscriber writes them, the calendar part formatted
 //! once a second (the JSON layer and the writer thread both use it).
 
-use std::{fmt::Write as _, time::SystemTime};
+use std::{
+    fmt::Write as _,
+    time::{Instant, SystemTime},
+};
 
 /// The timestamp as tracing-subscriber writes it (RFC 3339, UTC, microseconds:
 /// `2026-05-01T12:00:00.123456Z`), its calendar part formatted once a second.
@@ -32,13 +35,48 @@ impl Clock {
             let calendar = chrono::DateTime::<chrono::Utc>::from(now);
             let _ = write!(self.prefix, "{}.", calendar.format("%Y-%m-%dT%H:%M:%S"));
         }
-        let _ = write!(
-            self.text,
-            "{}{:06}Z",
-            self.prefix,
-            since_epoch.subsec_micros()
-        );
+        self.text.push_str(&self.prefix);
+        // A million plus the microseconds has seven digits: the last six are the
+        // microseconds, zero-padded, without `fmt`'s padding machinery.
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(1_000_000 + since_epoch.subsec_micros());
+        self.text.push_str(digits.get(1..).unwrap_or(digits));
+        self.text.push('Z');
         &self.text
+    }
+}
+
+/// The two clocks read together, to tell the wall-clock time of a monotonic instant.
+///
+/// Why: a call reads the monotonic clock once when it ends, for its latency; its log line
+/// takes its time from that reading and the writer thread's anchor, taken once a batch,
+/// instead of a second clock read in the call. The two clocks drift apart by at most
+/// NTP's slew (0.05%) over the few milliseconds between the call and its batch.
+#[derive(Clone, Copy)]
+pub(crate) struct Anchor {
+    wall: SystemTime,
+    monotonic: Instant,
+}
+
+impl Anchor {
+    /// Both clocks, now.
+    pub(crate) fn now() -> Self {
+        Self {
+            wall: SystemTime::now(),
+            monotonic: Instant::now(),
+        }
+    }
+
+    /// The wall-clock time of `instant`.
+    pub(crate) fn wall_time(&self, instant: Instant) -> SystemTime {
+        match self.monotonic.checked_duration_since(instant) {
+            Some(before) => self.wall.checked_sub(before),
+            None => self
+                .wall
+                .checked_add(instant.duration_since(self.monotonic)),
+        }
+        // Out of `SystemTime`'s range only for an instant decades away: the anchor's time.
+        .unwrap_or(self.wall)
     }
 }
 
@@ -62,5 +100,29 @@ mod tests {
             assert!(ours.ends_with('Z') && ours.as_bytes()[19] == b'.', "{ours}");
             assert_eq!(ours[..10], theirs[..10], "{ours} / {theirs}");
         }
+    }
+
+    #[test]
+    fn the_microseconds_are_zero_padded() {
+        let mut clock = Clock::default();
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::new(1_767_225_600, 42_000);
+        assert_eq!(clock.now(at), "2026-01-01T00:00:00.000042Z");
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::new(1_767_225_601, 999_999_000);
+        assert_eq!(clock.now(at), "2026-01-01T00:00:01.999999Z");
+    }
+
+    #[test]
+    fn an_instant_is_dated_by_the_anchor() {
+        let anchor = Anchor::now();
+        let earlier = anchor.monotonic - std::time::Duration::from_millis(3);
+        assert_eq!(
+            anchor.wall_time(earlier),
+            anchor.wall - std::time::Duration::from_millis(3)
+        );
+        let later = anchor.monotonic + std::time::Duration::from_millis(2);
+        assert_eq!(
+            anchor.wall_time(later),
+            anchor.wall + std::time::Duration::from_millis(2)
+        );
     }
 }

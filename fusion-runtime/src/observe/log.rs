@@ -116,6 +116,8 @@ pub(crate) struct Success<'a> {
     pub(crate) caller: Option<&'a str>,
     pub(crate) correlation: u64,
     pub(crate) latency: Duration,
+    /// When the call ended: the event's time.
+    pub(crate) ended: std::time::Instant,
     pub(crate) outcome: &'static str,
     pub(crate) attempts: u32,
     /// The level of successful calls.
@@ -131,19 +133,20 @@ pub(crate) fn defer_success(success: &Success<'_>, args: &Value, redactor: &Reda
     let Some(sink) = SINK.get() else {
         return false;
     };
-    if !call_enabled(success.level) {
-        return true;
-    }
     // The global subscriber is `init`'s (SINK is set only then); a scoped one may be in
     // force on this thread, and inside a span the line would list the span.
-    let own = tracing::dispatcher::get_default(|dispatch| dispatch.is::<OwnLayer>())
-        && tracing::Span::current().is_none();
+    let own = tracing::dispatcher::get_default(|dispatch| {
+        dispatch.is::<OwnLayer>() && dispatch.current_span().id().is_none()
+    });
     if !own {
         return false;
     }
+    if !own_layer_enabled(success.level) {
+        return true;
+    }
     sink.push_call(&super::call_line::CallLine {
         level: success.level,
-        at: std::time::SystemTime::now(),
+        at: success.ended,
         tool: success.tool,
         action: success.action.unwrap_or(""),
         request_id: success.request_id.unwrap_or(""),
@@ -156,6 +159,38 @@ pub(crate) fn defer_success(success: &Success<'_>, args: &Value, redactor: &Reda
         redactor,
     });
     true
+}
+
+/// [`call_enabled`] for `init`'s subscriber, outside any span, asked once per level.
+///
+/// Why: `tracing::enabled!` asks the subscriber on every use (it does not stop at a
+/// callsite's cached interest, as an event does), which took a third of what queueing a
+/// successful call's line cost. The answer cannot change: that subscriber's filter is
+/// built once from `RUST_LOG` and never replaced, and outside a span only its static
+/// directives apply. Called only where [`defer_success`] checked both.
+fn own_layer_enabled(level: tracing::Level) -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    const UNKNOWN: u8 = 0;
+    const ENABLED: u8 = 1;
+    const DISABLED: u8 = 2;
+    static ANSWERS: [AtomicU8; 5] = [const { AtomicU8::new(UNKNOWN) }; 5];
+    let slot = match level {
+        tracing::Level::ERROR => 0,
+        tracing::Level::WARN => 1,
+        tracing::Level::INFO => 2,
+        tracing::Level::DEBUG => 3,
+        tracing::Level::TRACE => 4,
+    };
+    match ANSWERS[slot].load(Ordering::Relaxed) {
+        ENABLED => true,
+        DISABLED => false,
+        _ => {
+            let enabled = call_enabled(level);
+            let answer = if enabled { ENABLED } else { DISABLED };
+            ANSWERS[slot].store(answer, Ordering::Relaxed);
+            enabled
+        }
+    }
 }
 
 /// Emits the event of one finished call. Successes at the configured level (info by

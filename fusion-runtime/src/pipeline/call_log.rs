@@ -39,7 +39,9 @@ impl CallLog<'_> {
         message: &str,
     ) -> Duration {
         self.armed = false;
-        let latency = self.started.elapsed();
+        // One clock read for both the latency and the event's time.
+        let ended = Instant::now();
+        let latency = ended.saturating_duration_since(self.started);
         if failure.is_none() {
             let success = crate::log::Success {
                 tool: self.tool,
@@ -48,6 +50,7 @@ impl CallLog<'_> {
                 caller: self.caller,
                 correlation: self.correlation_id.number(),
                 latency,
+                ended,
                 outcome,
                 attempts,
                 level: self.ok_level,
