@@ -1,5 +1,6 @@
 //! The log's timestamps, as tracing-subscriber writes them, the calendar part formatted
-//! once a second (the JSON layer and the writer thread both use it).
+//! once a second (the JSON layer and the writer thread both use it), and the wall-clock
+//! time of a call's end, read from the monotonic clock ([`Anchor`]).
 
 use std::{
     fmt::Write as _,
