@@ -276,9 +276,7 @@ impl Sink {
             }
         }
     }
-}
 
-impl Sink {
     /// Waits a [`TICK`] (or for a wake-up: a close, a large batch).
     fn wait_tick<'a>(&self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         self.wake
