@@ -27,10 +27,14 @@ use super::{
 /// How often a busy writer looks for new lines: the most a line waits in a busy server.
 const TICK: Duration = Duration::from_millis(2);
 
-/// How many ticks the writer stays awake with nothing to write before it sleeps until the
-/// next line wakes it: between two bursts of calls no caller pays for a wake-up, and an
-/// idle server's writer sleeps after 50 ms.
+/// How many ticks a busy writer stays awake with nothing to write before it sleeps until
+/// the next line wakes it: between two bursts of calls no caller pays for a wake-up, and
+/// an idle server's writer sleeps after 50 ms.
 const QUIET_TICKS: u32 = 25;
+
+/// The batch (in bytes written) that makes the writer busy: after a smaller one it sleeps
+/// at once, as a server with a call now and then need not wake it 500 times a second.
+const BUSY_BATCH: usize = 4 << 10;
 
 /// The bytes that may wait for the writer before a caller blocks: about 2,400 call events,
 /// and the most one `write` carries.
@@ -187,8 +191,9 @@ impl Sink {
     /// the writer (taking whatever came during the last write made batches of a handful
     /// of lines at 100k calls a second, and the writer's wake-ups and writes most of the
     /// log's cost). A batch past [`WAKE_AT`] bytes is taken at once. After
-    /// [`QUIET_TICKS`] ticks with nothing new the writer sleeps until the next line wakes
-    /// it; a line that comes before then is taken at the end of its tick.
+    /// [`QUIET_TICKS`] ticks with nothing new (at once after a batch under [`BUSY_BATCH`])
+    /// the writer sleeps until the next line wakes it; a line that comes before then is
+    /// taken at the end of its tick.
     fn write_batches(&self, mut output: Box<dyn Write + Send>) {
         let State {
             pending: mut batch,
@@ -198,6 +203,7 @@ impl Sink {
         } = State::with_room();
         let mut text = Vec::new();
         let mut clock = Clock::default();
+        let mut busy = false;
         loop {
             let mut state = lock(&self.state);
             let mut quiet_ticks = 0;
@@ -208,7 +214,7 @@ impl Sink {
                     state = self.wait_tick(state);
                     break;
                 }
-                if quiet_ticks < QUIET_TICKS {
+                if busy && quiet_ticks < QUIET_TICKS {
                     // Nothing came during the last write: stay awake a little, so that
                     // the next caller need not wake the writer (a system call).
                     quiet_ticks += 1;
@@ -261,6 +267,7 @@ impl Sink {
             };
             // A failed stderr loses these lines; there is nowhere else to say so.
             let _ = output.write_all(written).and_then(|()| output.flush());
+            busy = written.len() >= BUSY_BATCH;
             batch.clear();
             calls.clear();
             call_text.clear();
@@ -403,6 +410,43 @@ mod tests {
                 .collect();
             assert_eq!(own, (0..5_000).collect::<Vec<_>>(), "thread {thread}");
         }
+    }
+
+    /// Waits (at most 10 s) until `out` holds `lines` lines.
+    fn wait_for_lines(out: &Shared, lines: usize) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if lock(&out.0).iter().filter(|&&byte| byte == b'\n').count() >= lines {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    #[test]
+    fn a_line_after_a_quiet_spell_is_written_without_a_close() {
+        let out = Shared::default();
+        let sink = Sink::start(Box::new(out.clone()));
+        // A small batch (the writer sleeps at once after it), then a busy one (it stays
+        // awake a while first); each time the next line, after the writer went to sleep,
+        // must wake it.
+        sink.push(b"one\n");
+        assert!(wait_for_lines(&out, 1), "the first line was not written");
+        std::thread::sleep(Duration::from_millis(20));
+        let busy_line = format!("{}\n", "x".repeat(99));
+        for _ in 0..(BUSY_BATCH / busy_line.len() + 1) {
+            sink.push(busy_line.as_bytes());
+        }
+        let after_busy = 2 + BUSY_BATCH / busy_line.len();
+        assert!(wait_for_lines(&out, after_busy), "the busy batch was not written");
+        std::thread::sleep(TICK * (QUIET_TICKS + 10));
+        sink.push(b"last\n");
+        assert!(
+            wait_for_lines(&out, after_busy + 1),
+            "a line after the writer went to sleep was not written"
+        );
+        sink.close(Duration::from_secs(10));
     }
 
     fn call<'a>(
