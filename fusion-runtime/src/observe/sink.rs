@@ -439,7 +439,10 @@ mod tests {
             sink.push(busy_line.as_bytes());
         }
         let after_busy = 2 + BUSY_BATCH / busy_line.len();
-        assert!(wait_for_lines(&out, after_busy), "the busy batch was not written");
+        assert!(
+            wait_for_lines(&out, after_busy),
+            "the busy batch was not written"
+        );
         std::thread::sleep(TICK * (QUIET_TICKS + 10));
         sink.push(b"last\n");
         assert!(
