@@ -144,10 +144,13 @@ impl Queued {
         // As tracing-serde records a `%value` field: its `Display`, as a string.
         out.extend_from_slice(br#","arguments":"#);
         string(out, part(&self.args)?)?;
-        out.extend_from_slice(br#"},"target":"fusion::call"}"#);
+        out.extend_from_slice(FIELDS_END_AND_TARGET);
         Ok(())
     }
 }
+
+/// The line's end: the fields' object closed, then the target.
+const FIELDS_END_AND_TARGET: &[u8] = br#"},"target":"fusion::call"}"#;
 
 /// The line from its level to the tool's key: the level, the message, in one piece.
 fn level_to_tool(level: tracing::Level) -> &'static [u8] {
@@ -225,7 +228,7 @@ mod tests {
             assert_eq!(level_to_tool(level), expected.as_bytes());
         }
         let end = format!(r#"}},"target":{}}}"#, serde_json::json!(TARGET));
-        assert_eq!(end, r#"},"target":"fusion::call"}"#);
+        assert_eq!(FIELDS_END_AND_TARGET, end.as_bytes());
     }
 
     #[test]
