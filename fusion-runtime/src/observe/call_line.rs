@@ -154,22 +154,22 @@ const FIELDS_END_AND_TARGET: &[u8] = br#"},"target":"fusion::call"}"#;
 
 /// The line from its level to the tool's key: the level, the message, in one piece.
 fn level_to_tool(level: tracing::Level) -> &'static [u8] {
+    macro_rules! piece {
+        ($level:literal) => {
+            concat!(
+                r#","level":""#,
+                $level,
+                r#"","fields":{"message":"tool call succeeded","tool":"#
+            )
+            .as_bytes()
+        };
+    }
     match level {
-        tracing::Level::ERROR => {
-            br#","level":"ERROR","fields":{"message":"tool call succeeded","tool":"#
-        }
-        tracing::Level::WARN => {
-            br#","level":"WARN","fields":{"message":"tool call succeeded","tool":"#
-        }
-        tracing::Level::INFO => {
-            br#","level":"INFO","fields":{"message":"tool call succeeded","tool":"#
-        }
-        tracing::Level::DEBUG => {
-            br#","level":"DEBUG","fields":{"message":"tool call succeeded","tool":"#
-        }
-        tracing::Level::TRACE => {
-            br#","level":"TRACE","fields":{"message":"tool call succeeded","tool":"#
-        }
+        tracing::Level::ERROR => piece!("ERROR"),
+        tracing::Level::WARN => piece!("WARN"),
+        tracing::Level::INFO => piece!("INFO"),
+        tracing::Level::DEBUG => piece!("DEBUG"),
+        tracing::Level::TRACE => piece!("TRACE"),
     }
 }
 
