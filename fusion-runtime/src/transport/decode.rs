@@ -22,7 +22,8 @@ use rmcp::{
     RoleServer,
     model::{
         CallToolRequest, CallToolRequestParams, ClientNotification, ClientRequest, ErrorCode,
-        ErrorData, InputResponses, JsonObject, JsonRpcMessage, RequestId, RequestMetaObject,
+        ErrorData, InputResponses, JsonObject, JsonRpcMessage, ProtocolVersion, RequestId,
+        RequestMetaObject,
     },
     service::RxJsonRpcMessage,
 };
@@ -546,16 +547,28 @@ pub(crate) fn awaited_request(message: &ClientMessage) -> Option<&RequestId> {
     }
 }
 
-/// Whether rmcp leaves its handshake on this message: an `initialize` request, or (MCP
-/// 2026-07-28, stateless) a request carrying its protocol version in `_meta`.
-pub(crate) fn ends_handshake(message: &ClientMessage) -> bool {
+/// Whether rmcp leaves its handshake on this message, by rmcp's own rule
+/// (`serve_server`): an `initialize` request, or (MCP 2026-07-28, stateless) a request
+/// other than `ping` and `server/discover` whose `_meta` carries every key that revision
+/// requires and a protocol version the server supports. On anything else rmcp answers and
+/// stays in its handshake, where a notification would end the whole service: the transport
+/// must not take the handshake for over sooner than rmcp does.
+pub(crate) fn ends_handshake(message: &ClientMessage, supported: &[ProtocolVersion]) -> bool {
     use rmcp::model::GetMeta as _;
-    match message {
-        JsonRpcMessage::Request(request) => {
-            matches!(request.request, ClientRequest::InitializeRequest(_))
-                || request.request.get_meta().protocol_version().is_some()
+    let JsonRpcMessage::Request(request) = message else {
+        return false;
+    };
+    match &request.request {
+        ClientRequest::InitializeRequest(_) => true,
+        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
+        other => {
+            let meta = other.get_meta();
+            meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                .is_empty()
+                && meta
+                    .protocol_version()
+                    .is_some_and(|version| supported.contains(&version))
         }
-        _ => false,
     }
 }
 
@@ -579,6 +592,59 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+
+    /// rmcp stays in its handshake on a `ping`, a `server/discover` and a request whose
+    /// 2026-07-28 `_meta` is incomplete or names a version the server does not serve; the
+    /// transport must agree, or it passes on a notification that ends the service.
+    #[test]
+    fn the_handshake_ends_where_rmcp_ends_it() {
+        let full_meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let ends = |line: Value, supported: &[ProtocolVersion]| {
+            let message = match decode_line(line.to_string().as_bytes()) {
+                Decoded::Message(message) => message,
+                other => panic!("expected a message for {line}, got {other:?}"),
+            };
+            ends_handshake(&message, supported)
+        };
+        let all = ProtocolVersion::KNOWN_VERSIONS;
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}});
+        assert!(ends(initialize, all));
+        assert!(ends(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": full_meta}}),
+            all
+        ));
+        assert!(!ends(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": full_meta}}),
+            all
+        ));
+        assert!(!ends(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
+            all
+        ));
+        assert!(!ends(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": full_meta}}),
+            &[ProtocolVersion::V_2025_11_25]
+        ));
+        assert!(!ends(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+            all
+        ));
+        assert!(!ends(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            all
+        ));
+        assert!(!ends(
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            all
+        ));
+    }
 
     fn reply(line: &str) -> ErrorReply {
         match decode_line(line.as_bytes()) {

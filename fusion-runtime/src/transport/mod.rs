@@ -82,9 +82,10 @@ impl<C: Send + Sync + 'static> Server<C> {
             return serve_exit_code(rmcp::serve_server(self, rmcp::transport::stdio_pipes()).await)
                 .await;
         }
-        let (transport, handle) = match process_stdio::take()
-            .and_then(|(input, output)| StdioTransport::new(input, output, &options))
-        {
+        let supported_versions = rmcp::ServerHandler::supported_protocol_versions(&self);
+        let (transport, handle) = match process_stdio::take().and_then(|(input, output)| {
+            StdioTransport::new(input, output, &options, supported_versions)
+        }) {
             Ok(taken) => taken,
             Err(error) => {
                 eprintln!("fusion: cannot serve on stdin/stdout: {error}");

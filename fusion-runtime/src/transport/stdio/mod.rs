@@ -35,6 +35,7 @@
 //!   error is kept for `serve_stdio`'s exit code (1) and message.
 
 use std::{
+    borrow::Cow,
     io::{self},
     sync::{
         Arc, PoisonError,
@@ -45,7 +46,7 @@ use std::{
 
 use rmcp::{
     RoleServer,
-    model::{ErrorCode, ErrorData, JsonRpcMessage, RequestId},
+    model::{ErrorCode, ErrorData, JsonRpcMessage, ProtocolVersion, RequestId},
     service::TxJsonRpcMessage,
     transport::Transport,
 };
@@ -89,6 +90,9 @@ pub(crate) struct StdioTransport {
     input_done: bool,
     /// rmcp has left its handshake (see [`decode::ends_handshake`]).
     handshake_done: bool,
+    /// The protocol versions the served handler supports: rmcp leaves its handshake on a
+    /// 2026-07-28 request only when it names one of them.
+    supported_versions: Cow<'static, [ProtocolVersion]>,
     /// The last message read went to rmcp, which has spawned its tasks since.
     handed_to_rmcp: bool,
     /// Set while tasks that rmcp spawned for earlier messages may not have run yet: a
@@ -175,6 +179,7 @@ impl StdioTransport {
         input: Input,
         output: Output,
         options: &StdioOptions,
+        supported_versions: Cow<'static, [ProtocolVersion]>,
     ) -> io::Result<(Self, StdioHandle)> {
         let shared = Arc::new(Shared::default());
         let (out, queue) = mpsc::unbounded_channel();
@@ -198,6 +203,7 @@ impl StdioTransport {
             lines: Lines::new(options.max_line_bytes),
             input_done: false,
             handshake_done: false,
+            supported_versions,
             handed_to_rmcp: false,
             rmcp_behind: Arc::new(AtomicBool::new(false)),
             lines_in_a_row: 0,
@@ -283,7 +289,8 @@ impl StdioTransport {
                             self.reply(id_in_use(id));
                             continue;
                         }
-                        self.handshake_done |= decode::ends_handshake(&message);
+                        self.handshake_done |=
+                            decode::ends_handshake(&message, &self.supported_versions);
                         if let Some(id) = decode::cancelled_request(&message) {
                             self.shared.cancelled(id);
                         }
@@ -527,6 +534,7 @@ mod tests {
             Input::Async(Box::pin(server_in)),
             Output::Async(Box::pin(server_out)),
             options,
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
         )
         .expect("a transport");
         (transport, handle, client_in, client_out)
