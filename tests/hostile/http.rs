@@ -38,35 +38,36 @@ fn post_to(addr: SocketAddr, session: Option<&str>, body: &str, timeout: Duratio
     post_mcp(addr, &extra, body, timeout)
 }
 
-/// A POST whose client gives up after `wait` and leaves (closes its connection).
-fn post_and_leave(addr: SocketAddr, session: &str, body: &str, wait: Duration) {
-    let _ = try_raw_http(
-        addr,
-        "POST",
-        "/mcp",
-        &mcp_headers(&[("Mcp-Session-Id", session)]),
-        body.as_bytes(),
-        wait,
+/// A POST of `body` on a connection of its own, left open: a client that waits for its
+/// answer and never reads it. The connection closes when the value is dropped (the
+/// client hangs up, which cancels the call).
+fn post_and_wait(addr: SocketAddr, session: &str, body: &str) -> TcpStream {
+    let mut stream = TcpStream::connect_timeout(&addr, REQUEST).expect("connect");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
     );
+    stream
+        .write_all(format!("{head}{body}").as_bytes())
+        .expect("write the request");
+    stream
 }
 
-/// Starts a call of `hang` with `id` in `session` whose client leaves after 200 ms; the
-/// call goes on in the server.
-fn leave_hanging_call(server: &HttpServer, session: &str, id: u32) {
-    post_and_leave(
-        server.addr(),
-        session,
-        &call(id, "hang", "{}"),
-        Duration::from_millis(200),
-    );
+/// Starts a call of `hang` with `id` in `session` whose client keeps waiting (until the
+/// returned connection is dropped); the call goes on in the server.
+fn start_hanging_call(server: &HttpServer, session: &str, id: u32) -> TcpStream {
+    post_and_wait(server.addr(), session, &call(id, "hang", "{}"))
 }
 
-/// [`leave_hanging_call`], then waits until it runs.
-fn leave_running_hang(server: &HttpServer, session: &str, id: u32) {
-    leave_hanging_call(server, session, id);
+/// [`start_hanging_call`], then waits until it runs.
+fn start_running_hang(server: &HttpServer, session: &str, id: u32) -> TcpStream {
+    let waiting = start_hanging_call(server, session, id);
     wait_for(Duration::from_secs(5), "the hang call runs", server, || {
         hangs_in_flight(server, 1)
     });
+    waiting
 }
 
 /// Waits (at most `limit`) until `/healthz` answers 200 on a new connection.
@@ -128,6 +129,17 @@ fn wait_for(
 
 fn hang_drops(server: &HttpServer) -> usize {
     server.stderr().matches("hang dropped").count()
+}
+
+/// How many `hang` calls the call log reports as `cancelled`.
+fn hangs_cancelled(server: &HttpServer) -> usize {
+    server
+        .stderr()
+        .lines()
+        .filter(|line| {
+            line.contains(r#""tool":"hang""#) && line.contains(r#""outcome":"cancelled""#)
+        })
+        .count()
 }
 
 fn hangs_in_flight(server: &HttpServer, n: usize) -> bool {
@@ -339,7 +351,7 @@ fn sessions_are_capped_and_expire_when_idle() {
 fn a_session_with_a_call_in_flight_is_not_idle() {
     let server = faults(&["--session-idle-ms", "300", "--call-timeout-ms", "5000"]);
     let session = open_session(&server);
-    leave_running_hang(&server, &session, 7);
+    let _waiting = start_running_hang(&server, &session, 7);
     thread::sleep(Duration::from_millis(900));
     assert_eq!(
         hang_drops(&server),
@@ -500,12 +512,60 @@ fn a_forged_session_gets_404_on_get_post_and_delete() {
     assert_eq!(again.status, 404, "{again:?}");
 }
 
+/// Clients that time out and retry on a new connection: 50 calls of `hang` on one
+/// session, each on a connection closed right after the request is written. Each call is
+/// cancelled when its client hangs up (its handler dropped), nothing stays in flight, and
+/// the session serves on.
+#[test]
+fn calls_whose_clients_hung_up_are_cancelled_and_the_session_serves_on() {
+    let server = faults(&[]);
+    let session = open_session(&server);
+    for id in 100..150 {
+        drop(post_and_wait(
+            server.addr(),
+            &session,
+            &call(id, "hang", "{}"),
+        ));
+    }
+    thread::sleep(Duration::from_secs(1));
+    wait_for(
+        Duration::from_secs(10),
+        "no hang call left in flight",
+        &server,
+        || hangs_in_flight(&server, 0),
+    );
+    let cancelled = hangs_cancelled(&server);
+    assert!(
+        cancelled > 0,
+        "no hang call was cancelled:\n{}",
+        metrics(&server)
+    );
+    assert_eq!(
+        hang_drops(&server),
+        cancelled,
+        "every cancelled call's handler is dropped:\n{}",
+        server.stderr()
+    );
+    let answer = post_to(
+        server.addr(),
+        Some(&session),
+        &call(200, "echo", r#"{"text":"after"}"#),
+        REQUEST,
+    );
+    assert!(
+        answer.status == 200
+            && answer.body.contains(r#""id":200"#)
+            && answer.body.contains("after"),
+        "the session no longer serves: {answer:?}"
+    );
+}
+
 #[test]
 fn a_call_whose_client_left_ends_at_the_call_deadline() {
     let server = faults(&["--call-timeout-ms", "500"]);
     let session = open_session(&server);
     let started = Instant::now();
-    leave_hanging_call(&server, &session, 5);
+    let _waiting = start_hanging_call(&server, &session, 5);
     wait_for(
         Duration::from_secs(5),
         "the hang call is dropped at its deadline",
@@ -529,9 +589,10 @@ fn a_call_whose_client_left_ends_at_the_call_deadline() {
 fn a_session_caps_its_calls_in_flight_with_an_immediate_error() {
     let server = faults(&["--max-calls-per-session", "2"]);
     let session = open_session(&server);
-    for id in [10, 11] {
-        leave_hanging_call(&server, &session, id);
-    }
+    let _waiting: Vec<TcpStream> = [10, 11]
+        .into_iter()
+        .map(|id| start_hanging_call(&server, &session, id))
+        .collect();
     wait_for(
         Duration::from_secs(5),
         "two hang calls run",
@@ -572,7 +633,7 @@ fn a_session_caps_its_calls_in_flight_with_an_immediate_error() {
 fn a_deleted_session_cancels_its_calls_at_once() {
     let server = faults(&[]);
     let session = open_session(&server);
-    leave_running_hang(&server, &session, 9);
+    let _waiting = start_running_hang(&server, &session, 9);
     let deleted = raw_http(
         server.addr(),
         "DELETE",

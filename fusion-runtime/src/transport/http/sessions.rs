@@ -9,13 +9,21 @@
 //!   once.
 //! - **Sessions** are capped, and a session idle (no request, no call in flight) for the
 //!   idle timeout ends.
+//! - **A client that hangs up cancels its call** (issue 32). The id is claimed by a guard
+//!   until the request reaches the session, so a request dropped on the way gives it back;
+//!   once it has reached it, the answer's stream watches for the answer, and a stream
+//!   dropped before it (the client closed the connection) hands the service a
+//!   `notifications/cancelled` for the call: its handler is dropped, its policies' state
+//!   released and its id freed, as a stdio cancel does. The session serves on.
 //! - **A session that ends cancels its calls at once.** rmcp lets the handlers of a
 //!   closed session run for up to 5 s more; the transport here hands the service a
 //!   `notifications/cancelled` for each call in flight before it reports the end.
 
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
+    collections::{HashMap, VecDeque},
+    pin::Pin,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
+    task::{Context, Poll},
     time::Duration,
 };
 
@@ -32,8 +40,8 @@ use rmcp::{
         streamable_http_server::session::{
             ServerSseMessage, SessionId, SessionManager,
             local::{
-                LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
-                LocalSessionWorkerError, SessionConfig, SessionError,
+                LocalSessionHandle, LocalSessionManager, LocalSessionManagerError,
+                LocalSessionWorker, LocalSessionWorkerError, SessionConfig, SessionError,
             },
         },
     },
@@ -60,8 +68,11 @@ struct Entry {
 
 #[derive(Debug)]
 struct EntryState {
-    /// The ids of the requests in flight.
-    in_flight: HashSet<RequestId>,
+    /// The ids of the requests in flight, each with the number of its claim: a client may
+    /// use an id again once it is free, and a late hang-up must not cancel the new request.
+    in_flight: HashMap<RequestId, u64>,
+    /// Numbers the claims of `in_flight`.
+    claims: u64,
     /// The last request of the client or answer of the server.
     last_active: Instant,
     /// The verified subject of the token that created the session (OAuth), once bound:
@@ -73,7 +84,8 @@ impl Entry {
     fn new() -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(EntryState {
-                in_flight: HashSet::new(),
+                in_flight: HashMap::new(),
+                claims: 0,
                 last_active: Instant::now(),
                 owner: None,
             }),
@@ -95,6 +107,17 @@ impl Entry {
         let mut state = self.lock();
         state.in_flight.remove(id);
         state.last_active = Instant::now();
+    }
+
+    /// Gives back claim `number` on `id`, if the id still holds that claim; whether it did.
+    fn give_back(&self, id: &RequestId, number: u64) -> bool {
+        let mut state = self.lock();
+        if state.in_flight.get(id) != Some(&number) {
+            return false;
+        }
+        state.in_flight.remove(id);
+        state.last_active = Instant::now();
+        true
     }
 
     fn idle_for(&self, now: Instant) -> Option<Duration> {
@@ -294,7 +317,7 @@ impl SessionManager for Sessions {
                 let request_id = request.id.clone();
                 let mut state = entry.lock();
                 state.last_active = Instant::now();
-                if state.in_flight.contains(&request_id) {
+                if state.in_flight.contains_key(&request_id) {
                     let text = format!(
                         "Invalid Request: id {} already in use by a request in flight in this session; send each request with a new id",
                         quote_id(&request_id)
@@ -310,20 +333,35 @@ impl SessionManager for Sessions {
                     );
                     return Ok(error_stream(request_id, BUSY, text).left_stream());
                 }
-                state.in_flight.insert(request_id.clone());
-                Some((entry.clone(), request_id))
+                state.claims += 1;
+                let number = state.claims;
+                state.in_flight.insert(request_id.clone(), number);
+                drop(state);
+                Some(Claim {
+                    entry,
+                    id: request_id,
+                    number,
+                    armed: true,
+                })
             }
             _ => None,
         };
-        match self.inner.create_stream(id, message).await {
-            Ok(answers) => Ok(answers.right_stream()),
-            Err(error) => {
-                if let Some((entry, request_id)) = claimed {
-                    entry.finish(&request_id);
-                }
-                Err(error)
-            }
+        // Both awaits below may be the last (the client hung up): the claim's `Drop` then
+        // gives the id back.
+        let session = match &claimed {
+            Some(_) => self.inner.sessions.read().await.get(id).cloned(),
+            None => None,
+        };
+        let answers = self.inner.create_stream(id, message).await?;
+        // The request reached the session: from here its answer, or a hang-up, frees it.
+        let watch = claimed
+            .zip(session)
+            .map(|(claim, session)| claim.reached(session));
+        Ok(AnswerStream {
+            answers: Box::pin(answers),
+            watch,
         }
+        .right_stream())
     }
 
     async fn accept_message(
@@ -367,6 +405,126 @@ impl SessionManager for Sessions {
     }
 }
 
+/// A request's claim on its id in its session, from the check of the cap until the
+/// request reaches the session's worker. Dropped on the way (the client hung up while the
+/// request was being handed over), it gives the id back.
+struct Claim {
+    entry: Arc<Entry>,
+    id: RequestId,
+    number: u64,
+    /// Cleared once the request reached the session.
+    armed: bool,
+}
+
+impl Claim {
+    /// The request reached the session: the claim now waits for its answer.
+    fn reached(mut self, session: LocalSessionHandle) -> HangUp {
+        self.armed = false;
+        HangUp {
+            entry: Arc::clone(&self.entry),
+            id: self.id.clone(),
+            number: self.number,
+            session,
+            armed: true,
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.armed {
+            self.entry.give_back(&self.id, self.number);
+        }
+    }
+}
+
+/// What cancels a call whose client left before its answer.
+struct HangUp {
+    entry: Arc<Entry>,
+    id: RequestId,
+    number: u64,
+    /// The session's worker, to hand the service the cancellation.
+    session: LocalSessionHandle,
+    /// Cleared once the answer went out (or the session ended the stream).
+    armed: bool,
+}
+
+impl Drop for HangUp {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        // Given back already when the answer was routed (or the call was cancelled):
+        // nothing to cancel.
+        if !self.entry.give_back(&self.id, self.number) {
+            return;
+        }
+        tracing::debug!(target: "fusion::transport", id = %self.id, "the client hung up before its answer: cancelling the call");
+        let session = self.session.clone();
+        let cancel = cancellation_because(
+            self.id.clone(),
+            "the client closed the connection before the answer",
+        );
+        // Outside a runtime (the process is ending) the session goes with it anyway.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = session.push_message(cancel, None).await;
+            });
+        }
+    }
+}
+
+/// The stream of a request's answer, watching for a client that leaves before it.
+struct AnswerStream<S> {
+    answers: Pin<Box<S>>,
+    /// Set until the answer to the request went out.
+    watch: Option<HangUp>,
+}
+
+impl<S: Stream<Item = ServerSseMessage>> Stream for AnswerStream<S> {
+    type Item = ServerSseMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.answers.as_mut().poll_next(context);
+        match &polled {
+            Poll::Ready(Some(message)) => {
+                let answers_it = self.watch.as_ref().is_some_and(|watch| {
+                    message.message.as_deref().is_some_and(|message| {
+                        answered_id(message).is_some_and(|id| *id == watch.id)
+                    })
+                });
+                if answers_it {
+                    // Handed to the connection: the answer's own `send` frees the id.
+                    self.disarm();
+                }
+            }
+            Poll::Ready(None) => {
+                // The session ended the stream: it cancels its calls itself.
+                self.disarm();
+            }
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+impl<S> AnswerStream<S> {
+    fn disarm(&mut self) {
+        if let Some(mut watch) = self.watch.take() {
+            watch.armed = false;
+        }
+    }
+}
+
+/// The request a message from the server answers.
+fn answered_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
+    match message {
+        JsonRpcMessage::Response(response) => Some(&response.id),
+        JsonRpcMessage::Error(error) => error.id.as_ref(),
+        _ => None,
+    }
+}
+
 /// rmcp's session transport, seen by the service: it frees a request's id once its
 /// answer is routed, and cancels the calls in flight when the session ends.
 pub(super) struct SessionTransport {
@@ -378,10 +536,14 @@ pub(super) struct SessionTransport {
 }
 
 fn cancellation(id: RequestId) -> ClientJsonRpcMessage {
-    let params = CancelledNotificationParam::new(
-        Some(id),
-        Some("the session ended (deleted by the client, expired, or closed)".to_owned()),
-    );
+    cancellation_because(
+        id,
+        "the session ended (deleted by the client, expired, or closed)",
+    )
+}
+
+fn cancellation_because(id: RequestId, reason: &str) -> ClientJsonRpcMessage {
+    let params = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
     let notification: CancelledNotification = Notification::new(params);
     ClientJsonRpcMessage::notification(ClientNotification::CancelledNotification(notification))
 }
@@ -426,7 +588,13 @@ impl Transport<RoleServer> for SessionTransport {
         // The session ended. rmcp would let its handlers run for up to 5 s before
         // cancelling them; cancel each call in flight now instead (issue 15).
         self.ended = true;
-        let in_flight: Vec<RequestId> = self.entry.lock().in_flight.drain().collect();
+        let in_flight: Vec<RequestId> = self
+            .entry
+            .lock()
+            .in_flight
+            .drain()
+            .map(|(id, _)| id)
+            .collect();
         if !in_flight.is_empty() {
             tracing::info!(target: "fusion::server", calls = in_flight.len(), "session ended: cancelling its calls in flight");
         }
