@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::failure::Failure;
+use crate::failure::{Failure, FailureKind};
 
 pub(crate) use super::redact::Redactor;
 
@@ -276,6 +276,11 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
             "tool call returned a warning",
             error = message
         ),
+        // The client's own choice (a cancel, a hang-up), not a fault: operators alert on
+        // WARN and above.
+        Some(failure) if matches!(failure.kind(), FailureKind::Cancelled) => {
+            event!(tracing::Level::INFO, "tool call cancelled", error = message)
+        }
         Some(_) => event!(tracing::Level::WARN, "tool call rejected", error = message),
     }
 }

@@ -10,8 +10,10 @@
 mod auth;
 mod conn;
 mod guard;
+mod hang_up;
 mod literals;
 mod options;
+mod session_entry;
 mod sessions;
 
 use std::{

@@ -21,9 +21,7 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    pin::Pin,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
-    task::{Context, Poll},
     time::Duration,
 };
 
@@ -31,8 +29,7 @@ use futures_util::{Stream, StreamExt as _, stream};
 use rmcp::{
     RoleServer,
     model::{
-        CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage,
-        ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, Notification, RequestId,
+        ClientJsonRpcMessage, ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
         ServerJsonRpcMessage,
     },
     transport::{
@@ -40,13 +37,18 @@ use rmcp::{
         streamable_http_server::session::{
             ServerSseMessage, SessionId, SessionManager,
             local::{
-                LocalSessionHandle, LocalSessionManager, LocalSessionManagerError,
-                LocalSessionWorker, LocalSessionWorkerError, SessionConfig, SessionError,
+                LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
+                LocalSessionWorkerError, SessionConfig, SessionError,
             },
         },
     },
 };
 use tokio::time::Instant;
+
+use super::{
+    hang_up::{AnswerStream, Claim, answered_id, cancellation_because},
+    session_entry::Entry,
+};
 
 /// The JSON-RPC code of an answer to a request over the session's cap of calls in flight
 /// (the implementation-defined server error range of JSON-RPC 2.0).
@@ -58,75 +60,6 @@ pub(super) struct SessionLimits {
     pub(super) max_sessions: usize,
     pub(super) idle_timeout: Option<Duration>,
     pub(super) max_in_flight: usize,
-}
-
-/// What one session holds besides rmcp's worker.
-#[derive(Debug)]
-struct Entry {
-    state: Mutex<EntryState>,
-}
-
-#[derive(Debug)]
-struct EntryState {
-    /// The ids of the requests in flight, each with the number of its claim: a client may
-    /// use an id again once it is free, and a late hang-up must not cancel the new request.
-    in_flight: HashMap<RequestId, u64>,
-    /// Numbers the claims of `in_flight`.
-    claims: u64,
-    /// The last request of the client or answer of the server.
-    last_active: Instant,
-    /// The verified subject of the token that created the session (OAuth), once bound:
-    /// the session answers only that subject.
-    owner: Option<String>,
-}
-
-impl Entry {
-    fn new() -> Arc<Self> {
-        Arc::new(Self {
-            state: Mutex::new(EntryState {
-                in_flight: HashMap::new(),
-                claims: 0,
-                last_active: Instant::now(),
-                owner: None,
-            }),
-        })
-    }
-
-    /// The state; a panic elsewhere while holding the lock leaves sets that are still
-    /// consistent (each change is one insert or remove), so a poisoned lock is used as is.
-    fn lock(&self) -> MutexGuard<'_, EntryState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn touch(&self) {
-        self.lock().last_active = Instant::now();
-    }
-
-    /// The call `id` was answered (or cancelled): its id is free again.
-    fn finish(&self, id: &RequestId) {
-        let mut state = self.lock();
-        state.in_flight.remove(id);
-        state.last_active = Instant::now();
-    }
-
-    /// Gives back claim `number` on `id`, if the id still holds that claim; whether it did.
-    fn give_back(&self, id: &RequestId, number: u64) -> bool {
-        let mut state = self.lock();
-        if state.in_flight.get(id) != Some(&number) {
-            return false;
-        }
-        state.in_flight.remove(id);
-        state.last_active = Instant::now();
-        true
-    }
-
-    fn idle_for(&self, now: Instant) -> Option<Duration> {
-        let state = self.lock();
-        state
-            .in_flight
-            .is_empty()
-            .then(|| now.saturating_duration_since(state.last_active))
-    }
 }
 
 /// The session manager of [`super`]: rmcp's local one, with limits.
@@ -337,12 +270,7 @@ impl SessionManager for Sessions {
                 let number = state.claims;
                 state.in_flight.insert(request_id.clone(), number);
                 drop(state);
-                Some(Claim {
-                    entry,
-                    id: request_id,
-                    number,
-                    armed: true,
-                })
+                Some(Claim::new(entry, request_id, number))
             }
             _ => None,
         };
@@ -354,14 +282,7 @@ impl SessionManager for Sessions {
         };
         let answers = self.inner.create_stream(id, message).await?;
         // The request reached the session: from here its answer, or a hang-up, frees it.
-        let watch = claimed
-            .zip(session)
-            .map(|(claim, session)| claim.reached(session));
-        Ok(AnswerStream {
-            answers: Box::pin(answers),
-            watch,
-        }
-        .right_stream())
+        Ok(AnswerStream::new(answers, claimed, session).right_stream())
     }
 
     async fn accept_message(
@@ -405,126 +326,6 @@ impl SessionManager for Sessions {
     }
 }
 
-/// A request's claim on its id in its session, from the check of the cap until the
-/// request reaches the session's worker. Dropped on the way (the client hung up while the
-/// request was being handed over), it gives the id back.
-struct Claim {
-    entry: Arc<Entry>,
-    id: RequestId,
-    number: u64,
-    /// Cleared once the request reached the session.
-    armed: bool,
-}
-
-impl Claim {
-    /// The request reached the session: the claim now waits for its answer.
-    fn reached(mut self, session: LocalSessionHandle) -> HangUp {
-        self.armed = false;
-        HangUp {
-            entry: Arc::clone(&self.entry),
-            id: self.id.clone(),
-            number: self.number,
-            session,
-            armed: true,
-        }
-    }
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        if self.armed {
-            self.entry.give_back(&self.id, self.number);
-        }
-    }
-}
-
-/// What cancels a call whose client left before its answer.
-struct HangUp {
-    entry: Arc<Entry>,
-    id: RequestId,
-    number: u64,
-    /// The session's worker, to hand the service the cancellation.
-    session: LocalSessionHandle,
-    /// Cleared once the answer went out (or the session ended the stream).
-    armed: bool,
-}
-
-impl Drop for HangUp {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        // Given back already when the answer was routed (or the call was cancelled):
-        // nothing to cancel.
-        if !self.entry.give_back(&self.id, self.number) {
-            return;
-        }
-        tracing::debug!(target: "fusion::transport", id = %self.id, "the client hung up before its answer: cancelling the call");
-        let session = self.session.clone();
-        let cancel = cancellation_because(
-            self.id.clone(),
-            "the client closed the connection before the answer",
-        );
-        // Outside a runtime (the process is ending) the session goes with it anyway.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = session.push_message(cancel, None).await;
-            });
-        }
-    }
-}
-
-/// The stream of a request's answer, watching for a client that leaves before it.
-struct AnswerStream<S> {
-    answers: Pin<Box<S>>,
-    /// Set until the answer to the request went out.
-    watch: Option<HangUp>,
-}
-
-impl<S: Stream<Item = ServerSseMessage>> Stream for AnswerStream<S> {
-    type Item = ServerSseMessage;
-
-    fn poll_next(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let polled = self.answers.as_mut().poll_next(context);
-        match &polled {
-            Poll::Ready(Some(message)) => {
-                let answers_it = self.watch.as_ref().is_some_and(|watch| {
-                    message.message.as_deref().is_some_and(|message| {
-                        answered_id(message).is_some_and(|id| *id == watch.id)
-                    })
-                });
-                if answers_it {
-                    // Handed to the connection: the answer's own `send` frees the id.
-                    self.disarm();
-                }
-            }
-            Poll::Ready(None) => {
-                // The session ended the stream: it cancels its calls itself.
-                self.disarm();
-            }
-            Poll::Pending => {}
-        }
-        polled
-    }
-}
-
-impl<S> AnswerStream<S> {
-    fn disarm(&mut self) {
-        if let Some(mut watch) = self.watch.take() {
-            watch.armed = false;
-        }
-    }
-}
-
-/// The request a message from the server answers.
-fn answered_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
-    match message {
-        JsonRpcMessage::Response(response) => Some(&response.id),
-        JsonRpcMessage::Error(error) => error.id.as_ref(),
-        _ => None,
-    }
-}
-
 /// rmcp's session transport, seen by the service: it frees a request's id once its
 /// answer is routed, and cancels the calls in flight when the session ends.
 pub(super) struct SessionTransport {
@@ -542,12 +343,6 @@ fn cancellation(id: RequestId) -> ClientJsonRpcMessage {
     )
 }
 
-fn cancellation_because(id: RequestId, reason: &str) -> ClientJsonRpcMessage {
-    let params = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
-    let notification: CancelledNotification = Notification::new(params);
-    ClientJsonRpcMessage::notification(ClientNotification::CancelledNotification(notification))
-}
-
 impl Transport<RoleServer> for SessionTransport {
     type Error = LocalSessionWorkerError;
 
@@ -555,11 +350,7 @@ impl Transport<RoleServer> for SessionTransport {
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let answered = match &item {
-            JsonRpcMessage::Response(response) => Some(response.id.clone()),
-            JsonRpcMessage::Error(error) => error.id.clone(),
-            _ => None,
-        };
+        let answered = answered_id(&item).cloned();
         let entry = Arc::clone(&self.entry);
         let send = self.inner.send(item);
         async move {
