@@ -4,7 +4,8 @@
 //! is and how to connect; started by an MCP client it speaks MCP on stdin/stdout.
 //!
 //! `cargo run --example quickstart -- --http 8000` serves it over Streamable HTTP instead, at
-//! `http://127.0.0.1:8000/mcp` (`--http 0` picks a free port and prints it).
+//! `http://127.0.0.1:8000/mcp` (`--http 0` picks a free port and prints it); `--stateless`
+//! serves it without sessions, each request on its own.
 
 use std::{process::ExitCode, sync::Arc};
 
@@ -124,11 +125,18 @@ mod cli;
 const USAGE: cli::Usage = cli::Usage {
     name: "quickstart",
     about: "the quickstart server: a few small tools over stdio",
-    flags: &[(
-        "--http",
-        "PORT",
-        "serve Streamable HTTP on 127.0.0.1:PORT instead of stdio (0: a free port, printed on stderr)",
-    )],
+    flags: &[
+        (
+            "--http",
+            "PORT",
+            "serve Streamable HTTP on 127.0.0.1:PORT instead of stdio (0: a free port, printed on stderr)",
+        ),
+        (
+            "--stateless",
+            "",
+            "with --http: serve without sessions (each request on its own, as replicas behind a load balancer do)",
+        ),
+    ],
     env: &[],
 };
 
@@ -154,7 +162,12 @@ async fn main() -> ExitCode {
     match args.iter().position(|arg| arg == "--http") {
         None => builder.serve_stdio().await,
         Some(at) => match args.get(at + 1).and_then(|port| port.parse::<u16>().ok()) {
-            Some(port) => builder.serve_http(("127.0.0.1", port)).await,
+            Some(port) => {
+                let options = fusion_runtime::HttpOptions::default()
+                    .port(port)
+                    .stateless(args.iter().any(|arg| arg == "--stateless"));
+                builder.serve_http_with(options).await
+            }
             None => {
                 eprintln!("quickstart: --http takes a port number");
                 ExitCode::from(fusion_runtime::EXIT_CONFIG)

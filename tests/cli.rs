@@ -25,7 +25,7 @@ fn binaries() -> Vec<(
             "quickstart",
             support::example_binary("quickstart"),
             Some("--http"),
-            &["--http PORT"],
+            &["--http PORT", "--stateless"],
         ),
         ("inventory", support::example_binary("inventory"), None, &[]),
         (

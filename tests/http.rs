@@ -308,3 +308,23 @@ fn while_draining_answers_close_their_connections() {
         server.stderr()
     );
 }
+
+/// `quickstart --http 0 --stateless`: no session, each request served on its own.
+#[test]
+fn the_quickstart_serves_without_sessions_with_stateless() {
+    let mut command = Command::new(support::example_binary("quickstart"));
+    command
+        .args(["--http", "0", "--stateless"])
+        .env("RUST_LOG", "info");
+    let server = HttpServer::start(command, START);
+    let answered = post(&server, &[], &tool_call(4, "add", r#"{"a":2,"b":3}"#));
+    assert_eq!(answered.status, 200, "{answered:?}");
+    assert!(
+        answered.header("mcp-session-id").is_none(),
+        "no session: {answered:?}"
+    );
+    assert!(
+        answered.body.contains(r#""id":4"#) && answered.body.contains(r#""isError":false"#),
+        "{answered:?}"
+    );
+}
