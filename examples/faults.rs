@@ -11,8 +11,9 @@
 //! `--max-body-bytes N`, `--shutdown-grace-ms N` and `--stateless`. Small limits for the
 //! hostile-peer tests (tests/hostile/http.rs): `--header-timeout-ms N`,
 //! `--max-connections N`, `--max-sessions N`, `--session-idle-ms N`,
-//! `--max-calls-per-session N` (the `HttpOptions` of the same names) and
-//! `--call-timeout-ms N` (the server's default call deadline, `ServerBuilder::timeout`).
+//! `--max-calls-per-session N`, `--max-queued-per-session N` (the `HttpOptions` of the
+//! same names) and `--call-timeout-ms N` (the server's default call deadline,
+//! `ServerBuilder::timeout`).
 
 use fusion_tests::faults::{self, FaultCtx};
 
@@ -61,6 +62,11 @@ const USAGE: cli::Usage = cli::Usage {
             "--max-calls-per-session",
             "N",
             "with --http: calls in flight per session",
+        ),
+        (
+            "--max-queued-per-session",
+            "N",
+            "with --http: requests waiting behind them",
         ),
         ("--call-timeout-ms", "N", "the default deadline of a call"),
         (
@@ -179,6 +185,9 @@ fn http_options(args: &[String]) -> Option<Result<fusion_runtime::HttpOptions, S
         }
         if let Some(n) = number("--max-calls-per-session")? {
             options = options.max_calls_per_session(count(n));
+        }
+        if let Some(n) = number("--max-queued-per-session")? {
+            options = options.max_queued_per_session(count(n));
         }
         Ok(options)
     })())

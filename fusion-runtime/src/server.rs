@@ -23,12 +23,37 @@ use crate::{
 /// with [`Tester`](crate::testing::Tester).
 pub struct Server<C = ()> {
     pub(crate) inner: Arc<Inner<C>>,
+    /// Told each session's peer, when a transport serves calls past rmcp (Streamable
+    /// HTTP's sessions); set on the copies that transport hands rmcp.
+    pub(crate) session_peers: Option<Arc<dyn SessionPeers>>,
 }
 
 impl<C> Clone for Server<C> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            session_peers: self.session_peers.clone(),
+        }
+    }
+}
+
+/// Keeps the peer of each session a transport serves, for the calls it serves itself.
+pub(crate) trait SessionPeers: Send + Sync {
+    /// The client of the session whose request carried `extensions` said it is
+    /// initialized; `peer` reaches it.
+    fn initialized(
+        &self,
+        extensions: &rmcp::model::Extensions,
+        peer: &rmcp::Peer<rmcp::RoleServer>,
+    );
+}
+
+impl<C> Server<C> {
+    /// This server, telling `peers` of each session's peer.
+    pub(crate) fn with_session_peers(&self, peers: Arc<dyn SessionPeers>) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            session_peers: Some(peers),
         }
     }
 }

@@ -590,10 +590,16 @@ fn a_call_whose_client_left_ends_at_the_call_deadline() {
 }
 
 #[test]
-fn a_session_caps_its_calls_in_flight_with_an_immediate_error() {
-    let server = faults(&["--max-calls-per-session", "2"]);
+fn calls_over_a_sessions_cap_wait_their_turn_and_a_full_queue_gets_429_with_the_id() {
+    let mut command = Command::new(support::example_binary("faults"));
+    command
+        .args(["--http", "0", "--max-calls-per-session", "2"])
+        .args(["--max-queued-per-session", "1"])
+        // The transport's debug line says when a request waits its turn.
+        .env("RUST_LOG", "info,fusion::transport=debug");
+    let server = HttpServer::start(command, START);
     let session = open_session(&server);
-    let _waiting: Vec<TcpStream> = [10, 11]
+    let mut running: Vec<TcpStream> = [10, 11]
         .into_iter()
         .map(|id| start_hanging_call(&server, &session, id))
         .collect();
@@ -603,26 +609,57 @@ fn a_session_caps_its_calls_in_flight_with_an_immediate_error() {
         &server,
         || hangs_in_flight(&server, 2),
     );
-    let started = Instant::now();
-    let over = post_to(
-        server.addr(),
-        Some(&session),
-        &call(12, "hang", "{}"),
+    // The third waits its turn behind them.
+    let addr = server.addr();
+    let queued = {
+        let session = session.clone();
+        thread::spawn(move || {
+            post_to(
+                addr,
+                Some(&session),
+                &call(12, "echo", r#"{"text":"my turn"}"#),
+                REQUEST,
+            )
+        })
+    };
+    wait_for(
         Duration::from_secs(5),
+        "the third request waits in the queue",
+        &server,
+        || {
+            server.stderr().lines().any(|line| {
+                line.contains("the request waits its turn") && line.contains(r#""id":"12""#)
+            })
+        },
     );
+    let over = post_to(addr, Some(&session), &call(14, "hang", "{}"), REQUEST);
+    assert_eq!(over.status, 429, "{over:?}");
+    assert_eq!(over.header("retry-after"), Some("1"), "{over:?}");
     assert!(
         over.body
             .contains("too many requests in flight in this session")
-            && over.body.contains("the limit is 2")
-            && over.body.contains(r#""id":12"#),
-        "{over:?}"
+            && over.body.contains("2 running, 1 waiting")
+            && over.body.contains("-32000")
+            && over.body.contains(r#""id":14"#),
+        "the refusal is a JSON-RPC error carrying the request's id: {over:?}"
     );
     assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
+        !queued.is_finished(),
+        "the queued call must wait while both running calls hold their turns"
     );
-    assert!(hangs_in_flight(&server, 2), "the third call must not run");
+    assert!(
+        hangs_in_flight(&server, 2),
+        "the refused calls must not run"
+    );
+    // One running call's client hangs up: its turn passes to the queued call.
+    drop(running.remove(0));
+    let queued = queued.join().expect("the queued request's thread");
+    assert!(
+        queued.status == 200
+            && queued.body.contains("my turn")
+            && queued.body.contains(r#""id":12"#),
+        "the queued call runs once a turn is free: {queued:?}"
+    );
     // Another session has its own allowance.
     let other = open_session(&server);
     let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
@@ -630,6 +667,94 @@ fn a_session_caps_its_calls_in_flight_with_an_immediate_error() {
     assert!(
         pong.body.contains(r#""id":2"#) && pong.body.contains("result"),
         "{pong:?}"
+    );
+}
+
+/// 256 calls at once on one session (the default cap runs 32 and queues the rest): every
+/// call gets its own answer, none is refused, none is answered twice.
+#[test]
+fn a_session_with_256_calls_at_once_answers_every_one() {
+    let server = faults(&[]);
+    let session = open_session(&server);
+    let addr = server.addr();
+    let callers: Vec<_> = (1000..1256)
+        .map(|id| {
+            let session = session.clone();
+            thread::spawn(move || {
+                let answer = post_to(
+                    addr,
+                    Some(&session),
+                    &call(id, "slow", r#"{"ms":50}"#),
+                    Duration::from_secs(60),
+                );
+                (id, answer)
+            })
+        })
+        .collect();
+    for caller in callers {
+        let (id, answer) = caller.join().expect("a caller's thread");
+        assert!(
+            answer.status == 200
+                && answer.body.matches(r#""id":"#).count() == 1
+                && answer.body.contains(&format!(r#""id":{id}"#))
+                && answer.body.contains("slept 50 ms"),
+            "call {id} was not answered with its own result: {answer:?}"
+        );
+    }
+}
+
+/// Stateless (no session): a client that hangs up cancels its call, and the disconnect is
+/// no ERROR in the log.
+#[test]
+fn a_stateless_call_whose_client_hung_up_is_cancelled_without_an_error_line() {
+    let server = faults(&["--stateless"]);
+    for id in 0..5 {
+        let mut stream = TcpStream::connect_timeout(&server.addr(), REQUEST).expect("connect");
+        let body = call(id, "hang", "{}");
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            server.addr(),
+            body.len()
+        );
+        stream
+            .write_all(format!("{head}{body}").as_bytes())
+            .expect("write the request");
+        wait_for(
+            Duration::from_secs(5),
+            "the hang call runs",
+            &server,
+            || hangs_in_flight(&server, 1),
+        );
+        drop(stream);
+        wait_for(
+            Duration::from_secs(10),
+            "the call is dropped once its client hangs up",
+            &server,
+            || hang_drops(&server) == id as usize + 1,
+        );
+    }
+    let answer = post_to(
+        server.addr(),
+        None,
+        &call(9, "echo", r#"{"text":"x"}"#),
+        REQUEST,
+    );
+    assert!(answer.body.contains(r#""id":9"#), "{answer:?}");
+    wait_for(
+        Duration::from_secs(10),
+        "every dropped call logged as cancelled",
+        &server,
+        || hangs_cancelled(&server) == 5,
+    );
+    let stderr = server.stderr();
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains(r#""level":"ERROR""#))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "a client that hangs up is not an error: {errors:#?}"
     );
 }
 

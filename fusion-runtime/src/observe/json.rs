@@ -101,6 +101,9 @@ where
             && event.parent().is_none()
             && (!event.is_contextual() || ctx.lookup_current().is_none());
         if !ours {
+            if is_disconnect_noise(event) {
+                return;
+            }
             return self.fmt.on_event(event, ctx);
         }
         SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
@@ -113,6 +116,44 @@ where
             Err(_) => self.write(event, &mut Vec::new(), &mut Clock::default()),
         });
     }
+}
+
+/// rmcp's ERROR events for an answer that could not be handed to its client, which had
+/// left (its stream or connection closed): a disconnect is not an error to alert on, and
+/// the call log already says, once and at INFO, that the call was cancelled. They are
+/// kept at `RUST_LOG=rmcp=debug`, for whoever diagnoses rmcp itself.
+fn is_disconnect_noise(event: &Event<'_>) -> bool {
+    /// rmcp 3.11's messages for an answer it could not send (`service.rs`).
+    const UNDELIVERED: [&str; 3] = [
+        "fail to response message",
+        "failed to send pending response during drain",
+        "fail to send rejection error",
+    ];
+    /// Whether the event's message is one of [`UNDELIVERED`].
+    struct Undelivered(bool);
+    impl tracing::field::Visit for Undelivered {
+        fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+            if field.name() == "message" {
+                self.0 = UNDELIVERED.contains(&value);
+            }
+        }
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                let text = format!("{value:?}");
+                self.0 = UNDELIVERED.contains(&text.as_str());
+            }
+        }
+    }
+    let metadata = event.metadata();
+    if *metadata.level() != tracing::Level::ERROR
+        || !metadata.target().starts_with("rmcp")
+        || tracing::enabled!(target: "rmcp", tracing::Level::DEBUG)
+    {
+        return false;
+    }
+    let mut undelivered = Undelivered(false);
+    event.record(&mut undelivered);
+    undelivered.0
 }
 
 impl<S> JsonLog<S> {

@@ -151,6 +151,12 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         Ok(())
     }
 
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if let Some(peers) = &self.session_peers {
+            peers.initialized(&context.extensions, &context.peer);
+        }
+    }
+
     fn get_tool(&self, name: &str) -> Option<WireTool> {
         self.tools().iter().find(|tool| tool.name == name).cloned()
     }

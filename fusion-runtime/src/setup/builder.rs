@@ -466,6 +466,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 sealer,
                 tasks: crate::tasks::Tasks::new(self.revision.tasks),
             }),
+            session_peers: None,
         })
     }
 

@@ -9,6 +9,7 @@
 #[cfg(feature = "oauth")]
 mod auth;
 mod conn;
+mod direct;
 mod guard;
 mod hang_up;
 mod literals;
@@ -311,6 +312,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             max_sessions: options.max_sessions,
             idle_timeout: options.session_idle_timeout,
             max_in_flight: options.max_calls_per_session,
+            max_queued: options.max_queued_per_session,
         }));
         let state = Arc::new(HttpState {
             hosts: hosts.clone(),
@@ -319,12 +321,18 @@ impl<C: Send + Sync + 'static> Server<C> {
             max_body_bytes: options.max_body_bytes,
             draining: AtomicBool::new(false),
             sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
+            direct: (!options.stateless).then(|| direct::DirectCalls {
+                call_tool: self.call_tool_fn(),
+                path: options.path.clone(),
+            }),
             reaper: std::sync::Once::new(),
             session_prefix: options.session_prefix.clone(),
             #[cfg(feature = "oauth")]
             oauth,
         });
-        let factory = self.clone();
+        // Each session's service tells the sessions its peer, for the calls served past
+        // rmcp (`direct.rs`).
+        let factory = self.with_session_peers(Arc::clone(&session_manager) as _);
         let mcp = StreamableHttpService::new(
             move || Ok(factory.clone()),
             session_manager,

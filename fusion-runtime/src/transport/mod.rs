@@ -171,13 +171,22 @@ fn direct_calls<C: Send + Sync + 'static>(
     if info.protocol_version >= rmcp::model::ProtocolVersion::V_2026_07_28 {
         return None;
     }
-    let server = server.clone();
-    // What `ServerHandler::call_tool` does, boxed once here rather than twice.
-    let call_tool: stdio::CallTool = Arc::new(move |params, context| {
-        let server = server.clone();
-        Box::pin(async move { server.answer_call(params, context).await })
-    });
-    Some(stdio::DirectCalls::new(call_tool, service.peer().clone()))
+    Some(stdio::DirectCalls::new(
+        server.call_tool_fn(),
+        service.peer().clone(),
+    ))
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// What `ServerHandler::call_tool` does, boxed once here rather than twice: the
+    /// transports that serve `tools/call` past rmcp's service loop call it.
+    pub(crate) fn call_tool_fn(&self) -> stdio::CallTool {
+        let server = self.clone();
+        Arc::new(move |params, context| {
+            let server = server.clone();
+            Box::pin(async move { server.answer_call(params, context).await })
+        })
+    }
 }
 
 /// The environment variable that selects rmcp's own stdio transport (`=rmcp`).

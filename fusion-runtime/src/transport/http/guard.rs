@@ -31,6 +31,8 @@ pub(super) struct HttpState {
     pub(super) draining: AtomicBool,
     /// The sessions, in stateful mode.
     pub(super) sessions: Option<Arc<Sessions>>,
+    /// The calls served past rmcp (`direct.rs`), in stateful mode.
+    pub(super) direct: Option<super::direct::DirectCalls>,
     /// The OAuth resource server, when configured.
     #[cfg(feature = "oauth")]
     pub(super) oauth: Option<Arc<super::auth::Authenticator>>,
@@ -253,6 +255,19 @@ pub(super) async fn guard(
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return response;
     }
+    if let (Some(sessions), Some(id)) = (&state.sessions, &session) {
+        if sessions.is_saturated(id)
+            && let Some(refused) = refuse_when_full(sessions, &bytes)
+        {
+            return refused;
+        }
+        if json_body
+            && let Some(direct) = &state.direct
+            && let Some(answer) = super::direct::serve(direct, sessions, &parts, &bytes).await
+        {
+            return answer;
+        }
+    }
     let bytes = if json_body {
         let recorded = record_number_literals(bytes);
         parts
@@ -372,6 +387,32 @@ pub(super) fn linger(mut stream: axum::body::BodyDataStream) {
         })
         .await;
     });
+}
+
+/// `429` for a request to a session that holds as many requests as it may (running and
+/// waiting), with its id and `Retry-After`; `None` for a message that is not a request
+/// (a notification or a response is taken whatever the load).
+fn refuse_when_full(sessions: &Sessions, body: &[u8]) -> Option<Response> {
+    let is_request =
+        serde_json::from_slice::<MethodOnly>(body).is_ok_and(|message| message.method.is_some());
+    let id = crate::transport::decode::find_id(body).filter(|_| is_request)?;
+    let error = sessions.refusal(super::session_entry::Refused::Full, &id);
+    let message = rmcp::model::ServerJsonRpcMessage::error(error, Some(id));
+    let body = serde_json::to_vec(&message).ok()?;
+    Some(
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                ),
+                (header::RETRY_AFTER, HeaderValue::from_static("1")),
+            ],
+            body,
+        )
+            .into_response(),
+    )
 }
 
 pub(super) fn jsonrpc_error(status: StatusCode, code: i64, message: &str) -> Response {

@@ -43,6 +43,13 @@ impl Claim {
         }
     }
 
+    /// Waits for the request's turn among the session's calls that may run at once;
+    /// `false` when the claim was given up meanwhile (cancelled, or the session ended).
+    /// Cancel-safe: dropped while it waits, the claim (dropped with it) gives the id back.
+    pub(super) async fn take_turn(&self) -> bool {
+        self.entry.take_turn(&self.id, self.number).await
+    }
+
     /// The request reached the session: the claim now waits for its answer.
     fn reached(mut self, session: LocalSessionHandle) -> HangUp {
         self.armed = false;

@@ -37,14 +37,16 @@ pub struct HttpConfigError(pub(super) String);
 /// | [`max_connections`](Self::max_connections) | 512 | new connections wait, unaccepted |
 /// | [`max_sessions`](Self::max_sessions) | 1024 | `initialize` gets `503` |
 /// | [`session_idle_timeout`](Self::session_idle_timeout) | 10 min | the session ends (then `404`) |
-/// | [`max_calls_per_session`](Self::max_calls_per_session) | 32 | the request gets a JSON-RPC error at once |
+/// | [`max_calls_per_session`](Self::max_calls_per_session) | 32 | the request waits its turn in the session's queue |
+/// | [`max_queued_per_session`](Self::max_queued_per_session) | 256 | `429` with `Retry-After` and a JSON-RPC error (`-32000`) carrying the request's id |
 /// | [`max_body_bytes`](Self::max_body_bytes) | 4 MiB | `413` |
 ///
 /// Calls themselves are bounded by the server's call deadline
 /// ([`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT), 5 minutes, unless the tool or
-/// [`ServerBuilder::timeout`](crate::ServerBuilder::timeout) sets another): over HTTP a client that leaves does not
-/// cancel its call, so the deadline is what ends a hung one. A session that ends (the
-/// client's `DELETE`, the idle timeout) cancels its calls at once, and a request that
+/// [`ServerBuilder::timeout`](crate::ServerBuilder::timeout) sets another). A client that
+/// closes its connection before its answer cancels its call, as `notifications/cancelled`
+/// does; a session that ends (the client's `DELETE`, the idle timeout) cancels its calls
+/// at once, and a request that
 /// reuses the id of a request still in flight in its session gets a `-32600` error,
 /// while the first call goes on.
 ///
@@ -97,6 +99,7 @@ pub struct HttpOptions {
     pub(super) max_sessions: usize,
     pub(super) session_idle_timeout: Option<Duration>,
     pub(super) max_calls_per_session: usize,
+    pub(super) max_queued_per_session: usize,
     pub(super) session_prefix: Option<String>,
     #[cfg(feature = "oauth")]
     pub(super) oauth: Option<super::auth::OAuth>,
@@ -124,6 +127,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_calls_per_session", &self.max_calls_per_session)
+            .field("max_queued_per_session", &self.max_queued_per_session)
             .field("session_prefix", &self.session_prefix);
         #[cfg(feature = "oauth")]
         let debug = debug.field("oauth", &self.oauth);
@@ -162,6 +166,7 @@ impl Default for HttpOptions {
             max_sessions: 1024,
             session_idle_timeout: Some(Duration::from_secs(600)),
             max_calls_per_session: 32,
+            max_queued_per_session: 256,
             session_prefix: None,
             #[cfg(feature = "oauth")]
             oauth: None,
@@ -381,12 +386,12 @@ impl HttpOptions {
         self
     }
 
-    /// The most requests in flight in one session (32 by default, at least 1). A request
-    /// over it gets a JSON-RPC error (`-32000`) at once that says so.
+    /// The most requests running at once in one session (32 by default, at least 1). A
+    /// request over it waits, first come first served, until one ends
+    /// ([`max_queued_per_session`](Self::max_queued_per_session) bounds the wait).
     ///
-    /// A client that leaves does not cancel its calls over HTTP, so without a cap a
-    /// client could leave hung calls behind without bound (about 35 kB each). Agents
-    /// rarely run more than a few calls at once; 32 leaves room for bursts.
+    /// Without a cap one client could hold the whole runtime with its calls. Agents rarely
+    /// run more than a few calls at once; 32 leaves room for bursts.
     ///
     /// ```
     /// use fusion_runtime::HttpOptions;
@@ -396,6 +401,26 @@ impl HttpOptions {
     /// ```
     pub fn max_calls_per_session(mut self, calls: usize) -> Self {
         self.max_calls_per_session = calls.max(1);
+        self
+    }
+
+    /// The most requests of one session that may wait for their turn behind the calls
+    /// running ([`max_calls_per_session`](Self::max_calls_per_session)); 256 by default, 0
+    /// to refuse at once. A request over it gets `429 Too Many Requests` with
+    /// `Retry-After: 1` and a JSON-RPC error (`-32000`) that carries its id and says so.
+    ///
+    /// Each waiting request holds its connection and its body, so the connection cap
+    /// ([`max_connections`](Self::max_connections)) and the body limit bound what the queue
+    /// can cost.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_calls_per_session(8).max_queued_per_session(64);
+    /// # drop(options);
+    /// ```
+    pub fn max_queued_per_session(mut self, requests: usize) -> Self {
+        self.max_queued_per_session = requests;
         self
     }
 

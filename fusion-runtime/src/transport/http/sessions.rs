@@ -5,8 +5,10 @@
 //!   with an id still in flight takes over the first one's stream: it receives the first
 //!   call's result, and the first stream never ends. A request whose id is in flight gets
 //!   a `-32600` error on its own stream instead; the first call goes on.
-//! - **Calls in flight per session** are capped: over the cap a request gets an error at
-//!   once.
+//! - **Calls in flight per session** are capped: over the cap a request waits its turn
+//!   in a bounded queue (first come, first served); over the queue it gets an error at
+//!   once (`429` with `Retry-After` from the guard, or a JSON-RPC error on its stream when
+//!   it raced the guard).
 //! - **Sessions** are capped, and a session idle (no request, no call in flight) for the
 //!   idle timeout ends.
 //! - **A client that hangs up cancels its call** (issue 32). The id is claimed by a guard
@@ -47,7 +49,7 @@ use tokio::time::Instant;
 
 use super::{
     hang_up::{AnswerStream, Claim, answered_id, cancellation_because},
-    session_entry::Entry,
+    session_entry::{Entry, Refused},
 };
 
 /// The JSON-RPC code of an answer to a request over the session's cap of calls in flight
@@ -60,6 +62,15 @@ pub(super) struct SessionLimits {
     pub(super) max_sessions: usize,
     pub(super) idle_timeout: Option<Duration>,
     pub(super) max_in_flight: usize,
+    /// Requests that may wait for their turn behind the calls in flight.
+    pub(super) max_queued: usize,
+}
+
+impl SessionLimits {
+    /// Requests a session holds at most: running, and waiting for their turn.
+    pub(super) fn max_requests(&self) -> usize {
+        self.max_in_flight.saturating_add(self.max_queued)
+    }
 }
 
 /// The session manager of [`super`]: rmcp's local one, with limits.
@@ -89,8 +100,39 @@ impl Sessions {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn entry(&self, id: &SessionId) -> Option<Arc<Entry>> {
+    fn entry(&self, id: &str) -> Option<Arc<Entry>> {
         self.entries().get(id).cloned()
+    }
+
+    /// The session `id`, if it exists now.
+    pub(super) fn named(&self, id: &str) -> Option<Arc<Entry>> {
+        self.entry(id)
+    }
+
+    pub(super) fn limits(&self) -> SessionLimits {
+        self.limits
+    }
+
+    /// Whether session `id` holds as many requests as it may (running and queued): a new
+    /// one would be refused.
+    pub(super) fn is_saturated(&self, id: &str) -> bool {
+        self.entry(id)
+            .is_some_and(|entry| entry.in_flight() >= self.limits.max_requests())
+    }
+
+    /// The error that answers a request the session cannot take.
+    pub(super) fn refusal(&self, refused: Refused, id: &RequestId) -> ErrorData {
+        match refused {
+            Refused::IdInUse => ErrorData::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "Invalid Request: id {} already in use by a request in flight in this session; send each request with a new id",
+                    quote_id(id)
+                ),
+                None,
+            ),
+            Refused::Full => busy(self.limits),
+        }
     }
 
     /// Whether a new session would exceed the cap.
@@ -100,19 +142,14 @@ impl Sessions {
 
     /// Whether `id` names a session that exists now.
     pub(super) fn exists(&self, id: &str) -> bool {
-        self.entries().keys().any(|known| known.as_ref() == id)
+        self.entries().contains_key(id)
     }
 
     /// Binds the session `id`, just created, to `subject`, the verified subject of the
     /// token that created it (MCP: servers bind session ids to the user). A session
     /// created without one stays unbound.
     pub(super) fn bind_owner(&self, id: &str, subject: &str) {
-        let entry = self
-            .entries()
-            .iter()
-            .find(|(known, _)| known.as_ref() == id)
-            .map(|(_, entry)| Arc::clone(entry));
-        if let Some(entry) = entry {
+        if let Some(entry) = self.entry(id) {
             entry.lock().owner.get_or_insert_with(|| subject.to_owned());
         }
     }
@@ -121,15 +158,11 @@ impl Sessions {
     /// used by anyone who may reach the server, a bound one only by its owner (another
     /// user holding a stolen or guessed id gets what an unknown id gets).
     pub(super) fn may_use(&self, id: &str, subject: Option<&str>) -> bool {
-        let entry = self
-            .entries()
-            .iter()
-            .find(|(known, _)| known.as_ref() == id)
-            .map(|(_, entry)| Arc::clone(entry));
-        entry.is_some_and(|entry| match &entry.lock().owner {
-            Some(owner) => subject == Some(owner.as_str()),
-            None => true,
-        })
+        self.entry(id)
+            .is_some_and(|entry| match &entry.lock().owner {
+                Some(owner) => subject == Some(owner.as_str()),
+                None => true,
+            })
     }
 
     pub(super) fn max_sessions(&self) -> usize {
@@ -171,14 +204,23 @@ impl Sessions {
     }
 }
 
-/// One SSE message answering request `id` with an error.
-fn error_stream(
-    id: RequestId,
-    code: ErrorCode,
-    message: String,
+/// The answer to a request over the session's cap of requests in flight and queued.
+pub(super) fn busy(limits: SessionLimits) -> ErrorData {
+    ErrorData::new(
+        BUSY,
+        format!(
+            "too many requests in flight in this session ({} running, {} waiting): wait for an answer, or cancel a request, before sending another",
+            limits.max_in_flight, limits.max_queued
+        ),
+        None,
+    )
+}
+
+/// The messages of a request's stream that the session answers itself.
+fn answers(
+    answer: Option<ServerJsonRpcMessage>,
 ) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
-    let answer = ServerJsonRpcMessage::error(ErrorData::new(code, message, None), Some(id.clone()));
-    stream::iter([ServerSseMessage::from_message(answer)])
+    stream::iter(answer.map(ServerSseMessage::from_message))
 }
 
 /// A request id as the client wrote it, cut to a readable length.
@@ -190,6 +232,17 @@ fn quote_id(id: &RequestId) -> String {
     }
     let cut: String = text.chars().take(MAX).collect();
     format!("{cut}…")
+}
+
+impl crate::server::SessionPeers for Sessions {
+    fn initialized(&self, extensions: &rmcp::model::Extensions, peer: &rmcp::Peer<RoleServer>) {
+        let session = extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| super::guard::session_of(&parts.headers));
+        if let Some(entry) = session.and_then(|id| self.entry(id)) {
+            entry.set_peer(peer);
+        }
+    }
 }
 
 impl SessionManager for Sessions {
@@ -207,7 +260,7 @@ impl SessionManager for Sessions {
             .into());
         }
         let (id, transport) = self.inner.create_session().await?;
-        let entry = Entry::new();
+        let entry = Entry::new(self.limits.max_in_flight);
         self.entries().insert(id.clone(), Arc::clone(&entry));
         Ok((
             id,
@@ -248,36 +301,32 @@ impl SessionManager for Sessions {
         let claimed = match (&message, self.entry(id)) {
             (JsonRpcMessage::Request(request), Some(entry)) => {
                 let request_id = request.id.clone();
-                let mut state = entry.lock();
-                state.last_active = Instant::now();
-                if state.in_flight.contains_key(&request_id) {
-                    let text = format!(
-                        "Invalid Request: id {} already in use by a request in flight in this session; send each request with a new id",
-                        quote_id(&request_id)
-                    );
-                    return Ok(
-                        error_stream(request_id, ErrorCode::INVALID_REQUEST, text).left_stream()
-                    );
+                match entry.claim(&request_id, self.limits.max_requests(), None) {
+                    Ok(number) => Some(Claim::new(entry, request_id, number)),
+                    Err(refused) => {
+                        let error = self.refusal(refused, &request_id);
+                        return Ok(answers(Some(ServerJsonRpcMessage::error(
+                            error,
+                            Some(request_id),
+                        )))
+                        .left_stream());
+                    }
                 }
-                if state.in_flight.len() >= self.limits.max_in_flight {
-                    let text = format!(
-                        "too many requests in flight in this session (the limit is {}): wait for an answer, or cancel a request, before sending another",
-                        self.limits.max_in_flight
-                    );
-                    return Ok(error_stream(request_id, BUSY, text).left_stream());
-                }
-                state.claims += 1;
-                let number = state.claims;
-                state.in_flight.insert(request_id.clone(), number);
-                drop(state);
-                Some(Claim::new(entry, request_id, number))
             }
             _ => None,
         };
-        // Both awaits below may be the last (the client hung up): the claim's `Drop` then
+        // The awaits below may be the last (the client hung up): the claim's `Drop` then
         // gives the id back.
         let session = match &claimed {
-            Some(_) => self.inner.sessions.read().await.get(id).cloned(),
+            Some(claim) => {
+                // Await: the request's turn among the calls that may run at once.
+                if !claim.take_turn().await {
+                    // Cancelled while it waited (or the session ended): no answer, as for
+                    // any cancelled request.
+                    return Ok(answers(None).left_stream());
+                }
+                self.inner.sessions.read().await.get(id).cloned()
+            }
             None => None,
         };
         let answers = self.inner.create_stream(id, message).await?;
@@ -379,13 +428,7 @@ impl Transport<RoleServer> for SessionTransport {
         // The session ended. rmcp would let its handlers run for up to 5 s before
         // cancelling them; cancel each call in flight now instead (issue 15).
         self.ended = true;
-        let in_flight: Vec<RequestId> = self
-            .entry
-            .lock()
-            .in_flight
-            .drain()
-            .map(|(id, _)| id)
-            .collect();
+        let in_flight = self.entry.end_all();
         if !in_flight.is_empty() {
             tracing::info!(target: "fusion::server", calls = in_flight.len(), "session ended: cancelling its calls in flight");
         }

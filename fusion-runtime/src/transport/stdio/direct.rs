@@ -161,14 +161,28 @@ impl Started {
             tracing::debug!(target: "fusion::transport", %id, "dropping the answer of a cancelled call");
             return;
         }
-        let message: TxJsonRpcMessage<RoleServer> = match answer {
-            Ok(response) => JsonRpcMessage::response(ServerResult::from(response), id),
-            Err(error) => JsonRpcMessage::error(error, Some(id)),
-        };
-        let line = serialize(&message);
+        let line = serialize(&legacy_answer(answer, id));
         if !line.is_empty() {
             // A closed writer means the output is gone: nobody can read the answer.
             let _ = queue_line(&out, &shared, line);
         }
+    }
+}
+
+/// The answer to a `tools/call` of a session opened with `initialize` on a revision before
+/// 2026-07-28 (the only calls served past rmcp), shaped as rmcp's dispatch shapes it for
+/// such a peer: without `resultType`, and without tool output that is not an object.
+pub(crate) fn legacy_answer(
+    answer: Result<CallToolResponse, ErrorData>,
+    id: RequestId,
+) -> TxJsonRpcMessage<RoleServer> {
+    match answer {
+        Ok(response) => {
+            let mut result = ServerResult::from(response);
+            result.strip_result_type_for_legacy_peer();
+            result.strip_non_object_output_for_legacy_peer();
+            JsonRpcMessage::response(result, id)
+        }
+        Err(error) => JsonRpcMessage::error(error, Some(id)),
     }
 }

@@ -65,8 +65,11 @@ mod stream;
 mod writer;
 
 pub use self::options::StdioOptions;
-pub(crate) use self::state::{CallTool, DirectCalls};
 pub(crate) use self::stream::{Input, Output};
+pub(crate) use self::{
+    direct::legacy_answer,
+    state::{CallTool, DirectCalls},
+};
 use self::{framing::*, state::*, writer::*};
 
 /// How many lines `receive` handles in a row before it lets the writer (and the calls that
