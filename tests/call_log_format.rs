@@ -16,7 +16,9 @@ const REQUESTS: &str = include_str!("fixtures/call_log_requests.jsonl");
 /// What the quickstart logged for them before, with the default filter (`info,rmcp=warn`).
 const BEFORE: &str = include_str!("fixtures/call_log_before.jsonl");
 
-/// ... and with `RUST_LOG=info`, where rmcp's span puts a `spans` list on each event.
+/// ... and with `RUST_LOG=info`, where rmcp's span puts a `spans` list on each event. (rmcp's
+/// own "client initialized" line is gone since fusion handles `notifications/initialized`
+/// itself, for Streamable HTTP's calls served past rmcp.)
 const BEFORE_INFO: &str = include_str!("fixtures/call_log_before_info.jsonl");
 
 const EXIT_TIMEOUT: Duration = Duration::from_secs(20);

@@ -26,14 +26,6 @@
 
 use std::sync::Arc;
 
-use super::{
-    session_entry::{Entry, Refused},
-    sessions::Sessions,
-};
-use crate::transport::{
-    decode::{self, ClientMessage, Decoded},
-    stdio::{CallTool, legacy_answer},
-};
 use axum::{
     body::{Body, Bytes},
     http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts},
@@ -48,6 +40,13 @@ use rmcp::{
     service::RequestContext,
 };
 
+use super::{
+    session_entry::{Entry, Refused},
+    sessions::{Sessions, session_of},
+};
+use crate::transport::decode::{self, ClientMessage, Decoded};
+use crate::transport::stdio::{CallTool, legacy_answer};
+
 /// What serves the calls that go direct: the server's `call_tool`, and the MCP path (the
 /// guard also protects other routes).
 pub(super) struct DirectCalls {
@@ -55,26 +54,23 @@ pub(super) struct DirectCalls {
     pub(super) path: String,
 }
 
-/// The answer to `body` when it is a `tools/call` this transport serves itself; `None`
-/// leaves the request to rmcp, untouched.
+/// The answer to `body` when it is a `tools/call` this transport serves itself; the
+/// request's parts back, untouched, to leave it to rmcp.
 pub(super) async fn serve(
     direct: &DirectCalls,
     sessions: &Sessions,
-    parts: &Parts,
+    parts: Parts,
     body: &Bytes,
-) -> Option<Response> {
-    if parts.uri.path() != direct.path || !accepts_json(&parts.headers) {
-        return None;
-    }
-    let entry = sessions.named(super::guard::session_of(&parts.headers)?)?;
-    let peer = entry.peer()?.clone();
-    if !goes_direct(&peer, &parts.headers) || !may_be_a_call(body) {
-        return None;
-    }
-    let Decoded::Message(message) = decode::decode_line(body) else {
-        return None;
+) -> Result<Response, Parts> {
+    let Some((entry, peer)) = session_to_serve(direct, sessions, &parts, body) else {
+        return Err(parts);
     };
-    let (id, params, mut context) = taken_apart(*message, peer)?;
+    let Decoded::Message(message) = decode::decode_line(body) else {
+        return Err(parts);
+    };
+    let Some((id, params, mut context)) = taken_apart(*message, peer) else {
+        return Err(parts);
+    };
     let cancel = context.ct.clone();
     let limits = sessions.limits();
     let number = match entry.claim(&id, limits.max_requests(), Some(cancel.clone())) {
@@ -85,7 +81,7 @@ pub(super) async fn serve(
                 Refused::IdInUse => StatusCode::OK,
             };
             let error = sessions.refusal(refused, &id);
-            return Some(answer(status, JsonRpcMessage::error(error, Some(id))));
+            return Ok(answer(status, JsonRpcMessage::error(error, Some(id))));
         }
     };
     // From here until the answer, a drop (the client hung up) gives the id back and
@@ -98,9 +94,11 @@ pub(super) async fn serve(
     // Await: the call's turn behind the session's calls in flight.
     if !entry.take_turn(&claim.id, number).await {
         // Cancelled while it waited, or the session ended.
-        return Some(no_answer());
+        return Ok(no_answer());
     }
-    context.extensions.insert(parts.clone());
+    // What rmcp puts in a request's extensions: tools see the HTTP request (its headers,
+    // the verified token's claims) through it.
+    context.extensions.insert(parts);
     // Await: the call, through the pipeline.
     let answered = (direct.call_tool)(params, context).await;
     // Looked at before the claim goes: giving it back cancels the token.
@@ -109,9 +107,26 @@ pub(super) async fn serve(
     drop(claim);
     if cancelled {
         // `notifications/cancelled`, or the session's end: no answer (JSON-RPC).
-        return Some(no_answer());
+        return Ok(no_answer());
     }
-    Some(answer(StatusCode::OK, legacy_answer(answered, id)))
+    Ok(answer(StatusCode::OK, legacy_answer(answered, id)))
+}
+
+/// The session of a request whose call may go direct, and its peer: the MCP path, a
+/// client that accepts JSON, a known and initialized session whose calls go direct, and
+/// a body that may be such a call.
+fn session_to_serve(
+    direct: &DirectCalls,
+    sessions: &Sessions,
+    parts: &Parts,
+    body: &[u8],
+) -> Option<(Arc<Entry>, Peer<RoleServer>)> {
+    if parts.uri.path() != direct.path || !accepts_json(&parts.headers) {
+        return None;
+    }
+    let entry = sessions.named(session_of(&parts.headers)?)?;
+    let peer = entry.peer()?.clone();
+    (goes_direct(&peer, &parts.headers) && may_be_a_call(body)).then_some((entry, peer))
 }
 
 /// A call's claim on its id while it runs here: dropped (answered, or the request's

@@ -20,7 +20,10 @@ use axum::{
 };
 use futures_util::StreamExt as _;
 
-use super::{literals::record_number_literals, sessions::Sessions};
+use super::{
+    literals::record_number_literals,
+    sessions::{MethodOnly, Sessions, session_of},
+};
 
 /// What the guard checks, shared by the routes it protects.
 pub(super) struct HttpState {
@@ -103,14 +106,6 @@ pub(super) async fn check_framing(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// The session a request names, if any (`None` also for a value that is not text, which
-/// rmcp treats as absent).
-pub(super) fn session_of(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get("mcp-session-id")
-        .map(|value| value.to_str().unwrap_or(""))
-}
-
 /// `404` for a request naming a session that does not exist (MCP: the client then
 /// initializes a new one).
 pub(super) fn unknown_session() -> Response {
@@ -119,13 +114,6 @@ pub(super) fn unknown_session() -> Response {
         "Not Found: no session with this Mcp-Session-Id (it ended or never existed); send `initialize` without it to start a new one\n",
     )
         .into_response()
-}
-
-/// Just the `method` of a JSON-RPC message, read without building the rest.
-#[derive(serde::Deserialize)]
-pub(super) struct MethodOnly {
-    #[serde(default)]
-    method: Option<String>,
 }
 
 /// This replica's session-id prefix, on the wire only: a request's `Mcp-Session-Id` loses
@@ -229,6 +217,21 @@ pub(super) async fn guard(
         Ok(bytes) => bytes,
         Err(rejection) => return rejection,
     };
+    // Before the check that the body is JSON: a call served here is decoded once, which
+    // checks it too.
+    if let (Some(sessions), Some(id)) = (&state.sessions, &session) {
+        if sessions.is_saturated(id)
+            && let Some(refused) = sessions.refuse_when_full(&bytes)
+        {
+            return refused;
+        }
+        if json_body && let Some(direct) = &state.direct {
+            match super::direct::serve(direct, sessions, parts, &bytes).await {
+                Ok(answer) => return answer,
+                Err(not_served) => parts = not_served,
+            }
+        }
+    }
     if json_body && let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         return jsonrpc_error(
             StatusCode::BAD_REQUEST,
@@ -254,19 +257,6 @@ pub(super) async fn guard(
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return response;
-    }
-    if let (Some(sessions), Some(id)) = (&state.sessions, &session) {
-        if sessions.is_saturated(id)
-            && let Some(refused) = refuse_when_full(sessions, &bytes)
-        {
-            return refused;
-        }
-        if json_body
-            && let Some(direct) = &state.direct
-            && let Some(answer) = super::direct::serve(direct, sessions, &parts, &bytes).await
-        {
-            return answer;
-        }
     }
     let bytes = if json_body {
         let recorded = record_number_literals(bytes);
@@ -387,32 +377,6 @@ pub(super) fn linger(mut stream: axum::body::BodyDataStream) {
         })
         .await;
     });
-}
-
-/// `429` for a request to a session that holds as many requests as it may (running and
-/// waiting), with its id and `Retry-After`; `None` for a message that is not a request
-/// (a notification or a response is taken whatever the load).
-fn refuse_when_full(sessions: &Sessions, body: &[u8]) -> Option<Response> {
-    let is_request =
-        serde_json::from_slice::<MethodOnly>(body).is_ok_and(|message| message.method.is_some());
-    let id = crate::transport::decode::find_id(body).filter(|_| is_request)?;
-    let error = sessions.refusal(super::session_entry::Refused::Full, &id);
-    let message = rmcp::model::ServerJsonRpcMessage::error(error, Some(id));
-    let body = serde_json::to_vec(&message).ok()?;
-    Some(
-        (
-            StatusCode::TOO_MANY_REQUESTS,
-            [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                ),
-                (header::RETRY_AFTER, HeaderValue::from_static("1")),
-            ],
-            body,
-        )
-            .into_response(),
-    )
 }
 
 pub(super) fn jsonrpc_error(status: StatusCode, code: i64, message: &str) -> Response {

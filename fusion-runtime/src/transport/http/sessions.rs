@@ -27,6 +27,10 @@ use std::{
     time::Duration,
 };
 
+use axum::{
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse as _, Response},
+};
 use futures_util::{Stream, StreamExt as _, stream};
 use rmcp::{
     RoleServer,
@@ -120,6 +124,32 @@ impl Sessions {
             .is_some_and(|entry| entry.in_flight() >= self.limits.max_requests())
     }
 
+    /// `429` for a request to a session that holds as many requests as it may (running and
+    /// waiting), with its id and `Retry-After`; `None` for a message that is not a request
+    /// (a notification or a response is taken whatever the load).
+    pub(super) fn refuse_when_full(&self, body: &[u8]) -> Option<Response> {
+        let is_request = serde_json::from_slice::<MethodOnly>(body)
+            .is_ok_and(|message| message.method.is_some());
+        let id = crate::transport::decode::find_id(body).filter(|_| is_request)?;
+        let error = self.refusal(Refused::Full, &id);
+        let message = rmcp::model::ServerJsonRpcMessage::error(error, Some(id));
+        let body = serde_json::to_vec(&message).ok()?;
+        Some(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    ),
+                    (header::RETRY_AFTER, HeaderValue::from_static("1")),
+                ],
+                body,
+            )
+                .into_response(),
+        )
+    }
+
     /// The error that answers a request the session cannot take.
     pub(super) fn refusal(&self, refused: Refused, id: &RequestId) -> ErrorData {
         match refused {
@@ -204,6 +234,21 @@ impl Sessions {
     }
 }
 
+/// The session a request names, if any (`None` also for a value that is not text, which
+/// rmcp treats as absent).
+pub(super) fn session_of(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("mcp-session-id")
+        .map(|value| value.to_str().unwrap_or(""))
+}
+
+/// Just the `method` of a JSON-RPC message, read without building the rest.
+#[derive(serde::Deserialize)]
+pub(super) struct MethodOnly {
+    #[serde(default)]
+    pub(super) method: Option<String>,
+}
+
 /// The answer to a request over the session's cap of requests in flight and queued.
 pub(super) fn busy(limits: SessionLimits) -> ErrorData {
     ErrorData::new(
@@ -238,7 +283,7 @@ impl crate::server::SessionPeers for Sessions {
     fn initialized(&self, extensions: &rmcp::model::Extensions, peer: &rmcp::Peer<RoleServer>) {
         let session = extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| super::guard::session_of(&parts.headers));
+            .and_then(|parts| session_of(&parts.headers));
         if let Some(entry) = session.and_then(|id| self.entry(id)) {
             entry.set_peer(peer);
         }
