@@ -32,7 +32,7 @@ use axum::{
     extract::State,
     http::{HeaderValue, StatusCode, header},
     middleware::{self},
-    routing::get,
+    routing::{any, get},
 };
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use tokio_util::sync::CancellationToken;
@@ -338,9 +338,19 @@ impl<C: Send + Sync + 'static> Server<C> {
             session_manager,
             options.rmcp_config(&hosts, sessions.clone()),
         );
+        // Shared, not cloned: axum clones a route's service for every request, and rmcp's
+        // holds its whole configuration (allowed hosts and origins among it), which the
+        // calls served past it (`direct.rs`) never use.
+        let mcp = Arc::new(mcp);
         let metrics_server = self.clone();
         let protected = Router::new()
-            .route_service(&options.path, mcp)
+            .route(
+                &options.path,
+                any(move |request: axum::extract::Request| {
+                    let mcp = Arc::clone(&mcp);
+                    async move { mcp.handle(request).await }
+                }),
+            )
             .route(
                 "/metrics",
                 get(move || {
