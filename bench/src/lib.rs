@@ -9,6 +9,9 @@
 //! | `rmcp-echo` (bin) | the same `echo` tool written as rmcp 3.11's docs show, served with `rmcp::transport::stdio()` |
 //! | `floor-echo` (bin) | the floor: a synchronous serde_json line responder, one thread |
 //! | `faulty-echo` (bin) | a deliberately broken server, for the driver's own tests |
+//! | `compare --http` | fusion's quickstart over Streamable HTTP (sessions and none) against `rmcp-http-echo` in both modes and `floor-http-echo` ([`http_compare`], driven by [`http_load`]) |
+//! | `rmcp-http-echo` (bin) | `echo` over rmcp's `StreamableHttpService` as its docs mount it, plus TCP_NODELAY |
+//! | `floor-http-echo` (bin) | the HTTP floor: hyper and serde_json, no MCP |
 //! | `benches/dispatch.rs` | criterion: in-process dispatch through the tester against a hand-written serde handler, schema generation, the tester's `echo` |
 //! | `benches/decode.rs` | criterion: decode and validation of a 10-field argument object (plain and constrained) against plain serde decoding of the same struct |
 //!
@@ -26,6 +29,8 @@
 //! ([`process_stats`]), the statistics ([`stats`]) and a small argument parser ([`cli`]).
 
 pub mod cli;
+pub mod http_compare;
+pub mod http_load;
 pub mod load;
 pub mod process_stats;
 pub mod stats;

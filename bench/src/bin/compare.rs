@@ -20,6 +20,8 @@
 //! baselines and, unless `--fusion` is given, the quickstart example (`--no-build` skips
 //! this). Server stderr (fusion's JSON call log) goes to files in `target/bench-logs/`.
 //!
+//! `compare --http` compares over Streamable HTTP instead (`fusion_bench::http_compare`).
+//!
 //! Exits 1 when any run failed or broke "every id answered exactly once, not an error";
 //! missed goals are reported, not fatal (`--strict` makes them exit 3).
 
@@ -69,6 +71,9 @@ struct Options {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().skip(1).any(|arg| arg == "--http") {
+        return fusion_bench::http_compare::main(std::env::args().skip(1));
+    }
     let options = match configure() {
         Ok(options) => options,
         Err(message) => {
