@@ -148,11 +148,15 @@ pub fn run(
     warmup: Duration,
     measure: Duration,
 ) -> Result<HttpReport, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    runtime()?.block_on(drive(server, mode, concurrency.max(1), warmup, measure))
+}
+
+/// The driver's runtime: one thread, so that it takes at most one core from the server.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|error| format!("a runtime: {error}"))?;
-    runtime.block_on(drive(server, mode, concurrency.max(1), warmup, measure))
+        .map_err(|error| format!("a runtime: {error}"))
 }
 
 /// What every connection of a run shares.
@@ -379,10 +383,7 @@ async fn open_session(addr: SocketAddr) -> Result<String, String> {
 /// The resident memory `sessions` more sessions cost, in KiB per 1,000 sessions: opened
 /// (and initialized) one after another, measured from `VmRSS` before and after.
 pub fn rss_per_thousand_sessions(server: &HttpServer, sessions: usize) -> Result<f64, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("a runtime: {error}"))?;
+    let runtime = runtime()?;
     let before = process_stats::rss_kib(Some(server.pid())).map_err(|e| e.to_string())?;
     runtime.block_on(async {
         for _ in 0..sessions {

@@ -33,4 +33,5 @@ pub mod http_compare;
 pub mod http_load;
 pub mod load;
 pub mod process_stats;
+pub mod rmcp_echo;
 pub mod stats;

@@ -12,37 +12,10 @@
 use std::sync::Arc;
 
 use axum::serve::ListenerExt as _;
-use rmcp::{
-    ServerHandler,
-    handler::server::wrapper::Parameters,
-    schemars, tool, tool_handler, tool_router,
-    transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    },
+use fusion_bench::rmcp_echo::Echo;
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
-
-/// The arguments of `echo`.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-struct EchoRequest {
-    /// The text to send back.
-    text: String,
-}
-
-/// The server: one tool.
-#[derive(Debug, Clone, Default)]
-struct Echo;
-
-#[tool_router]
-impl Echo {
-    /// Echo the text back, unchanged.
-    #[tool(description = "Echo the text back, unchanged.")]
-    async fn echo(&self, Parameters(EchoRequest { text }): Parameters<EchoRequest>) -> String {
-        text
-    }
-}
-
-#[tool_handler(name = "rmcp-http-echo")]
-impl ServerHandler for Echo {}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

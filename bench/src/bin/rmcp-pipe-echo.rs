@@ -8,34 +8,9 @@
 
 use std::os::fd::AsFd as _;
 
-use rmcp::{
-    ServerHandler, ServiceExt, handler::server::wrapper::Parameters, schemars, tool, tool_handler,
-    tool_router,
-};
+use fusion_bench::rmcp_echo::Echo;
+use rmcp::ServiceExt;
 use tokio::net::unix::pipe;
-
-/// The arguments of `echo`.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-struct EchoRequest {
-    /// The text to send back.
-    text: String,
-}
-
-/// The server: one tool.
-#[derive(Debug, Clone, Default)]
-struct Echo;
-
-#[tool_router]
-impl Echo {
-    /// Echo the text back, unchanged.
-    #[tool(description = "Echo the text back, unchanged.")]
-    async fn echo(&self, Parameters(EchoRequest { text }): Parameters<EchoRequest>) -> String {
-        text
-    }
-}
-
-#[tool_handler(name = "rmcp-pipe-echo")]
-impl ServerHandler for Echo {}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
