@@ -321,10 +321,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             max_body_bytes: options.max_body_bytes,
             draining: AtomicBool::new(false),
             sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
-            direct: (!options.stateless).then(|| direct::DirectCalls {
-                call_tool: self.call_tool_fn(),
-                path: options.path.clone(),
-            }),
+            direct: Some(self.direct_calls(&options.path)),
             reaper: std::sync::Once::new(),
             session_prefix: options.session_prefix.clone(),
             #[cfg(feature = "oauth")]
@@ -403,6 +400,19 @@ impl<C: Send + Sync + 'static> Server<C> {
     }
 
     /// Calls running now, over every tool.
+    /// What serves the `tools/call` requests that go past rmcp (`direct.rs`).
+    fn direct_calls(&self, path: &str) -> direct::DirectCalls {
+        let logging = self.clone();
+        let detached = self.clone();
+        direct::DirectCalls {
+            call_tool: self.call_tool_fn(),
+            path: path.to_owned(),
+            logs_to_client: Arc::new(move || logging.log_level().is_some()),
+            start_detached: Arc::new(move || direct::DetachedPeer::start(detached.clone())),
+            detached: std::sync::OnceLock::new(),
+        }
+    }
+
     fn calls_in_flight(&self) -> i64 {
         self.metrics()
             .tools

@@ -1,5 +1,6 @@
-//! `tools/call` on a known session served by the transport itself, straight into the
-//! pipeline, past rmcp's `StreamableHttpService` (issue 32), as the stdio transport does
+//! `tools/call` on a known session, or without a session from a client of a revision
+//! before 2026-07-28, served by the transport itself, straight into the pipeline, past
+//! rmcp's `StreamableHttpService` (issue 32), as the stdio transport does
 //! (`stdio/direct.rs`).
 //!
 //! Why: through rmcp, a call's body is parsed by rmcp after the guard read it, handed to
@@ -15,7 +16,11 @@
 //! every call of a client that declared sampling, elicitation, roots or tasks: a call
 //! may then send the client a request, which rmcp routes on the call's own stream. A
 //! session's calls go direct only once its client said it is initialized (its peer is
-//! known then).
+//! known then). Without a session (stateless mode), a call goes direct when its request
+//! names no revision from 2026-07-28 on (`MCP-Protocol-Version` absent or older; those
+//! requests carry `_meta` and headers whose checks are rmcp's) and no client asked for
+//! log messages; it runs with a detached peer ([`DetachedPeer`]), as rmcp gives such a
+//! call a peer of its own that reaches nothing but the call's answer.
 //!
 //! The rest is as through rmcp: the guard's checks (Host, Origin, token, OAuth, session
 //! owner, body limit) came first; the id is claimed in the session (a duplicate gets
@@ -52,6 +57,109 @@ use crate::transport::stdio::{CallTool, legacy_answer};
 pub(super) struct DirectCalls {
     pub(super) call_tool: CallTool,
     pub(super) path: String,
+    /// Whether a client asked for log messages (`logging/setLevel`): a call may then send
+    /// notifications, which a call without a session can only send on its own SSE stream
+    /// (rmcp's).
+    pub(super) logs_to_client: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// Starts the peer of the calls without a session (`detached_peer`), once, inside the
+    /// runtime that serves them.
+    pub(super) start_detached: Arc<dyn Fn() -> DetachedPeer + Send + Sync>,
+    pub(super) detached: std::sync::OnceLock<DetachedPeer>,
+}
+
+/// The peer of the calls served without a session: rmcp's service over a transport that
+/// reads nothing and drops what it is sent. A call without a session has no client to
+/// reach but its own answer: it knows no client (its capabilities are none, so it asks
+/// nothing), and it goes direct only when nothing would be sent (no progress token, no
+/// log level). Kept alive with the endpoint.
+pub(super) struct DetachedPeer {
+    peer: Peer<RoleServer>,
+    /// The service holding the peer's loop; dropped with the endpoint.
+    _service: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl DetachedPeer {
+    /// Starts `service` detached (in the current runtime).
+    pub(super) fn start<S: rmcp::Service<RoleServer>>(service: S) -> Self {
+        let running = rmcp::service::serve_directly(service, Detached, None);
+        Self {
+            peer: running.peer().clone(),
+            _service: Box::new(running),
+        }
+    }
+}
+
+/// The transport of [`DetachedPeer`]: nothing comes in, what goes out is dropped.
+struct Detached;
+
+impl rmcp::transport::Transport<RoleServer> for Detached {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        _item: rmcp::service::TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        std::future::ready(Ok(()))
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ClientMessage>> + Send {
+        std::future::pending()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// The answer to `body` when it is a `tools/call` without a session (stateless mode, a
+/// client of a revision before 2026-07-28) that this transport serves itself; the parts
+/// back, untouched, to leave it to rmcp.
+pub(super) async fn serve_stateless(
+    direct: &DirectCalls,
+    parts: Parts,
+    body: &Bytes,
+) -> Result<Response, Parts> {
+    let served_here = parts.uri.path() == direct.path
+        && accepts_json(&parts.headers)
+        && session_of(&parts.headers).is_none()
+        && legacy_version(&parts.headers)
+        && may_be_a_call(body)
+        && !(direct.logs_to_client)();
+    if !served_here {
+        return Err(parts);
+    }
+    let Decoded::Message(message) = decode::decode_line(body) else {
+        return Err(parts);
+    };
+    let peer = direct
+        .detached
+        .get_or_init(|| (direct.start_detached)())
+        .peer
+        .clone();
+    let Some((id, params, mut context)) = taken_apart(*message, peer) else {
+        return Err(parts);
+    };
+    // The request's parts in the extensions, as rmcp puts them: tools see the headers and
+    // the verified token's claims. A client that hangs up drops this future, and the call
+    // with it.
+    context.extensions.insert(parts);
+    // Await: the call, through the pipeline.
+    let answered = (direct.call_tool)(params, context).await;
+    Ok(answer(StatusCode::OK, legacy_answer(answered, id)))
+}
+
+/// A stateless request of a revision before 2026-07-28: `MCP-Protocol-Version` absent
+/// (rmcp then assumes 2025-03-26) or one of those revisions, once.
+fn legacy_version(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all("mcp-protocol-version").iter();
+    match (values.next(), values.next()) {
+        (None, _) => true,
+        (Some(value), None) => ProtocolVersion::KNOWN_VERSIONS.iter().any(|known| {
+            known.as_str().as_bytes() == value.as_bytes()
+                && known.as_str() < ProtocolVersion::V_2026_07_28.as_str()
+        }),
+        (Some(_), Some(_)) => false,
+    }
 }
 
 /// The answer to `body` when it is a `tools/call` this transport serves itself; the
@@ -258,6 +366,45 @@ fn no_answer() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_revisions_before_2026_07_28_go_direct_without_a_session() {
+        let mut headers = HeaderMap::new();
+        assert!(
+            legacy_version(&headers),
+            "no header: rmcp assumes 2025-03-26"
+        );
+        headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-11-25"),
+        );
+        assert!(legacy_version(&headers));
+        headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2026-07-28"),
+        );
+        assert!(!legacy_version(&headers));
+        headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("1999-01-01"),
+        );
+        assert!(
+            !legacy_version(&headers),
+            "rmcp answers an unknown revision"
+        );
+        headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-11-25"),
+        );
+        headers.append(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-11-25"),
+        );
+        assert!(
+            !legacy_version(&headers),
+            "a repeated header is rmcp's to refuse"
+        );
+    }
 
     #[test]
     fn only_bodies_that_name_a_call_without_task_or_progress_are_decoded() {

@@ -231,6 +231,14 @@ pub(super) async fn guard(
                 Err(not_served) => parts = not_served,
             }
         }
+    } else if state.sessions.is_none()
+        && json_body
+        && let Some(direct) = &state.direct
+    {
+        match super::direct::serve_stateless(direct, parts, &bytes).await {
+            Ok(answer) => return answer,
+            Err(not_served) => parts = not_served,
+        }
     }
     if json_body && let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         return jsonrpc_error(
