@@ -147,6 +147,11 @@ fn configure(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
             mode: Mode::Stateless,
         },
         Contender {
+            label: "fusion, no session, 2026-07-28",
+            command: with(&fusion, &["--http", "0", "--stateless"]),
+            mode: Mode::Stateless2026,
+        },
+        Contender {
             label: "rmcp, sessions",
             command: rmcp.clone(),
             mode: Mode::Sessions,
@@ -155,6 +160,11 @@ fn configure(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
             label: "rmcp, no session",
             command: with(&rmcp, &["--stateless"]),
             mode: Mode::Stateless,
+        },
+        Contender {
+            label: "rmcp, no session, 2026-07-28",
+            command: with(&rmcp, &["--stateless"]),
+            mode: Mode::Stateless2026,
         },
         Contender {
             label: "floor",
@@ -304,39 +314,56 @@ fn print_ratios(options: &Options, rounds: &[Vec<Round>]) {
     };
     println!("\n| ratio (calls/s) | median | range | goal |");
     println!("|---|---:|---:|---:|");
+    // Indexes into `Options::contenders`, in `configure`'s order.
+    let (fusion, fusion_stateless, fusion_2026) = (0, 1, 2);
+    let (rmcp, rmcp_stateless, rmcp_2026, floor) = (3, 4, 5, 6);
     let lines = [
         (
             "fusion / rmcp, sessions, 32 in flight",
-            0,
-            2,
+            fusion,
+            rmcp,
             32,
             GOAL_VS_RMCP_C32,
         ),
         (
             "fusion / rmcp, no session, 32 in flight",
-            1,
-            3,
+            fusion_stateless,
+            rmcp_stateless,
+            32,
+            GOAL_VS_RMCP_C32,
+        ),
+        (
+            "fusion / rmcp, no session, 2026-07-28, 32 in flight",
+            fusion_2026,
+            rmcp_2026,
             32,
             GOAL_VS_RMCP_C32,
         ),
         (
             "fusion / rmcp, sessions, 1 in flight",
-            0,
-            2,
+            fusion,
+            rmcp,
             1,
             GOAL_VS_RMCP_C1,
         ),
         (
             "fusion / rmcp, no session, 1 in flight",
+            fusion_stateless,
+            rmcp_stateless,
             1,
-            3,
+            GOAL_VS_RMCP_C1,
+        ),
+        (
+            "fusion / rmcp, no session, 2026-07-28, 1 in flight",
+            fusion_2026,
+            rmcp_2026,
             1,
             GOAL_VS_RMCP_C1,
         ),
         (
             "fusion, sessions / floor, 32 in flight",
-            0,
-            4,
+            fusion,
+            floor,
             32,
             GOAL_VS_FLOOR_C32,
         ),

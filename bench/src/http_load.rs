@@ -34,6 +34,10 @@ pub enum Mode {
     /// No session: each call on its own, as a 2025-11-25 client sends it to a stateless
     /// server (no `initialize`).
     Stateless,
+    /// No session, the 2026-07-28 revision: every call carries its `_meta` (revision,
+    /// client info and capabilities) and the `MCP-Protocol-Version`, `Mcp-Method` and
+    /// `Mcp-Name` headers.
+    Stateless2026,
 }
 
 /// A server under load: its process (killed on drop), address and pid.
@@ -163,6 +167,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 struct Shared {
     addr: SocketAddr,
     session: Option<String>,
+    mode: Mode,
     next_id: AtomicU64,
     warm_until: Instant,
     until: Instant,
@@ -185,12 +190,13 @@ async fn drive(
 ) -> Result<HttpReport, String> {
     let session = match mode {
         Mode::Sessions => Some(open_session(server.addr()).await?),
-        Mode::Stateless => None,
+        Mode::Stateless | Mode::Stateless2026 => None,
     };
     let start = Instant::now();
     let shared = Arc::new(Shared {
         addr: server.addr(),
         session,
+        mode,
         next_id: AtomicU64::new(1),
         warm_until: start + warmup,
         until: start + warmup + measure,
@@ -252,10 +258,26 @@ async fn connection(shared: Arc<Shared>) -> Tally {
             return tally;
         }
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
-        );
-        let answered = post(&mut sender, shared.addr, shared.session.as_deref(), body).await;
+        let (body, revision) = match shared.mode {
+            Mode::Stateless2026 => (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"compare","version":"0"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+                ),
+                Some("2026-07-28"),
+            ),
+            Mode::Sessions | Mode::Stateless => (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
+                ),
+                None,
+            ),
+        };
+        let target = Target {
+            addr: shared.addr,
+            session: shared.session.as_deref(),
+            revision,
+        };
+        let answered = post(&mut sender, &target, body).await;
         let checked = answered.and_then(|(_, body)| check_answer(&body, id));
         let counted = started >= shared.warm_until && Instant::now() <= shared.until;
         match checked {
@@ -290,21 +312,35 @@ async fn connect(addr: SocketAddr) -> Result<Sender, String> {
     Ok(sender)
 }
 
+/// Where a POST goes and what it says of itself in its headers.
+struct Target<'a> {
+    addr: SocketAddr,
+    session: Option<&'a str>,
+    /// A 2026-07-28 call without a session: its revision, and `tools/call echo` in the
+    /// `Mcp-Method` and `Mcp-Name` headers.
+    revision: Option<&'a str>,
+}
+
 /// POSTs `body` to `/mcp`; the answer's `Mcp-Session-Id` (if any) and body.
 async fn post(
     sender: &mut Sender,
-    addr: SocketAddr,
-    session: Option<&str>,
+    target: &Target<'_>,
     body: String,
 ) -> Result<(Option<String>, Bytes), String> {
     let mut request = Request::post("/mcp")
-        .header("host", addr.to_string())
+        .header("host", target.addr.to_string())
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream");
-    if let Some(session) = session {
+    if let Some(session) = target.session {
         request = request
             .header("mcp-session-id", session)
             .header("mcp-protocol-version", "2025-11-25");
+    }
+    if let Some(revision) = target.revision {
+        request = request
+            .header("mcp-protocol-version", revision)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "echo");
     }
     let request = request
         .body(Full::new(Bytes::from(body)))
@@ -373,10 +409,16 @@ fn answer_in(body: &[u8]) -> Option<Value> {
 async fn open_session(addr: SocketAddr) -> Result<String, String> {
     let mut sender = connect(addr).await?;
     let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"compare","version":"0"}}}"#;
-    let (session, _) = post(&mut sender, addr, None, initialize.to_owned()).await?;
+    let mut target = Target {
+        addr,
+        session: None,
+        revision: None,
+    };
+    let (session, _) = post(&mut sender, &target, initialize.to_owned()).await?;
     let session = session.ok_or("initialize answered without an Mcp-Session-Id")?;
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    post(&mut sender, addr, Some(&session), initialized.to_owned()).await?;
+    target.session = Some(&session);
+    post(&mut sender, &target, initialized.to_owned()).await?;
     Ok(session)
 }
 

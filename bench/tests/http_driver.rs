@@ -57,6 +57,7 @@ fn rmcps_sse_answers_are_read_with_and_without_sessions() {
         "rmcp-stateless",
     );
     clean_run(&stateless, Mode::Stateless, 4);
+    clean_run(&stateless, Mode::Stateless2026, 4);
 }
 
 #[test]
