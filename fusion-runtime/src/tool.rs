@@ -134,7 +134,28 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
         A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
         F: for<'a> Fn(&'a C, &'a Call, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
     {
-        let mut input_schema = schema::input_schema::<A>();
+        // Only the schema and the invoker depend on `A` and `F`; the rest is built by one
+        // function shared by every tool, so a crate's tools do not each compile a copy of
+        // it (issue 32, item 6: compile time).
+        Self::from_parts(
+            spec,
+            schema::input_schema::<A>(),
+            output_schema,
+            Box::new(Invoker {
+                run,
+                _args: PhantomData::<fn() -> A>,
+            }),
+        )
+    }
+
+    /// The part of [`ToolDefinition::new`] that does not depend on the tool's types: the
+    /// validator compiled from the schema, the portable schemas, the secret keys.
+    fn from_parts(
+        spec: ToolSpec,
+        mut input_schema: serde_json::Map<String, Value>,
+        output_schema: Option<schemars::Schema>,
+        invoker: Box<dyn Invoke<C>>,
+    ) -> Self {
         // The validator reads the schema as schemars wrote it (fixed-width integer formats
         // tell it the ranges serde enforces); clients get the portable form.
         let validator = Validator::compile(&input_schema);
@@ -157,10 +178,7 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
             validator,
             secret_keys,
             default_issues,
-            invoker: Box::new(Invoker {
-                run,
-                _args: PhantomData::<fn() -> A>,
-            }),
+            invoker,
             reconnect: None,
         }
     }

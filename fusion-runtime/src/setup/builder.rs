@@ -182,8 +182,14 @@ impl ServerBuilder<()> {
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Registers a tool: the name of an `#[mcp_tool]` function.
-    pub fn tool<T: Tool<C>>(mut self, tool: T) -> Self {
-        let definition = tool.definition();
+    pub fn tool<T: Tool<C>>(self, tool: T) -> Self {
+        // The rest does not depend on `T`: one copy for every tool of a crate, not one
+        // each (issue 32, item 6: compile time).
+        self.add_definition(tool.definition())
+    }
+
+    /// Registers a definition, or records why its defaults make it unusable.
+    fn add_definition(mut self, definition: ToolDefinition<C>) -> Self {
         if !definition.default_issues.is_empty() {
             let details: Vec<String> = definition
                 .default_issues

@@ -50,6 +50,30 @@ impl Validator {
         args: &Value,
         literals: &NumberLiterals,
     ) -> Result<A, Vec<ArgIssue>> {
+        // Only serde's two calls depend on `A`; the rest is `decode_erased`, compiled once
+        // in this crate rather than once per tool in the user's (issue 32, item 6).
+        let mut decoded = None;
+        self.decode_erased(args, literals, &mut |input| {
+            decoded = Some(match input {
+                Input::Value(value) => A::deserialize(value)?,
+                Input::Text(text) => serde_json::from_str::<A>(text)?,
+            });
+            Ok(())
+        })?;
+        decoded.ok_or_else(|| {
+            // `decode_erased` returns `Ok` only after a call of `decode` that stored a value.
+            unreachable!("decode_erased succeeded without a decoded value")
+        })
+    }
+
+    /// [`decode_with`](Self::decode_with) with the type erased: `decode` runs serde on an
+    /// input and keeps the value on success.
+    fn decode_erased(
+        &self,
+        args: &Value,
+        literals: &NumberLiterals,
+        decode: &mut dyn FnMut(Input<'_>) -> Result<(), serde_json::Error>,
+    ) -> Result<(), Vec<ArgIssue>> {
         if !args.is_object() {
             let Words { expected, hint } = words::not_an_object();
             return Err(vec![ArgIssue {
@@ -60,15 +84,15 @@ impl Validator {
                 hint,
             }]);
         }
-        match A::deserialize(args) {
-            Ok(decoded) => {
+        match decode(Input::Value(args)) {
+            Ok(()) => {
                 if self.check_after_decode || (self.has_float32 && literal::has_float(args)) {
                     let issues = self.validate_with(args, Some(literals));
                     if !issues.is_empty() {
                         return Err(issues);
                     }
                 }
-                Ok(decoded)
+                Ok(())
             }
             Err(error) => {
                 let issues = self.validate_with(args, Some(literals));
@@ -85,16 +109,16 @@ impl Validator {
                     };
                     if normalize.integers(self.root, &mut normalized) {
                         let decoded = if wide.is_empty() {
-                            A::deserialize(&normalized).ok()
+                            decode(Input::Value(&normalized))
                         } else {
                             // Integers beyond 64 bits: serde_json's text parser reads them
                             // exactly into `i128`/`u128`, a `Value` cannot hold them.
                             let mut text = String::new();
                             write_json(&normalized, &mut String::new(), &wide, literals, &mut text);
-                            serde_json::from_str::<A>(&text).ok()
+                            decode(Input::Text(&text))
                         };
-                        if let Some(decoded) = decoded {
-                            return Ok(decoded);
+                        if decoded.is_ok() {
+                            return Ok(());
                         }
                     }
                     // The schema is looser than the Rust type (a custom `Deserialize`):
@@ -112,6 +136,14 @@ impl Validator {
             }
         }
     }
+}
+
+/// What serde decodes the arguments from.
+enum Input<'a> {
+    /// The arguments as received, or with integers sent as floats rewritten.
+    Value(&'a Value),
+    /// JSON text, for integers beyond 64 bits.
+    Text(&'a str),
 }
 
 /// Rewrites the integers sent as floats (`5.0`, `9007199254740993.0`) as the exact
