@@ -183,13 +183,15 @@ pub(super) async fn serve(
     let limits = sessions.limits();
     let number = match entry.claim(&id, limits.max_requests(), Some(cancel.clone())) {
         Ok(number) => number,
-        Err(refused) => {
-            let status = match refused {
-                Refused::Full => StatusCode::TOO_MANY_REQUESTS,
-                Refused::IdInUse => StatusCode::OK,
-            };
+        // Over the queue: what the guard answers when it sees it first (this request raced
+        // it).
+        Err(Refused::Full) => return Ok(sessions.full(id)),
+        Err(refused @ Refused::IdInUse) => {
             let error = sessions.refusal(refused, &id);
-            return Ok(answer(status, JsonRpcMessage::error(error, Some(id))));
+            return Ok(answer(
+                StatusCode::OK,
+                JsonRpcMessage::error(error, Some(id)),
+            ));
         }
     };
     // From here until the answer, a drop (the client hung up) gives the id back and
@@ -282,12 +284,12 @@ fn may_be_asked(capabilities: &ClientCapabilities) -> bool {
 /// A POST may be answered as JSON: its `Accept` names `application/json` (the protocol
 /// asks clients to name it with `text/event-stream`; rmcp answers those that do not).
 fn accepts_json(headers: &HeaderMap) -> bool {
-    let accept = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .collect::<Vec<_>>();
-    let names = |media: &str| accept.iter().any(|value| value.contains(media));
+    let names = |media: &str| {
+        headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .any(|value| value.to_str().is_ok_and(|value| value.contains(media)))
+    };
     names("application/json") && names("text/event-stream")
 }
 

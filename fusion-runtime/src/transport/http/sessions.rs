@@ -131,11 +131,16 @@ impl Sessions {
         let is_request = serde_json::from_slice::<MethodOnly>(body)
             .is_ok_and(|message| message.method.is_some());
         let id = crate::transport::decode::find_id(body).filter(|_| is_request)?;
+        Some(self.full(id))
+    }
+
+    /// `429` with `Retry-After` and the JSON-RPC error carrying `id`: the answer to a
+    /// request over the session's calls in flight and its queue.
+    pub(super) fn full(&self, id: RequestId) -> Response {
         let error = self.refusal(Refused::Full, &id);
-        let message = rmcp::model::ServerJsonRpcMessage::error(error, Some(id));
-        let body = serde_json::to_vec(&message).ok()?;
-        Some(
-            (
+        let message = ServerJsonRpcMessage::error(error, Some(id));
+        match serde_json::to_vec(&message) {
+            Ok(body) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 [
                     (
@@ -147,7 +152,13 @@ impl Sessions {
                 body,
             )
                 .into_response(),
-        )
+            // An id and an error's text always serialize; the status still says why.
+            Err(_) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+            )
+                .into_response(),
+        }
     }
 
     /// The error that answers a request the session cannot take.
