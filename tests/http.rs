@@ -328,3 +328,132 @@ fn the_quickstart_serves_without_sessions_with_stateless() {
         "{answered:?}"
     );
 }
+
+/// The `_meta` of a 2026-07-28 request, with `capabilities` for the client's.
+fn meta_2026(capabilities: &str) -> String {
+    format!(
+        r#"{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"raw-http-test","version":"0"}},"io.modelcontextprotocol/clientCapabilities":{capabilities}}}"#
+    )
+}
+
+/// The JSON-RPC message of a response: the body, or the first `data:` event of an SSE
+/// stream.
+fn message_of(response: &RawResponse) -> serde_json::Value {
+    let text = response
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|data| !data.is_empty())
+        .map_or_else(|| response.body.clone(), str::to_owned);
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("not JSON ({error}): {response:?}"))
+}
+
+/// 2026-07-28 calls (no session) are served past rmcp when they pass every check rmcp
+/// makes, in both modes, and answered as one JSON body; what fails a check is still
+/// rmcp's to answer. Each request is sent twice: as a client sends it, and with an
+/// `Accept` that weighs its types (which always leaves it to rmcp); both answers must be
+/// the same message with the same status.
+#[test]
+fn calls_of_2026_07_28_get_rmcps_answers_in_one_json_body() {
+    let good = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "add"),
+    ];
+    let call = |id: u32, name: &str, arguments: &str, capabilities: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments},"_meta":{}}}}}"#,
+            meta_2026(capabilities)
+        )
+    };
+    // What is sent, its headers, its body, and whether it passes every check (goes direct).
+    struct Case {
+        what: &'static str,
+        headers: Vec<(&'static str, &'static str)>,
+        body: String,
+        direct: bool,
+    }
+    let case = |what, headers, body, direct| Case {
+        what,
+        headers,
+        body,
+        direct,
+    };
+    let cases = [
+        case(
+            "a call that passes every check",
+            good.to_vec(),
+            call(1, "add", r#"{"a":2,"b":40}"#, "{}"),
+            true,
+        ),
+        case(
+            "arguments that fail validation",
+            good.to_vec(),
+            call(2, "add", r#"{"a":"two","b":40}"#, "{}"),
+            true,
+        ),
+        case(
+            "an unknown tool named the same in Mcp-Name",
+            vec![good[0], good[1], ("Mcp-Name", "nope")],
+            call(3, "nope", "{}", "{}"),
+            true,
+        ),
+        case(
+            "Mcp-Name names another tool",
+            vec![good[0], good[1], ("Mcp-Name", "echo")],
+            call(4, "add", r#"{"a":1,"b":1}"#, "{}"),
+            false,
+        ),
+        case(
+            "no Mcp-Method",
+            vec![good[0], good[2]],
+            call(5, "add", r#"{"a":1,"b":1}"#, "{}"),
+            false,
+        ),
+        case(
+            "_meta without the client's capabilities",
+            good.to_vec(),
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#.to_owned(),
+            false,
+        ),
+        case(
+            "the header names an earlier revision than _meta",
+            vec![("MCP-Protocol-Version", "2025-11-25"), good[1], good[2]],
+            call(7, "add", r#"{"a":1,"b":1}"#, "{}"),
+            false,
+        ),
+    ];
+    for mode in [&["--http", "0"][..], &["--http", "0", "--stateless"][..]] {
+        let mut command = Command::new(support::example_binary("quickstart"));
+        command.args(mode).env("RUST_LOG", "info");
+        let server = HttpServer::start(command, START);
+        for Case {
+            what,
+            headers,
+            body,
+            direct,
+        } in &cases
+        {
+            let served = post(&server, headers, body);
+            let mut weighed = headers.clone();
+            weighed.push(("Accept", "application/json;q=1"));
+            let by_rmcp = post(&server, &weighed, body);
+            assert_eq!(
+                (served.status, message_of(&served)),
+                (by_rmcp.status, message_of(&by_rmcp)),
+                "{mode:?}, {what}: served {served:?}\nby rmcp {by_rmcp:?}"
+            );
+            if *direct {
+                assert_eq!(
+                    served.header("content-type"),
+                    Some("application/json"),
+                    "{mode:?}, {what}: one JSON body {served:?}"
+                );
+            }
+        }
+        let sum = message_of(&post(&server, &good, &cases[0].body));
+        assert_eq!(sum["result"]["resultType"], "complete", "{sum}");
+        assert_eq!(sum["result"]["structuredContent"]["result"], 42, "{sum}");
+    }
+}

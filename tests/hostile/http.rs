@@ -708,44 +708,87 @@ fn a_session_with_256_calls_at_once_answers_every_one() {
 #[test]
 fn a_stateless_call_whose_client_hung_up_is_cancelled_without_an_error_line() {
     let server = faults(&["--stateless"]);
+    hung_up_calls_are_cancelled_without_an_error_line(&server, &|_| Vec::new(), &call);
+}
+
+/// The same for calls of the 2026-07-28 revision (no session; served past rmcp), with
+/// sessions on.
+#[test]
+fn a_2026_07_28_call_whose_client_hung_up_is_cancelled_without_an_error_line() {
+    let server = faults(&[]);
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    hung_up_calls_are_cancelled_without_an_error_line(
+        &server,
+        &|name| {
+            vec![
+                ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+                ("Mcp-Method", "tools/call".to_owned()),
+                ("Mcp-Name", name.to_owned()),
+            ]
+        },
+        &|id, name, arguments| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments},"_meta":{meta}}}}}"#
+            )
+        },
+    );
+}
+
+/// Five `hang` calls without a session, each on a connection dropped once the call runs
+/// (`headers` of a call of a tool added to its request, `call` writing its body): each is
+/// dropped and logged as cancelled, the server answers on, and nothing is logged at ERROR.
+fn hung_up_calls_are_cancelled_without_an_error_line(
+    server: &HttpServer,
+    headers: &dyn Fn(&str) -> Vec<(&'static str, String)>,
+    call: &dyn Fn(u32, &str, &str) -> String,
+) {
     for id in 0..5 {
         let mut stream = TcpStream::connect_timeout(&server.addr(), REQUEST).expect("connect");
         let body = call(id, "hang", "{}");
+        let extra: String = headers("hang")
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
         let head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+             Accept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\n\r\n",
             server.addr(),
             body.len()
         );
         stream
             .write_all(format!("{head}{body}").as_bytes())
             .expect("write the request");
-        wait_for(
-            Duration::from_secs(5),
-            "the hang call runs",
-            &server,
-            || hangs_in_flight(&server, 1),
-        );
+        wait_for(Duration::from_secs(5), "the hang call runs", server, || {
+            hangs_in_flight(server, 1)
+        });
         drop(stream);
         wait_for(
             Duration::from_secs(10),
             "the call is dropped once its client hangs up",
-            &server,
-            || hang_drops(&server) == id as usize + 1,
+            server,
+            || hang_drops(server) == id as usize + 1,
         );
     }
-    let answer = post_to(
+    let echo_headers = headers("echo");
+    let echo_headers: Vec<(&str, &str)> = echo_headers
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+    let answer = support::post_mcp(
         server.addr(),
-        None,
+        &echo_headers,
         &call(9, "echo", r#"{"text":"x"}"#),
         REQUEST,
     );
-    assert!(answer.body.contains(r#""id":9"#), "{answer:?}");
+    assert!(
+        answer.body.contains(r#""id":9"#) && answer.body.contains(r#""isError":false"#),
+        "the server answers on: {answer:?}"
+    );
     wait_for(
         Duration::from_secs(10),
         "every dropped call logged as cancelled",
-        &server,
-        || hangs_cancelled(&server) == 5,
+        server,
+        || hangs_cancelled(server) == 5,
     );
     let stderr = server.stderr();
     let errors: Vec<&str> = stderr

@@ -9,6 +9,7 @@
 #[cfg(feature = "oauth")]
 mod auth;
 mod conn;
+mod current;
 mod direct;
 mod guard;
 mod hang_up;
@@ -408,8 +409,15 @@ impl<C: Send + Sync + 'static> Server<C> {
             call_tool: self.call_tool_fn(),
             path: path.to_owned(),
             logs_to_client: Arc::new(move || logging.log_level().is_some()),
-            start_detached: Arc::new(move || direct::DetachedPeer::start(detached.clone())),
+            current: current::CurrentRevision::new(
+                &rmcp::ServerHandler::supported_protocol_versions(self),
+                self.tools(),
+            ),
+            start_detached: Arc::new(move |current| {
+                direct::DetachedPeer::start(detached.clone(), current)
+            }),
             detached: std::sync::OnceLock::new(),
+            detached_current: std::sync::OnceLock::new(),
         }
     }
 

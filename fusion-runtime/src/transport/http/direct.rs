@@ -1,29 +1,36 @@
-//! `tools/call` on a known session, or without a session from a client of a revision
-//! before 2026-07-28, served by the transport itself, straight into the pipeline, past
-//! rmcp's `StreamableHttpService` (issue 32), as the stdio transport does
-//! (`stdio/direct.rs`).
+//! `tools/call` on a known session, or without a session, served by the transport
+//! itself, straight into the pipeline, past rmcp's `StreamableHttpService` (issue 32), as
+//! the stdio transport does (`stdio/direct.rs`).
 //!
 //! Why: through rmcp, a call's body is parsed by rmcp after the guard read it, handed to
-//! the session's worker over a channel, spawned as a task by the service loop, and its
-//! answer sent back through the worker to an SSE stream that is written as chunks. Here
-//! the guard's bytes are decoded once (the `tools/call` fast path of `decode.rs`, number
-//! literals kept), the pipeline runs in the request's own future, and the answer is one
+//! the session's worker over a channel (or, without a session, to a service started for
+//! the one request), spawned as a task by the service loop, and its answer sent back
+//! through the worker to an SSE stream that is written as chunks. Here the guard's bytes
+//! are decoded once (the `tools/call` fast path of `decode.rs`, number literals kept),
+//! the pipeline runs in the request's own future, and the answer is one
 //! `application/json` body.
 //!
+//! What goes direct:
+//! - a call on a session of a revision before 2026-07-28, once its client said it is
+//!   initialized (its peer is known then), from a client that cannot be sent a request:
+//!   one that declared sampling, elicitation, roots or tasks keeps rmcp, which routes
+//!   such a request on the call's own stream;
+//! - a call of the 2026-07-28 revision (no session; its lifecycle in its `_meta`), in
+//!   either mode, when it passes every check rmcp makes of its headers and `_meta`
+//!   (`current.rs`) and asks for no log messages;
+//! - in stateless mode, a call from a client of an earlier revision
+//!   (`MCP-Protocol-Version` absent or older), when no client asked for log messages.
+//!
+//! A call without a session runs with a detached peer ([`DetachedPeer`]), as rmcp gives
+//! such a call a peer of its own that reaches nothing but the call's answer.
+//!
 //! What still goes through rmcp: every other method, `initialize`, notifications and
-//! responses, batches, the 2026-07-28 requests (their `_meta` checks are rmcp's), a call
-//! that asks for progress (its notifications ride the request's own SSE stream), and
-//! every call of a client that declared sampling, elicitation, roots or tasks: a call
-//! may then send the client a request, which rmcp routes on the call's own stream. A
-//! session's calls go direct only once its client said it is initialized (its peer is
-//! known then). Without a session (stateless mode), a call goes direct when its request
-//! names no revision from 2026-07-28 on (`MCP-Protocol-Version` absent or older; those
-//! requests carry `_meta` and headers whose checks are rmcp's) and no client asked for
-//! log messages; it runs with a detached peer ([`DetachedPeer`]), as rmcp gives such a
-//! call a peer of its own that reaches nothing but the call's answer.
+//! responses, batches, a call that asks for progress (its notifications ride the
+//! request's own SSE stream), and every request that fails a check (rmcp answers it as
+//! it always did).
 //!
 //! The rest is as through rmcp: the guard's checks (Host, Origin, token, OAuth, session
-//! owner, body limit) came first; the id is claimed in the session (a duplicate gets
+//! owner, body limit) came first; on a session the id is claimed (a duplicate gets
 //! `-32600`), the call waits its turn behind the session's calls in flight, a
 //! `notifications/cancelled` or the session's end cancels it (and, as JSON-RPC asks, its
 //! answer is not sent: the response is an SSE stream without events, as rmcp's), and a
@@ -46,6 +53,7 @@ use rmcp::{
 };
 
 use super::{
+    current::{CurrentRevision, current_answer},
     session_entry::{Entry, Refused},
     sessions::{Sessions, session_of},
 };
@@ -61,17 +69,39 @@ pub(super) struct DirectCalls {
     /// notifications, which a call without a session can only send on its own SSE stream
     /// (rmcp's).
     pub(super) logs_to_client: Arc<dyn Fn() -> bool + Send + Sync>,
-    /// Starts the peer of the calls without a session (`detached_peer`), once, inside the
-    /// runtime that serves them.
-    pub(super) start_detached: Arc<dyn Fn() -> DetachedPeer + Send + Sync>,
+    /// What a 2026-07-28 call must pass to go direct.
+    pub(super) current: CurrentRevision,
+    /// Starts the peer of the calls without a session (`DetachedPeer`), once per kind,
+    /// inside the runtime that serves them: `true` for the 2026-07-28 calls.
+    pub(super) start_detached: Arc<dyn Fn(bool) -> DetachedPeer + Send + Sync>,
     pub(super) detached: std::sync::OnceLock<DetachedPeer>,
+    pub(super) detached_current: std::sync::OnceLock<DetachedPeer>,
+}
+
+impl DirectCalls {
+    /// The peer of a call without a session: of a 2026-07-28 call (`current`), or of a
+    /// call from a client of an earlier revision.
+    fn detached_peer(&self, current: bool) -> Peer<RoleServer> {
+        let detached = if current {
+            &self.detached_current
+        } else {
+            &self.detached
+        };
+        detached
+            .get_or_init(|| (self.start_detached)(current))
+            .peer
+            .clone()
+    }
 }
 
 /// The peer of the calls served without a session: rmcp's service over a transport that
 /// reads nothing and drops what it is sent. A call without a session has no client to
-/// reach but its own answer: it knows no client (its capabilities are none, so it asks
-/// nothing), and it goes direct only when nothing would be sent (no progress token, no
-/// log level). Kept alive with the endpoint.
+/// reach but its own answer: it goes direct only when nothing would be sent (no progress
+/// token, no log level), and it asks nothing. A call from a client of a revision before
+/// 2026-07-28 knows no client (its capabilities are none); a 2026-07-28 call asks through
+/// its answer (`input_required`), and its peer is of that revision, so that rmcp refuses
+/// any request sent on it instead of letting it wait for an answer that cannot come.
+/// Kept alive with the endpoint.
 pub(super) struct DetachedPeer {
     peer: Peer<RoleServer>,
     /// The service holding the peer's loop; dropped with the endpoint.
@@ -79,9 +109,18 @@ pub(super) struct DetachedPeer {
 }
 
 impl DetachedPeer {
-    /// Starts `service` detached (in the current runtime).
-    pub(super) fn start<S: rmcp::Service<RoleServer>>(service: S) -> Self {
-        let running = rmcp::service::serve_directly(service, Detached, None);
+    /// Starts `service` detached (in the current runtime), its peer of the 2026-07-28
+    /// revision when `current` (as rmcp makes the peer of such a request), of none before.
+    pub(super) fn start<S: rmcp::Service<RoleServer>>(service: S, current: bool) -> Self {
+        let peer_info = current.then(|| {
+            let mut info = rmcp::model::InitializeRequestParams::new(
+                ClientCapabilities::default(),
+                rmcp::model::Implementation::default(),
+            );
+            info.protocol_version = ProtocolVersion::V_2026_07_28;
+            info
+        });
+        let running = rmcp::service::serve_directly(service, Detached, peer_info);
         Self {
             peer: running.peer().clone(),
             _service: Box::new(running),
@@ -111,33 +150,54 @@ impl rmcp::transport::Transport<RoleServer> for Detached {
     }
 }
 
-/// The answer to `body` when it is a `tools/call` without a session (stateless mode, a
-/// client of a revision before 2026-07-28) that this transport serves itself; the parts
-/// back, untouched, to leave it to rmcp.
-pub(super) async fn serve_stateless(
+/// The answer to `body` when it is a `tools/call` without a session that this transport
+/// serves itself: one of the 2026-07-28 revision that passes every check rmcp makes
+/// (`current.rs`), in either mode, or, in stateless mode (`legacy_allowed`), one from a
+/// client of a revision before it. The parts back, untouched, to leave it to rmcp.
+pub(super) async fn serve_without_session(
     direct: &DirectCalls,
     parts: Parts,
     body: &Bytes,
+    legacy_allowed: bool,
 ) -> Result<Response, Parts> {
-    let served_here = parts.uri.path() == direct.path
-        && accepts_json(&parts.headers)
-        && session_of(&parts.headers).is_none()
+    if parts.uri.path() != direct.path
+        || !accepts_json(&parts.headers)
+        || session_of(&parts.headers).is_some()
+        || !may_be_a_call(body)
+    {
+        return Err(parts);
+    }
+    let current = direct.current.version(&parts.headers).cloned();
+    let legacy = current.is_none()
+        && legacy_allowed
         && legacy_version(&parts.headers)
-        && may_be_a_call(body)
         && !(direct.logs_to_client)();
-    if !served_here {
+    if current.is_none() && !legacy {
         return Err(parts);
     }
     let Decoded::Message(message) = decode::decode_line(body) else {
         return Err(parts);
     };
-    let peer = direct
-        .detached
-        .get_or_init(|| (direct.start_detached)())
-        .peer
-        .clone();
+    let peer = direct.detached_peer(current.is_some());
     let Some((id, params, mut context)) = taken_apart(*message, peer) else {
         return Err(parts);
+    };
+    let declared_tasks = match &current {
+        Some(version) => {
+            if !direct
+                .current
+                .admits(&parts.headers, version, &params.name, &context.meta)
+            {
+                return Err(parts);
+            }
+            // Read only when the body may declare it: the capabilities are decoded anew.
+            has(body, rmcp::model::TASKS_EXTENSION_ID.as_bytes())
+                && context
+                    .client_capabilities()
+                    .is_some_and(|capabilities| capabilities.supports_tasks())
+        }
+        None if context.meta.protocol_version().is_some() => return Err(parts),
+        None => false,
     };
     // The request's parts in the extensions, as rmcp puts them: tools see the headers and
     // the verified token's claims. A client that hangs up drops this future, and the call
@@ -145,7 +205,13 @@ pub(super) async fn serve_stateless(
     context.extensions.insert(parts);
     // Await: the call, through the pipeline.
     let answered = (direct.call_tool)(params, context).await;
-    Ok(answer(StatusCode::OK, legacy_answer(answered, id)))
+    Ok(match current {
+        Some(_) => {
+            let (status, message) = current_answer(answered, declared_tasks, id);
+            answer(status, message)
+        }
+        None => answer(StatusCode::OK, legacy_answer(answered, id)),
+    })
 }
 
 /// A stateless request of a revision before 2026-07-28: `MCP-Protocol-Version` absent
@@ -179,6 +245,11 @@ pub(super) async fn serve(
     let Some((id, params, mut context)) = taken_apart(*message, peer) else {
         return Err(parts);
     };
+    // A call naming its revision in `_meta` has rmcp's checks (`current.rs` covers only
+    // calls without a session).
+    if context.meta.protocol_version().is_some() {
+        return Err(parts);
+    }
     let cancel = context.ct.clone();
     let limits = sessions.limits();
     let number = match entry.claim(&id, limits.max_requests(), Some(cancel.clone())) {
@@ -282,8 +353,13 @@ fn may_be_asked(capabilities: &ClientCapabilities) -> bool {
 }
 
 /// A POST may be answered as JSON: its `Accept` names `application/json` (the protocol
-/// asks clients to name it with `text/event-stream`; rmcp answers those that do not).
+/// asks clients to name it with `text/event-stream`; rmcp answers those that do not). An
+/// `Accept` that weighs its types (`q=`) is rmcp's to read.
 fn accepts_json(headers: &HeaderMap) -> bool {
+    let accept = headers.get_all(header::ACCEPT);
+    if accept.iter().any(|value| has(value.as_bytes(), b"q=")) {
+        return false;
+    }
     let names = |media: &str| {
         headers
             .get_all(header::ACCEPT)
@@ -297,8 +373,12 @@ fn accepts_json(headers: &HeaderMap) -> bool {
 /// request goes through rmcp, whose dispatch reads it) nor `progressToken` (progress
 /// rides the request's own SSE stream).
 fn may_be_a_call(body: &[u8]) -> bool {
-    let has = |needle: &[u8]| memchr::memmem::find(body, needle).is_some();
-    has(b"\"tools/call\"") && !has(b"\"task\"") && !has(b"\"progressToken\"")
+    has(body, b"\"tools/call\"") && !has(body, b"\"task\"") && !has(body, b"\"progressToken\"")
+}
+
+/// Whether `body` holds `needle` anywhere.
+fn has(body: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(body, needle).is_some()
 }
 
 /// The call's params and context, as rmcp's service loop makes them, when `message` is a
@@ -323,7 +403,7 @@ fn taken_apart(
         .extensions
         .remove::<RequestMetaObject>()
         .unwrap_or_default();
-    if meta.protocol_version().is_some() || meta.get_progress_token().is_some() {
+    if meta.get_progress_token().is_some() {
         return None;
     }
     let mut context = RequestContext::new(id.clone(), peer);

@@ -231,11 +231,12 @@ pub(super) async fn guard(
                 Err(not_served) => parts = not_served,
             }
         }
-    } else if state.sessions.is_none()
+    } else if session.is_none()
         && json_body
         && let Some(direct) = &state.direct
     {
-        match super::direct::serve_stateless(direct, parts, &bytes).await {
+        let legacy_allowed = state.sessions.is_none();
+        match super::direct::serve_without_session(direct, parts, &bytes, legacy_allowed).await {
             Ok(answer) => return answer,
             Err(not_served) => parts = not_served,
         }
