@@ -8,11 +8,14 @@
 
 #[cfg(feature = "oauth")]
 mod auth;
+mod body;
 mod conn;
 mod current;
 mod direct;
+mod front;
 mod guard;
 mod hang_up;
+mod hosts;
 mod literals;
 mod options;
 mod session_entry;
@@ -134,17 +137,16 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
         };
         // The routes of the endpoint, plus what only a whole server has: a 404 for every
-        // other path (an app that mounts the router keeps its own fallback), and closing
-        // connections while draining.
-        let closing = Arc::clone(&state);
-        let router = router
-            .fallback(|| async {
-                (
-                    StatusCode::NOT_FOUND,
-                    "Not Found: MCP is served at the configured path (default /mcp)\n",
-                )
-            })
-            .layer(middleware::from_fn_with_state(closing, close_when_draining));
+        // other path (an app that mounts the router keeps its own fallback), and, in front
+        // of it, the front door: the calls served past the router, and closing connections
+        // while draining.
+        let router = router.fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                "Not Found: MCP is served at the configured path (default /mcp)\n",
+            )
+        });
+        let front = front::FrontDoor::new(Arc::clone(&state), router, &options.path);
         state.start_reaper();
         #[cfg(feature = "oauth")]
         let warm_up = state.oauth.as_ref().map(|oauth| {
@@ -160,7 +162,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             header_read_timeout: options.header_read_timeout,
             max_connections: options.max_connections,
         };
-        let mut serving = tokio::spawn(conn::serve(listener, router, limits, stop.clone()));
+        let mut serving = tokio::spawn(conn::serve(listener, front, limits, stop.clone()));
         let url = url_of(bound, &options.path);
         tracing::info!(
             target: "fusion::server",
@@ -316,7 +318,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             max_queued: options.max_queued_per_session,
         }));
         let state = Arc::new(HttpState {
-            hosts: hosts.clone(),
+            hosts: hosts::AllowedHosts::new(&hosts),
             origins: options.allowed_origins.clone(),
             token: options.bearer_token.clone(),
             max_body_bytes: options.max_body_bytes,
@@ -486,7 +488,7 @@ fn resolve(addr: impl std::net::ToSocketAddrs) -> Result<SocketAddr, String> {
 
 #[cfg(test)]
 mod tests {
-    use axum::{body::Bytes, http::HeaderMap};
+    use axum::body::Bytes;
     use serde_json::Value;
 
     use super::{literals::record_number_literals, *};
@@ -531,100 +533,6 @@ mod tests {
             forged["params"]["_meta"],
             serde_json::json!({"progressToken": 7})
         );
-    }
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.insert(*name, HeaderValue::from_str(value).expect("as expected"));
-        }
-        map
-    }
-
-    fn loopback() -> Vec<String> {
-        LOOPBACK_HOSTS.map(str::to_owned).to_vec()
-    }
-
-    #[test]
-    fn loopback_hosts_pass_and_others_do_not() {
-        let uri = axum::http::Uri::from_static("/mcp");
-        for host in [
-            "localhost",
-            "localhost:8931",
-            "127.0.0.1:1",
-            "[::1]:80",
-            "LOCALHOST",
-        ] {
-            assert!(
-                check_host(&loopback(), &uri, &headers(&[("host", host)])).is_ok(),
-                "{host}"
-            );
-        }
-        for host in [
-            "evil.example.com",
-            "evil.example.com:8931",
-            "127.0.0.2",
-            "localhost.evil",
-        ] {
-            let rejected =
-                check_host(&loopback(), &uri, &headers(&[("host", host)])).expect_err("rejected");
-            assert_eq!(rejected.status(), StatusCode::FORBIDDEN, "{host}");
-        }
-        let ported = vec!["example.com:8080".to_owned()];
-        assert!(check_host(&ported, &uri, &headers(&[("host", "example.com:8080")])).is_ok());
-        assert!(check_host(&ported, &uri, &headers(&[("host", "example.com:9090")])).is_err());
-        assert!(check_host(&[], &uri, &headers(&[("host", "anything")])).is_ok());
-    }
-
-    #[test]
-    fn origins_match_scheme_host_and_port() {
-        let allowed: Vec<String> = LOOPBACK_ORIGINS.map(str::to_owned).to_vec();
-        assert!(check_origin(&allowed, &headers(&[])).is_ok());
-        assert!(check_origin(&allowed, &headers(&[("origin", "http://localhost:6274")])).is_ok());
-        assert!(check_origin(&allowed, &headers(&[("origin", "http://127.0.0.1:8931")])).is_ok());
-        assert!(
-            check_origin(&allowed, &headers(&[("origin", "http://evil.example.com")])).is_err()
-        );
-        assert!(check_origin(&allowed, &headers(&[("origin", "null")])).is_err());
-        assert!(check_origin(&allowed, &headers(&[("origin", "not a url")])).is_err());
-        let exact = vec!["https://app.example.com".to_owned(), "null".to_owned()];
-        assert!(check_origin(&exact, &headers(&[("origin", "https://app.example.com")])).is_ok());
-        assert!(check_origin(&exact, &headers(&[("origin", "http://app.example.com")])).is_err());
-        assert!(check_origin(&exact, &headers(&[("origin", "null")])).is_ok());
-        let port = vec!["https://app.example.com:443".to_owned()];
-        assert!(check_origin(&port, &headers(&[("origin", "https://app.example.com")])).is_ok());
-        assert!(
-            check_origin(
-                &port,
-                &headers(&[("origin", "https://app.example.com:8443")])
-            )
-            .is_err()
-        );
-    }
-
-    #[test]
-    fn bearer_tokens_must_match_exactly() {
-        assert!(bearer_matches(
-            &headers(&[("authorization", "Bearer abc")]),
-            "abc"
-        ));
-        assert!(bearer_matches(
-            &headers(&[("authorization", "bearer  abc ")]),
-            "abc"
-        ));
-        assert!(!bearer_matches(
-            &headers(&[("authorization", "Bearer abcd")]),
-            "abc"
-        ));
-        assert!(!bearer_matches(
-            &headers(&[("authorization", "Bearer ab")]),
-            "abc"
-        ));
-        assert!(!bearer_matches(
-            &headers(&[("authorization", "Basic abc")]),
-            "abc"
-        ));
-        assert!(!bearer_matches(&headers(&[]), "abc"));
     }
 
     #[cfg(feature = "oauth")]

@@ -1,4 +1,4 @@
-//! The connection loop under the router: what `axum::serve` does, plus the two bounds a
+//! The connection loop under the front door (`front.rs`): what `axum::serve` does, plus the two bounds a
 //! server facing hostile peers needs (issue 15). Headers must arrive within a timeout
 //! (hyper's `header_read_timeout`, which also closes a keep-alive connection that sends
 //! no next request in that time), and at most `max_connections` connections are served
@@ -7,15 +7,15 @@
 
 use std::{sync::Arc, time::Duration};
 
-use axum::Router;
-use hyper::server::conn::http1;
+use hyper::{server::conn::http1, service::service_fn};
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
     server::graceful::GracefulShutdown,
-    service::TowerToHyperService,
 };
 use tokio::{net::TcpListener, sync::Semaphore};
 use tokio_util::sync::CancellationToken;
+
+use super::front::FrontDoor;
 
 /// The bounds of the connection loop.
 #[derive(Clone, Copy, Debug)]
@@ -29,12 +29,12 @@ pub(super) struct ConnLimits {
 /// enough to serve again soon after the flood ends.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// Serves `router` on `listener` until `stop` is cancelled; then stops accepting and
+/// Serves `front` on `listener` until `stop` is cancelled; then stops accepting and
 /// waits for the open connections to finish (idle ones close at once, busy ones after
 /// their answer).
 pub(super) async fn serve(
     listener: TcpListener,
-    router: Router,
+    front: FrontDoor,
     limits: ConnLimits,
     stop: CancellationToken,
 ) {
@@ -88,9 +88,10 @@ pub(super) async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
+        let front = front.clone();
         let connection = builder.serve_connection(
             TokioIo::new(stream),
-            TowerToHyperService::new(router.clone()),
+            service_fn(move |request| front.clone().serve(request)),
         );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {

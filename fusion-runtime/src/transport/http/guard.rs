@@ -3,31 +3,29 @@
 //! session a request names, the body's size and type, the number literals of a
 //! `tools/call` body (recorded by `literals`), and closing connections while draining.
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::Duration,
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
 };
 
 use axum::{
     body::{Body, Bytes},
     extract::{Request, State},
-    http::{HeaderMap, HeaderValue, Method, StatusCode, header, uri::Authority},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts, uri::Authority},
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use futures_util::StreamExt as _;
 
 use super::{
+    body::collect_limited,
+    hosts::{AllowedHosts, bad_request, bearer_matches, check_host, check_origin, normalize_host},
     literals::record_number_literals,
     sessions::{MethodOnly, Sessions, session_of},
 };
 
 /// What the guard checks, shared by the routes it protects.
 pub(super) struct HttpState {
-    pub(super) hosts: Vec<String>,
+    pub(super) hosts: AllowedHosts,
     pub(super) origins: Option<Vec<String>>,
     pub(super) token: Option<String>,
     pub(super) max_body_bytes: usize,
@@ -63,29 +61,30 @@ impl HttpState {
 /// open new connections, which go to another replica once the listener stops, instead of
 /// reusing one that this process is about to close (a request sent on a connection as it
 /// closes is lost, and a proxy may not send a POST again).
-pub(super) async fn close_when_draining(
-    State(state): State<Arc<HttpState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let http1 = request.version() <= axum::http::Version::HTTP_11;
-    let mut response = next.run(request).await;
+pub(super) fn close_if_draining(state: &HttpState, http1: bool, response: &mut Response) {
     if http1 && state.draining.load(Ordering::SeqCst) {
         response
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
-    response
 }
 
 /// RFC 9112 §3.2: a request with more than one `Host`, or whose absolute-form target
 /// names another authority than its `Host`, gets `400`, on every route. hyper accepts
 /// both, and a proxy and this server could then disagree on which host was asked for.
 pub(super) async fn check_framing(request: Request, next: Next) -> Response {
+    match misframed(&request) {
+        Some(refusal) => refusal,
+        None => next.run(request).await,
+    }
+}
+
+/// The `400` of a request that [`check_framing`] refuses.
+pub(super) fn misframed(request: &Request) -> Option<Response> {
     let mut hosts = request.headers().get_all(header::HOST).iter();
     let first = hosts.next();
     if hosts.next().is_some() {
-        return bad_request("Bad Request: more than one Host header\n").into_response();
+        return Some(bad_request("Bad Request: more than one Host header\n").into_response());
     }
     if let (Some(target), Some(host)) = (request.uri().authority(), first) {
         let same = host
@@ -97,13 +96,13 @@ pub(super) async fn check_framing(request: Request, next: Next) -> Response {
                     && host.port_u16() == target.port_u16()
             });
         if !same {
-            return bad_request(
-                "Bad Request: the request target's authority is not the Host header\n",
-            )
-            .into_response();
+            return Some(
+                bad_request("Bad Request: the request target's authority is not the Host header\n")
+                    .into_response(),
+            );
         }
     }
-    next.run(request).await
+    None
 }
 
 /// `404` for a request naming a session that does not exist (MCP: the client then
@@ -124,30 +123,96 @@ pub(super) async fn session_prefix(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(prefix) = &state.session_prefix else {
-        return next.run(request).await;
-    };
-    if let Some(id) = session_of(request.headers()) {
-        let Some(local) = id.strip_prefix(prefix.as_str()) else {
-            return unknown_session();
-        };
-        match HeaderValue::from_str(local) {
-            Ok(local) => {
-                request.headers_mut().insert("mcp-session-id", local);
-            }
-            Err(_) => return unknown_session(),
-        }
+    // A request the front door admitted lost its prefix there.
+    if request.extensions().get::<Admitted>().is_none()
+        && let Some(refusal) = strip_session_prefix(&state, &mut request)
+    {
+        return refusal;
     }
     let mut response = next.run(request).await;
-    if let Some(id) = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|id| id.to_str().ok())
+    add_session_prefix(&state, &mut response);
+    response
+}
+
+/// Takes this replica's prefix off the request's `Mcp-Session-Id`; the `404` of an id
+/// without it.
+pub(super) fn strip_session_prefix(state: &HttpState, request: &mut Request) -> Option<Response> {
+    let prefix = state.session_prefix.as_ref()?;
+    let id = session_of(request.headers())?;
+    let local = id
+        .strip_prefix(prefix.as_str())
+        .and_then(|local| HeaderValue::from_str(local).ok());
+    match local {
+        Some(local) => {
+            request.headers_mut().insert("mcp-session-id", local);
+            None
+        }
+        None => Some(unknown_session()),
+    }
+}
+
+/// The answer's `Mcp-Session-Id` with this replica's prefix.
+fn add_session_prefix(state: &HttpState, response: &mut Response) {
+    if let Some(prefix) = &state.session_prefix
+        && let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|id| id.to_str().ok())
         && let Ok(prefixed) = HeaderValue::from_str(&format!("{prefix}{id}"))
     {
         response.headers_mut().insert("mcp-session-id", prefixed);
     }
-    response
+}
+
+/// Marks a request that the front door (`front.rs`) checked, read and could not serve
+/// itself: the router's layers pass it on without checking it again. Only the server
+/// puts it in a request's extensions.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Admitted;
+
+/// A request past the guard's checks.
+pub(super) enum Checked {
+    /// Not a POST: passed on as it is.
+    Other(Request),
+    /// A POST, its body read.
+    Post(Post),
+}
+
+/// A POST past the guard's checks, its body read.
+pub(super) struct Post {
+    parts: Parts,
+    bytes: Bytes,
+    /// The session it names.
+    session: Option<String>,
+    /// The verified subject of its token.
+    subject: Option<String>,
+    /// Whether its body is declared JSON.
+    json_body: bool,
+}
+
+impl Post {
+    /// Reads the body of `request` (at most `limit` bytes).
+    async fn read(request: Request, limit: usize) -> Result<Self, Response> {
+        let session = session_of(request.headers()).map(str::to_owned);
+        let subject = verified_subject(&request);
+        let json_body = is_json(request.headers());
+        let (parts, body) = request.into_parts();
+        let bytes = collect_limited(&parts.headers, body, limit).await?;
+        Ok(Self {
+            parts,
+            bytes,
+            session,
+            subject,
+            json_body,
+        })
+    }
+
+    /// The request again, marked [`Admitted`], for the router.
+    pub(super) fn into_admitted_request(self) -> Request {
+        let mut request = Request::from_parts(self.parts, Body::from(self.bytes));
+        request.extensions_mut().insert(Admitted);
+        request
+    }
 }
 
 /// Host, Origin and bearer token for every protected route; the session a request names;
@@ -157,48 +222,28 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
-    state.start_reaper();
-    if let Err(rejection) = check_host(&state.hosts, request.uri(), request.headers()) {
-        return *rejection;
-    }
-    if let Some(origins) = &state.origins
-        && let Err(rejection) = check_origin(origins, request.headers())
-    {
-        return *rejection;
-    }
-    if let Some(token) = &state.token
-        && !bearer_matches(request.headers(), token)
-    {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
-            "Unauthorized: send `Authorization: Bearer <token>`\n",
-        )
-            .into_response();
-    }
-    // An OAuth access token: verified, its claims put in the extensions for the handler.
-    #[cfg(feature = "oauth")]
-    let request = match &state.oauth {
-        Some(oauth) => match oauth.authorize(request).await {
-            Ok(request) => request,
-            Err(refused) => return refused,
-        },
-        None => request,
+    let post = if request.extensions().get::<Admitted>().is_some() {
+        // Checked by the front door, which also tried to serve it: the rest.
+        match Post::read(request, state.max_body_bytes).await {
+            Ok(post) => post,
+            Err(refusal) => return refusal,
+        }
+    } else {
+        let post = match check(&state, request).await {
+            Ok(Checked::Post(post)) => post,
+            Ok(Checked::Other(request)) => return pass_on_other(request, next).await,
+            Err(refusal) => return refusal,
+        };
+        match serve_direct(&state, post).await {
+            Ok(answer) => return answer,
+            Err(post) => post,
+        }
     };
-    let session = session_of(request.headers()).map(str::to_owned);
-    let subject = verified_subject(&request);
-    // rmcp answers 404 for an unknown session on GET and POST, but ends it without a
-    // word on DELETE (204 for a forged id): one check here, for every method. A session
-    // bound to another user's token is unknown to this one.
-    if let (Some(sessions), Some(id)) = (&state.sessions, &session) {
-        if !sessions.exists(id) {
-            return unknown_session();
-        }
-        if !sessions.may_use(id, subject.as_deref()) {
-            tracing::warn!(target: "fusion::server", session = %id, caller = subject.as_deref().unwrap_or(""), "a request named another user's session; answered as unknown");
-            return unknown_session();
-        }
-    }
+    pass_on(&state, post, |request| next.run(request)).await
+}
+
+/// A request that is not a POST, once checked, to rmcp.
+async fn pass_on_other(request: Request, next: Next) -> Response {
     if request.method() == Method::DELETE {
         // rmcp ends a session with 202; the Python SDK expects 200 or 204 (and logs a
         // warning otherwise), and nothing is left to accept.
@@ -208,39 +253,102 @@ pub(super) async fn guard(
         }
         return response;
     }
-    if request.method() != Method::POST {
-        return next.run(request).await;
+    next.run(request).await
+}
+
+/// The guard's checks of a request, and a POST's body read.
+pub(super) async fn check(state: &HttpState, request: Request) -> Result<Checked, Response> {
+    state.start_reaper();
+    check_host(&state.hosts, request.uri(), request.headers()).map_err(|refusal| *refusal)?;
+    if let Some(origins) = &state.origins {
+        check_origin(origins, request.headers()).map_err(|refusal| *refusal)?;
     }
-    let json_body = is_json(request.headers());
-    let (mut parts, body) = request.into_parts();
-    let bytes = match collect_limited(&parts.headers, body, state.max_body_bytes).await {
-        Ok(bytes) => bytes,
-        Err(rejection) => return rejection,
+    if let Some(token) = &state.token
+        && !bearer_matches(request.headers(), token)
+    {
+        return Err((
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
+            "Unauthorized: send `Authorization: Bearer <token>`\n",
+        )
+            .into_response());
+    }
+    // An OAuth access token: verified, its claims put in the extensions for the handler.
+    #[cfg(feature = "oauth")]
+    let request = match &state.oauth {
+        Some(oauth) => oauth.authorize(request).await?,
+        None => request,
     };
+    // rmcp answers 404 for an unknown session on GET and POST, but ends it without a
+    // word on DELETE (204 for a forged id): one check here, for every method. A session
+    // bound to another user's token is unknown to this one.
+    if let (Some(sessions), Some(id)) = (&state.sessions, session_of(request.headers())) {
+        let subject = verified_subject(&request);
+        if !sessions.exists(id) {
+            return Err(unknown_session());
+        }
+        if !sessions.may_use(id, subject.as_deref()) {
+            tracing::warn!(target: "fusion::server", session = %id, caller = subject.as_deref().unwrap_or(""), "a request named another user's session; answered as unknown");
+            return Err(unknown_session());
+        }
+    }
+    if request.method() != Method::POST {
+        return Ok(Checked::Other(request));
+    }
+    let post = Post::read(request, state.max_body_bytes).await?;
     // Before the check that the body is JSON: a call served here is decoded once, which
     // checks it too.
-    if let (Some(sessions), Some(id)) = (&state.sessions, &session) {
-        if sessions.is_saturated(id)
-            && let Some(refused) = sessions.refuse_when_full(&bytes)
-        {
-            return refused;
-        }
-        if json_body && let Some(direct) = &state.direct {
-            match super::direct::serve(direct, sessions, parts, &bytes).await {
-                Ok(answer) => return answer,
-                Err(not_served) => parts = not_served,
-            }
-        }
-    } else if session.is_none()
-        && json_body
-        && let Some(direct) = &state.direct
+    if let (Some(sessions), Some(id)) = (&state.sessions, &post.session)
+        && sessions.is_saturated(id)
+        && let Some(refused) = sessions.refuse_when_full(&post.bytes)
     {
-        let legacy_allowed = state.sessions.is_none();
-        match super::direct::serve_without_session(direct, parts, &bytes, legacy_allowed).await {
-            Ok(answer) => return answer,
-            Err(not_served) => parts = not_served,
+        return Err(refused);
+    }
+    Ok(Checked::Post(post))
+}
+
+/// The answer to a checked POST when it is a call this transport serves itself
+/// (`direct.rs`); the POST back otherwise.
+pub(super) async fn serve_direct(state: &HttpState, mut post: Post) -> Result<Response, Post> {
+    let Some(direct) = state.direct.as_ref().filter(|_| post.json_body) else {
+        return Err(post);
+    };
+    let served = match (&state.sessions, &post.session) {
+        (Some(sessions), Some(_)) => {
+            super::direct::serve(direct, sessions, post.parts, &post.bytes).await
+        }
+        (sessions, None) => {
+            let legacy_allowed = sessions.is_none();
+            super::direct::serve_without_session(direct, post.parts, &post.bytes, legacy_allowed)
+                .await
+        }
+        (None, Some(_)) => Err(post.parts),
+    };
+    match served {
+        Ok(answer) => Ok(answer),
+        Err(parts) => {
+            post.parts = parts;
+            Err(post)
         }
     }
+}
+
+/// A checked POST that this transport does not serve itself, to rmcp (`next`).
+pub(super) async fn pass_on<F>(
+    state: &HttpState,
+    post: Post,
+    next: impl FnOnce(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
+    let Post {
+        mut parts,
+        bytes,
+        session,
+        subject,
+        json_body,
+    } = post;
     if json_body && let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         return jsonrpc_error(
             StatusCode::BAD_REQUEST,
@@ -276,9 +384,7 @@ pub(super) async fn guard(
     } else {
         bytes
     };
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    let response = next(Request::from_parts(parts, Body::from(bytes))).await;
     // A session just created belongs to the token's subject.
     if let (Some(sessions), None, Some(subject)) = (&state.sessions, &session, &subject)
         && let Some(created) = session_of(response.headers())
@@ -318,76 +424,6 @@ pub(super) fn is_json(headers: &HeaderMap) -> bool {
         })
 }
 
-/// How long the rest of a body over the limit is read and thrown away after the `413`,
-/// so that the connection closes cleanly and the client reads its answer. Closing a
-/// socket with unread bytes sends a reset, which can destroy the `413` in the client's
-/// buffers before it reads it (nginx's "lingering close" does the same).
-pub(super) const LINGER: Duration = Duration::from_secs(2);
-
-/// The whole body, or `413` as soon as it is larger than `limit`: at once when
-/// `Content-Length` says so (without reading the body), else when the limit is crossed.
-pub(super) async fn collect_limited(
-    headers: &HeaderMap,
-    body: Body,
-    limit: usize,
-) -> Result<Bytes, Response> {
-    let too_large = || {
-        let mut response = (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("Payload Too Large: the request body exceeds {limit} bytes\n"),
-        )
-            .into_response();
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        response
-    };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.trim().parse::<u64>().ok());
-    let mut stream = body.into_data_stream();
-    if declared.is_some_and(|length| length > limit as u64) {
-        // A client that waits for `100 Continue` never sends the body: it gets the 413
-        // instead, and nothing needs reading. Any other client is sending it now.
-        let waits = headers
-            .get(header::EXPECT)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.trim().eq_ignore_ascii_case("100-continue"));
-        if !waits {
-            linger(stream);
-        }
-        return Err(too_large());
-    }
-    let mut collected = Vec::with_capacity(declared.map_or(0, |length| length as usize));
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|error| {
-            (
-                StatusCode::BAD_REQUEST,
-                format!("Bad Request: the body could not be read: {error}\n"),
-            )
-                .into_response()
-        })?;
-        if collected.len() + chunk.len() > limit {
-            linger(stream);
-            return Err(too_large());
-        }
-        collected.extend_from_slice(&chunk);
-    }
-    Ok(Bytes::from(collected))
-}
-
-/// Reads and drops the rest of a refused body for at most [`LINGER`], off the request's
-/// task, so that the answer goes out now.
-pub(super) fn linger(mut stream: axum::body::BodyDataStream) {
-    tokio::spawn(async move {
-        let _ = tokio::time::timeout(LINGER, async {
-            while let Some(Ok(_)) = stream.next().await {}
-        })
-        .await;
-    });
-}
-
 pub(super) fn jsonrpc_error(status: StatusCode, code: i64, message: &str) -> Response {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
@@ -403,175 +439,4 @@ pub(super) fn jsonrpc_error(status: StatusCode, code: i64, message: &str) -> Res
         body.to_string(),
     )
         .into_response()
-}
-
-pub(super) fn forbidden(message: &'static str) -> Box<Response> {
-    Box::new((StatusCode::FORBIDDEN, message).into_response())
-}
-
-pub(super) fn bad_request(message: &'static str) -> Box<Response> {
-    Box::new((StatusCode::BAD_REQUEST, message).into_response())
-}
-
-/// A host and an optional port, lower-cased, IPv6 brackets removed.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct HostPort {
-    host: String,
-    port: Option<u16>,
-}
-
-pub(super) fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
-}
-
-pub(super) fn parse_host_entry(entry: &str) -> Option<HostPort> {
-    let entry = entry.trim();
-    if entry.is_empty() {
-        return None;
-    }
-    Some(match Authority::try_from(entry) {
-        Ok(authority) => HostPort {
-            host: normalize_host(authority.host()),
-            port: authority.port_u16(),
-        },
-        // A bare IPv6 address (`::1`) is not an authority.
-        Err(_) => HostPort {
-            host: normalize_host(entry),
-            port: None,
-        },
-    })
-}
-
-pub(super) fn check_host(
-    allowed: &[String],
-    uri: &axum::http::Uri,
-    headers: &HeaderMap,
-) -> Result<(), Box<Response>> {
-    if allowed.is_empty() {
-        return Ok(());
-    }
-    let authority = match headers.get(header::HOST) {
-        Some(value) => {
-            let text = value
-                .to_str()
-                .map_err(|_| bad_request("Bad Request: invalid Host header\n"))?;
-            Authority::try_from(text)
-                .map_err(|_| bad_request("Bad Request: invalid Host header\n"))?
-        }
-        None => uri
-            .authority()
-            .cloned()
-            .ok_or_else(|| bad_request("Bad Request: missing Host header\n"))?,
-    };
-    let host = normalize_host(authority.host());
-    let port = authority.port_u16();
-    let accepted = allowed
-        .iter()
-        .filter_map(|entry| parse_host_entry(entry))
-        .any(|entry| entry.host == host && entry.port.is_none_or(|allowed| Some(allowed) == port));
-    if accepted {
-        Ok(())
-    } else {
-        tracing::warn!(target: "fusion::server", host = %authority, "rejected a request with a Host that is not allowed (possible DNS rebinding)");
-        Err(forbidden("Forbidden: Host header is not allowed\n"))
-    }
-}
-
-/// An origin: `null`, or scheme, host and port.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Origin {
-    Null,
-    Tuple {
-        scheme: String,
-        host: String,
-        port: Option<u16>,
-    },
-}
-
-pub(super) fn parse_origin(text: &str) -> Option<Origin> {
-    let text = text.trim();
-    if text.eq_ignore_ascii_case("null") {
-        return Some(Origin::Null);
-    }
-    let uri = axum::http::Uri::try_from(text).ok()?;
-    let authority = uri.authority()?;
-    Some(Origin::Tuple {
-        scheme: uri.scheme_str()?.to_ascii_lowercase(),
-        host: normalize_host(authority.host()),
-        port: authority.port_u16(),
-    })
-}
-
-pub(super) fn default_port(scheme: &str) -> Option<u16> {
-    match scheme {
-        "http" => Some(80),
-        "https" => Some(443),
-        _ => None,
-    }
-}
-
-/// Whether the allowed origin `entry` (`scheme://host[:port]`, `:*` for any port, `null`)
-/// admits `origin`. An entry without a port admits any port, as rmcp does.
-pub(super) fn origin_allows(entry: &str, origin: &Origin) -> bool {
-    let (base, any_port) = match entry.trim().strip_suffix(":*") {
-        Some(base) => (base, true),
-        None => (entry.trim(), false),
-    };
-    match (parse_origin(base), origin) {
-        (Some(Origin::Null), Origin::Null) => !any_port,
-        (
-            Some(Origin::Tuple {
-                scheme: allowed_scheme,
-                host: allowed_host,
-                port: allowed_port,
-            }),
-            Origin::Tuple { scheme, host, port },
-        ) => {
-            allowed_scheme == *scheme
-                && allowed_host == *host
-                && (any_port
-                    || allowed_port.is_none()
-                    || allowed_port == port.or_else(|| default_port(scheme)))
-        }
-        _ => false,
-    }
-}
-
-pub(super) fn check_origin(allowed: &[String], headers: &HeaderMap) -> Result<(), Box<Response>> {
-    let Some(value) = headers.get(header::ORIGIN) else {
-        return Ok(());
-    };
-    let origin = value
-        .to_str()
-        .ok()
-        .and_then(parse_origin)
-        .ok_or_else(|| forbidden("Forbidden: invalid Origin header\n"))?;
-    if allowed.iter().any(|entry| origin_allows(entry, &origin)) {
-        Ok(())
-    } else {
-        tracing::warn!(target: "fusion::server", ?origin, "rejected a request from an Origin that is not allowed");
-        Err(forbidden("Forbidden: Origin header is not allowed\n"))
-    }
-}
-
-/// `Authorization: Bearer <token>`, compared in constant time.
-pub(super) fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
-    let Some(sent) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            let (scheme, rest) = value.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-        })
-    else {
-        return false;
-    };
-    let (sent, expected) = (sent.as_bytes(), token.as_bytes());
-    let mut difference = sent.len() ^ expected.len();
-    for (index, byte) in expected.iter().enumerate() {
-        difference |= usize::from(byte ^ sent.get(index).copied().unwrap_or(0));
-    }
-    difference == 0
 }
