@@ -2,9 +2,11 @@
 //! version negotiation) behind a small axum router that adds what a deployed server needs:
 //! Host and Origin validation (DNS rebinding), an optional bearer token, a body size limit,
 //! answers to bodies that are not JSON, `/healthz`, `/readyz`, `/metrics`, and a graceful
-//! shutdown on SIGTERM/SIGINT that lets the calls in flight finish. Under the router,
-//! [`conn`] bounds connections (count, time to send headers); beside it, [`sessions`]
-//! bounds sessions (count, idleness, calls in flight, duplicate ids).
+//! shutdown on SIGTERM/SIGINT that lets the calls in flight finish. `tools/call` is served
+//! by the transport itself ([`direct`]); with `serve_http`, [`front`] does that in front of
+//! the router, which the other requests reach. Under them, [`conn`] bounds connections
+//! (count, time to send headers); beside them, [`sessions`] bounds sessions (count,
+//! idleness, calls in flight, duplicate ids).
 
 #[cfg(feature = "oauth")]
 mod auth;
