@@ -68,6 +68,11 @@ const USAGE: cli::Usage = cli::Usage {
             "N",
             "with --http: requests waiting behind them",
         ),
+        (
+            "--sse-keep-alive-ms",
+            "N",
+            "with --http: the SSE keep-alive interval (a longer call's answer streams)",
+        ),
         ("--call-timeout-ms", "N", "the default deadline of a call"),
         (
             "--require-env",
@@ -188,6 +193,9 @@ fn http_options(args: &[String]) -> Option<Result<fusion_runtime::HttpOptions, S
         }
         if let Some(n) = number("--max-queued-per-session")? {
             options = options.max_queued_per_session(count(n));
+        }
+        if let Some(ms) = number("--sse-keep-alive-ms")? {
+            options = options.sse_keep_alive(Some(std::time::Duration::from_millis(ms)));
         }
         Ok(options)
     })())

@@ -457,3 +457,76 @@ fn calls_of_2026_07_28_get_rmcps_answers_in_one_json_body() {
         assert_eq!(sum["result"]["structuredContent"]["result"], 42, "{sum}");
     }
 }
+
+/// A call answered within the SSE keep-alive interval is one JSON body; a longer one is an
+/// SSE stream of keep-alive comments and then its answer, so that a proxy that cuts idle
+/// connections keeps it. On a session, without one (stateless), and for a 2026-07-28 call.
+#[test]
+fn a_call_longer_than_the_keep_alive_interval_streams_keep_alives_then_its_answer() {
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let slow_2026 = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"slow","arguments":{{"ms":900}},"_meta":{meta}}}}}"#
+    );
+    let headers_2026 = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "slow"),
+    ];
+    for stateless in [false, true] {
+        let mut args = vec!["--sse-keep-alive-ms", "200"];
+        if stateless {
+            args.push("--stateless");
+        }
+        let server = faults(&args);
+        let session = if stateless {
+            None
+        } else {
+            let init = post(&server, &[], INITIALIZE);
+            let session = init
+                .header("mcp-session-id")
+                .unwrap_or_else(|| panic!("no session id: {init:?}"))
+                .to_owned();
+            let initialized = post(
+                &server,
+                &[("Mcp-Session-Id", &session)],
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            );
+            assert_eq!(initialized.status, 202, "{initialized:?}");
+            Some(session)
+        };
+        let with_session: Vec<(&str, &str)> = session
+            .iter()
+            .map(|id| ("Mcp-Session-Id", id.as_str()))
+            .collect();
+        let fast = post(&server, &with_session, &tool_call(1, "slow", r#"{"ms":0}"#));
+        assert_eq!(
+            fast.header("content-type"),
+            Some("application/json"),
+            "stateless {stateless}: {fast:?}"
+        );
+        let slow = post(
+            &server,
+            &with_session,
+            &tool_call(2, "slow", r#"{"ms":900}"#),
+        );
+        let slow_current = post(&server, &headers_2026, &slow_2026);
+        for (answer, id) in [(&slow, 2), (&slow_current, 3)] {
+            assert_eq!(
+                answer.header("content-type"),
+                Some("text/event-stream"),
+                "stateless {stateless}: {answer:?}"
+            );
+            let keep_alives = answer.body.matches(": keep-alive").count();
+            assert!(
+                (2..=100).contains(&keep_alives),
+                "keep-alive comments every 200 ms of 900 (stateless {stateless}): {answer:?}"
+            );
+            let message = message_of(answer);
+            assert_eq!(message["id"], id, "{answer:?}");
+            assert_eq!(
+                message["result"]["content"][0]["text"], "slept 900 ms",
+                "{answer:?}"
+            );
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //! (count, time to send headers); beside them, [`sessions`] bounds sessions (count,
 //! idleness, calls in flight, duplicate ids).
 
+mod answer;
 #[cfg(feature = "oauth")]
 mod auth;
 mod body;
@@ -326,7 +327,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             max_body_bytes: options.max_body_bytes,
             draining: AtomicBool::new(false),
             sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
-            direct: Some(self.direct_calls(&options.path)),
+            direct: Some(self.direct_calls(options)),
             reaper: std::sync::Once::new(),
             session_prefix: options.session_prefix.clone(),
             #[cfg(feature = "oauth")]
@@ -406,12 +407,12 @@ impl<C: Send + Sync + 'static> Server<C> {
 
     /// Calls running now, over every tool.
     /// What serves the `tools/call` requests that go past rmcp (`direct.rs`).
-    fn direct_calls(&self, path: &str) -> direct::DirectCalls {
+    fn direct_calls(&self, options: &HttpOptions) -> direct::DirectCalls {
         let logging = self.clone();
         let detached = self.clone();
         direct::DirectCalls {
             call_tool: self.call_tool_fn(),
-            path: path.to_owned(),
+            path: options.path.clone(),
             logs_to_client: Arc::new(move || logging.log_level().is_some()),
             current: current::CurrentRevision::new(
                 &rmcp::ServerHandler::supported_protocol_versions(self),
@@ -422,6 +423,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             }),
             detached: std::sync::OnceLock::new(),
             detached_current: std::sync::OnceLock::new(),
+            keep_alive: options.sse_keep_alive,
         }
     }
 

@@ -39,20 +39,21 @@
 use std::sync::Arc;
 
 use axum::{
-    body::{Body, Bytes},
-    http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts},
-    response::{IntoResponse as _, Response},
+    body::Bytes,
+    http::{HeaderMap, StatusCode, header, request::Parts},
+    response::Response,
 };
 use rmcp::{
     Peer, RoleServer,
     model::{
         ClientCapabilities, ClientRequest, JsonRpcMessage, JsonRpcRequest, ProtocolVersion,
-        RequestId, RequestMetaObject, ServerJsonRpcMessage,
+        RequestId, RequestMetaObject,
     },
     service::RequestContext,
 };
 
 use super::{
+    answer::{Pending, at_once, in_time},
     current::{CurrentRevision, current_answer},
     session_entry::{Entry, Refused},
     sessions::{Sessions, session_of},
@@ -76,6 +77,9 @@ pub(super) struct DirectCalls {
     pub(super) start_detached: Arc<dyn Fn(bool) -> DetachedPeer + Send + Sync>,
     pub(super) detached: std::sync::OnceLock<DetachedPeer>,
     pub(super) detached_current: std::sync::OnceLock<DetachedPeer>,
+    /// How long a call may take before its answer becomes an SSE stream with keep-alive
+    /// comments (`HttpOptions::sse_keep_alive`; `answer.rs`).
+    pub(super) keep_alive: Option<std::time::Duration>,
 }
 
 impl DirectCalls {
@@ -200,18 +204,19 @@ pub(super) async fn serve_without_session(
         None => false,
     };
     // The request's parts in the extensions, as rmcp puts them: tools see the headers and
-    // the verified token's claims. A client that hangs up drops this future, and the call
+    // the verified token's claims. A client that hangs up drops the answer, and the call
     // with it.
     context.extensions.insert(parts);
-    // Await: the call, through the pipeline.
-    let answered = (direct.call_tool)(params, context).await;
-    Ok(match current {
-        Some(_) => {
-            let (status, message) = current_answer(answered, declared_tasks, id);
-            answer(status, message)
-        }
-        None => answer(StatusCode::OK, legacy_answer(answered, id)),
-    })
+    let call = (direct.call_tool)(params, context);
+    let pending: Pending = Box::pin(async move {
+        // Await: the call, through the pipeline.
+        let answered = call.await;
+        Some(match current {
+            Some(_) => current_answer(answered, declared_tasks, id),
+            None => (StatusCode::OK, legacy_answer(answered, id)),
+        })
+    });
+    Ok(in_time(pending, direct.keep_alive).await)
 }
 
 /// A stateless request of a revision before 2026-07-28: `MCP-Protocol-Version` absent
@@ -259,38 +264,35 @@ pub(super) async fn serve(
         Err(Refused::Full) => return Ok(sessions.full(id)),
         Err(refused @ Refused::IdInUse) => {
             let error = sessions.refusal(refused, &id);
-            return Ok(answer(
+            return Ok(at_once(Some((
                 StatusCode::OK,
                 JsonRpcMessage::error(error, Some(id)),
-            ));
+            ))));
         }
     };
     // From here until the answer, a drop (the client hung up) gives the id back and
     // cancels the call with it.
-    let claim = DirectClaim {
-        entry: Arc::clone(&entry),
-        id,
-        number,
-    };
-    // Await: the call's turn behind the session's calls in flight.
-    if !entry.take_turn(&claim.id, number).await {
-        // Cancelled while it waited, or the session ended.
-        return Ok(no_answer());
-    }
-    // What rmcp puts in a request's extensions: tools see the HTTP request (its headers,
-    // the verified token's claims) through it.
-    context.extensions.insert(parts);
-    // Await: the call, through the pipeline.
-    let answered = (direct.call_tool)(params, context).await;
-    // Looked at before the claim goes: giving it back cancels the token.
-    let cancelled = cancel.is_cancelled();
-    let id = claim.id.clone();
-    drop(claim);
-    if cancelled {
+    let claim = DirectClaim { entry, id, number };
+    let call_tool = Arc::clone(&direct.call_tool);
+    let pending: Pending = Box::pin(async move {
+        // Await: the call's turn behind the session's calls in flight.
+        if !claim.entry.take_turn(&claim.id, claim.number).await {
+            // Cancelled while it waited, or the session ended.
+            return None;
+        }
+        // What rmcp puts in a request's extensions: tools see the HTTP request (its
+        // headers, the verified token's claims) through it.
+        context.extensions.insert(parts);
+        // Await: the call, through the pipeline.
+        let answered = call_tool(params, context).await;
+        // Looked at before the claim goes: giving it back cancels the token.
+        let cancelled = cancel.is_cancelled();
+        let id = claim.id.clone();
+        drop(claim);
         // `notifications/cancelled`, or the session's end: no answer (JSON-RPC).
-        return Ok(no_answer());
-    }
-    Ok(answer(StatusCode::OK, legacy_answer(answered, id)))
+        (!cancelled).then(|| (StatusCode::OK, legacy_answer(answered, id)))
+    });
+    Ok(in_time(pending, direct.keep_alive).await)
 }
 
 /// The session of a request whose call may go direct, and its peer: the MCP path, a
@@ -412,41 +414,10 @@ fn taken_apart(
     Some((id, request.params, context))
 }
 
-/// One JSON-RPC message as the whole response.
-fn answer(status: StatusCode, message: ServerJsonRpcMessage) -> Response {
-    match serde_json::to_vec(&message) {
-        Ok(body) => (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            Body::from(body),
-        )
-            .into_response(),
-        Err(error) => {
-            tracing::error!(target: "fusion::transport", %error, "an answer could not be serialized");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
-    }
-}
-
-/// The response to a request that gets no answer (it was cancelled): an SSE stream
-/// without events, as rmcp ends the stream of a cancelled request.
-fn no_answer() -> Response {
-    (
-        StatusCode::OK,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        )],
-        Body::empty(),
-    )
-        .into_response()
-}
-
 #[cfg(test)]
 mod tests {
+    use axum::http::HeaderValue;
+
     use super::*;
 
     #[test]

@@ -304,6 +304,12 @@ impl HttpOptions {
     }
 
     /// The interval of SSE keep-alive comments (15 s by default; `None` for none).
+    ///
+    /// A `tools/call` that the transport serves itself is answered as one JSON body when
+    /// its answer comes within this interval; a longer call's answer becomes an SSE
+    /// stream at the interval, with a keep-alive comment every interval until the answer,
+    /// so that a proxy that closes idle connections does not cut it. With `None`, every
+    /// such answer is one JSON body, however long the call.
     pub fn sse_keep_alive(mut self, interval: Option<Duration>) -> Self {
         self.sse_keep_alive = interval;
         self
