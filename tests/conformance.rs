@@ -29,8 +29,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[test]
 fn the_official_conformance_suite_passes_every_scenario() {
-    // 30 active scenarios, 40 checks in 0.1.16: a suite that ran nothing is not a pass.
-    run_suite(SUITE, &[], "conformance-baseline.yml", 40);
+    // 30 active scenarios, 39 checks in 0.1.16: a suite that ran nothing is not a pass.
+    // (`server-sse-multiple-streams` counts its streams check only when `tools/list` is
+    // answered as SSE; answered as JSON, which it accepts, the check is informational.)
+    run_suite(SUITE, &[], "conformance-baseline.yml", 39);
 }
 
 #[test]

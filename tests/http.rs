@@ -530,3 +530,90 @@ fn a_call_longer_than_the_keep_alive_interval_streams_keep_alives_then_its_answe
         }
     }
 }
+
+/// On a session, rmcp answers every request as SSE; what carries one answer and nothing
+/// else becomes one JSON body (`tools/list`, a call with a progress token that reports
+/// none), and a stream with notifications before its answer stays a stream.
+#[test]
+fn session_answers_are_json_where_nothing_streams() {
+    let mut command = Command::new(support::example_binary("conformance"));
+    command.args(["--port", "0"]).env("RUST_LOG", "info");
+    let server = HttpServer::start(command, START);
+    let init = post(&server, &[], INITIALIZE);
+    assert_eq!(
+        init.header("content-type"),
+        Some("application/json"),
+        "{init:?}"
+    );
+    let session = init
+        .header("mcp-session-id")
+        .unwrap_or_else(|| panic!("no session id: {init:?}"))
+        .to_owned();
+    let with_session = [("Mcp-Session-Id", session.as_str())];
+    let initialized = post(
+        &server,
+        &with_session,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(initialized.status, 202, "{initialized:?}");
+
+    let list = post(
+        &server,
+        &with_session,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    );
+    assert_eq!(
+        list.header("content-type"),
+        Some("application/json"),
+        "{list:?}"
+    );
+    let listed = message_of(&list);
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|tools| !tools.is_empty()),
+        "{list:?}"
+    );
+
+    let quiet = post(
+        &server,
+        &with_session,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_simple_text","arguments":{},"_meta":{"progressToken":"p3"}}}"#,
+    );
+    assert_eq!(
+        quiet.header("content-type"),
+        Some("application/json"),
+        "{quiet:?}"
+    );
+    assert_eq!(message_of(&quiet)["id"], 3, "{quiet:?}");
+
+    let progress = post(
+        &server,
+        &with_session,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p4"}}}"#,
+    );
+    assert_eq!(
+        progress.header("content-type"),
+        Some("text/event-stream"),
+        "{progress:?}"
+    );
+    let events: Vec<serde_json::Value> = progress
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|event| event["method"] == "notifications/progress")
+            .count(),
+        3,
+        "{progress:?}"
+    );
+    assert_eq!(
+        events.last().map(|event| event["id"].clone()),
+        Some(4.into()),
+        "{progress:?}"
+    );
+}

@@ -19,6 +19,7 @@ mod front;
 mod guard;
 mod hang_up;
 mod hosts;
+mod json_answer;
 mod literals;
 mod options;
 mod session_entry;

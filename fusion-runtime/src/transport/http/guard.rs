@@ -375,6 +375,8 @@ where
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return response;
     }
+    // One JSON-RPC message (not a batch): rmcp's SSE answer to it may become JSON.
+    let single = bytes.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{');
     let bytes = if json_body {
         let recorded = record_number_literals(bytes);
         parts
@@ -385,6 +387,12 @@ where
         bytes
     };
     let response = next(Request::from_parts(parts, Body::from(bytes))).await;
+    // On a session rmcp answers every request as SSE: JSON where nothing streams.
+    let response = if state.sessions.is_some() && json_body && single {
+        super::json_answer::as_json(response).await
+    } else {
+        response
+    };
     // A session just created belongs to the token's subject.
     if let (Some(sessions), None, Some(subject)) = (&state.sessions, &session, &subject)
         && let Some(created) = session_of(response.headers())
