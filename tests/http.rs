@@ -36,6 +36,23 @@ fn get(server: &HttpServer, path: &str, headers: &[(&str, &str)]) -> RawResponse
     raw_http(server.addr(), "GET", path, headers, b"", REQUEST)
 }
 
+/// Initializes a session on `server` and says it is initialized; its id.
+fn open_session(server: &HttpServer) -> String {
+    let init = post(server, &[], INITIALIZE);
+    assert_eq!(init.status, 200, "{init:?}");
+    let session = init
+        .header("mcp-session-id")
+        .unwrap_or_else(|| panic!("no session id: {init:?}"))
+        .to_owned();
+    let initialized = post(
+        server,
+        &[("Mcp-Session-Id", &session)],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(initialized.status, 202, "{initialized:?}");
+    session
+}
+
 fn tool_call(id: u32, name: &str, arguments: &str) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
@@ -336,19 +353,6 @@ fn meta_2026(capabilities: &str) -> String {
     )
 }
 
-/// The JSON-RPC message of a response: the body, or the first `data:` event of an SSE
-/// stream.
-fn message_of(response: &RawResponse) -> serde_json::Value {
-    let text = response
-        .body
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|data| !data.is_empty())
-        .map_or_else(|| response.body.clone(), str::to_owned);
-    serde_json::from_str(&text).unwrap_or_else(|error| panic!("not JSON ({error}): {response:?}"))
-}
-
 /// 2026-07-28 calls (no session) are served past rmcp when they pass every check rmcp
 /// makes, in both modes, and answered as one JSON body; what fails a check is still
 /// rmcp's to answer. Each request is sent twice: as a client sends it, and with an
@@ -440,8 +444,8 @@ fn calls_of_2026_07_28_get_rmcps_answers_in_one_json_body() {
             weighed.push(("Accept", "application/json;q=1"));
             let by_rmcp = post(&server, &weighed, body);
             assert_eq!(
-                (served.status, message_of(&served)),
-                (by_rmcp.status, message_of(&by_rmcp)),
+                (served.status, served.message()),
+                (by_rmcp.status, by_rmcp.message()),
                 "{mode:?}, {what}: served {served:?}\nby rmcp {by_rmcp:?}"
             );
             if *direct {
@@ -452,7 +456,7 @@ fn calls_of_2026_07_28_get_rmcps_answers_in_one_json_body() {
                 );
             }
         }
-        let sum = message_of(&post(&server, &good, &cases[0].body));
+        let sum = post(&server, &good, &cases[0].body).message();
         assert_eq!(sum["result"]["resultType"], "complete", "{sum}");
         assert_eq!(sum["result"]["structuredContent"]["result"], 42, "{sum}");
     }
@@ -478,22 +482,7 @@ fn a_call_longer_than_the_keep_alive_interval_streams_keep_alives_then_its_answe
             args.push("--stateless");
         }
         let server = faults(&args);
-        let session = if stateless {
-            None
-        } else {
-            let init = post(&server, &[], INITIALIZE);
-            let session = init
-                .header("mcp-session-id")
-                .unwrap_or_else(|| panic!("no session id: {init:?}"))
-                .to_owned();
-            let initialized = post(
-                &server,
-                &[("Mcp-Session-Id", &session)],
-                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            );
-            assert_eq!(initialized.status, 202, "{initialized:?}");
-            Some(session)
-        };
+        let session = (!stateless).then(|| open_session(&server));
         let with_session: Vec<(&str, &str)> = session
             .iter()
             .map(|id| ("Mcp-Session-Id", id.as_str()))
@@ -521,7 +510,7 @@ fn a_call_longer_than_the_keep_alive_interval_streams_keep_alives_then_its_answe
                 (2..=100).contains(&keep_alives),
                 "keep-alive comments every 200 ms of 900 (stateless {stateless}): {answer:?}"
             );
-            let message = message_of(answer);
+            let message = answer.message();
             assert_eq!(message["id"], id, "{answer:?}");
             assert_eq!(
                 message["result"]["content"][0]["text"], "slept 900 ms",
@@ -545,17 +534,8 @@ fn session_answers_are_json_where_nothing_streams() {
         Some("application/json"),
         "{init:?}"
     );
-    let session = init
-        .header("mcp-session-id")
-        .unwrap_or_else(|| panic!("no session id: {init:?}"))
-        .to_owned();
+    let session = open_session(&server);
     let with_session = [("Mcp-Session-Id", session.as_str())];
-    let initialized = post(
-        &server,
-        &with_session,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
-    assert_eq!(initialized.status, 202, "{initialized:?}");
 
     let list = post(
         &server,
@@ -567,7 +547,7 @@ fn session_answers_are_json_where_nothing_streams() {
         Some("application/json"),
         "{list:?}"
     );
-    let listed = message_of(&list);
+    let listed = list.message();
     assert!(
         listed["result"]["tools"]
             .as_array()
@@ -585,7 +565,7 @@ fn session_answers_are_json_where_nothing_streams() {
         Some("application/json"),
         "{quiet:?}"
     );
-    assert_eq!(message_of(&quiet)["id"], 3, "{quiet:?}");
+    assert_eq!(quiet.message()["id"], 3, "{quiet:?}");
 
     let progress = post(
         &server,

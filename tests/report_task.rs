@@ -38,16 +38,7 @@ fn request(server: &support::HttpServer, method: &str, name: &str, params: Value
         ("Mcp-Method", method),
         ("Mcp-Name", name),
     ];
-    let response = support::post_mcp(server.addr(), &headers, &body, TIMEOUT);
-    let text = response
-        .body
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|data| !data.is_empty())
-        .map_or_else(|| response.body.clone(), str::to_owned);
-    serde_json::from_str(&text)
-        .unwrap_or_else(|error| panic!("{method}: not JSON ({error}): {response:?}"))
+    support::post_mcp(server.addr(), &headers, &body, TIMEOUT).message()
 }
 
 fn call_report(server: &support::HttpServer, seconds: f64, tasks: bool) -> Value {

@@ -127,6 +127,19 @@ pub(crate) struct RawResponse {
 }
 
 impl RawResponse {
+    /// The JSON-RPC message it carries: the body, or the first `data:` event with data of
+    /// an SSE stream.
+    pub(crate) fn message(&self) -> serde_json::Value {
+        let text = self
+            .body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|data| !data.is_empty())
+            .map_or_else(|| self.body.clone(), str::to_owned);
+        serde_json::from_str(&text).unwrap_or_else(|error| panic!("not JSON ({error}): {self:?}"))
+    }
+
     /// The first value of header `name` (lower-case).
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
