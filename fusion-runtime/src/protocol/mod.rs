@@ -264,7 +264,10 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        self.answer_prompt(request, context).await
+        // Boxed: the largest of these futures (1.9 KB, with the prompt's own), and rmcp's
+        // dispatch holds room for the largest in every request's task and, through the
+        // `initialize` it serves, in every session's task for as long as it lives.
+        Box::pin(self.answer_prompt(request, context)).await
     }
 
     async fn complete(
