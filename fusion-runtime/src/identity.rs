@@ -191,6 +191,14 @@ impl RequestInfo {
         Self::new(TransportKind::InMemory)
     }
 
+    /// The caller of a task whose work another replica took over: no headers, the claims
+    /// the task was created with.
+    pub(crate) fn resumed(claims: Option<Claims>) -> Self {
+        let mut request = Self::new(TransportKind::Http);
+        Arc::make_mut(&mut request.inner).claims = claims;
+        request
+    }
+
     /// A request over Streamable HTTP, from the request's parts (as rmcp hands them to
     /// the handler). The claims are the ones the OAuth guard verified and put in the
     /// extensions; the session id is the `Mcp-Session-Id` header.

@@ -100,6 +100,20 @@ struct State {
     task_allowed: bool,
     /// The handler asked to continue as a task.
     task_requested: bool,
+    /// Counts changes to `pending`, so that a task's runner can mirror them in the store.
+    version: u64,
+    /// Who waits for `pending` to change (a task's runner).
+    watcher: Option<Waker>,
+}
+
+impl State {
+    /// `pending` changed: the task's runner is told.
+    fn pending_changed(&mut self) {
+        self.version = self.version.wrapping_add(1);
+        if let Some(watcher) = self.watcher.take() {
+            watcher.wake();
+        }
+    }
 }
 
 impl InputState {
@@ -209,6 +223,7 @@ impl InputState {
                 return Ok(answer);
             }
             state.pending.insert(key.clone(), request);
+            state.pending_changed();
             if !state.parked {
                 if let Some(waker) = state.waker.take() {
                     waker.wake();
@@ -248,6 +263,20 @@ impl InputState {
         .await;
     }
 
+    /// Resolves once the questions changed since version `seen`; the new version.
+    pub(crate) async fn pending_changed(&self, seen: u64) -> u64 {
+        std::future::poll_fn(|context| {
+            let mut state = self.lock();
+            if state.version == seen {
+                state.watcher = Some(context.waker().clone());
+                Poll::Pending
+            } else {
+                Poll::Ready(state.version)
+            }
+        })
+        .await
+    }
+
     /// The questions not answered yet.
     pub(crate) fn pending(&self) -> InputRequests {
         self.lock().pending.clone()
@@ -264,6 +293,7 @@ impl InputState {
         for (key, answer) in answers {
             if let Some(sender) = state.waiting.remove(&key) {
                 state.pending.remove(&key);
+                state.pending_changed();
                 // The handler may be gone (cancelled); nothing waits then.
                 let _ = sender.send(answer);
             }
@@ -280,7 +310,9 @@ struct Unask<'a> {
 impl Drop for Unask<'_> {
     fn drop(&mut self) {
         let mut state = self.state.lock();
-        state.pending.remove(&self.key);
+        if state.pending.remove(&self.key).is_some() {
+            state.pending_changed();
+        }
         state.waiting.remove(&self.key);
     }
 }

@@ -96,6 +96,28 @@ impl Call {
         self
     }
 
+    /// The call of a task taken over from a replica that stopped: no client connection
+    /// (questions go through `input`), the caller as the task recorded it.
+    pub(crate) fn resumed(
+        cancel: CancellationToken,
+        request: RequestInfo,
+        input: Arc<InputState>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                request_id: None,
+                progress_token: None,
+                peer: None,
+                cancel,
+                log_level: None,
+                recorded: None,
+                numbers: NumberLiterals::default(),
+                request,
+                input: Some(input),
+            }),
+        }
+    }
+
     /// A call without a client (the in-memory tester): notifications are recorded, not
     /// sent; every log level is recorded and a progress token is assumed.
     pub fn detached() -> Self {

@@ -53,7 +53,8 @@ pub struct FailureEntry {
     /// What went wrong, when it has a name: the error's code (`unauthorized`, `forbidden`,
     /// `not_found`, `conflict`, `rate_limited`) or the pipeline's (`invalid_arguments`,
     /// `unknown_tool`, `missing_action`, `unknown_action`, `timeout`, `circuit_open`, `panic`),
-    /// and for an unknown outcome its cause (`timeout`, `transient_exhausted`).
+    /// and for an unknown outcome its cause (`timeout`, `transient_exhausted`,
+    /// `replica_stopped`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// Whether sending the same call again may succeed (after `retry_after_ms`, when given).

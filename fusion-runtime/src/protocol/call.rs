@@ -21,10 +21,13 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    Call,
     future::BoxFuture,
+    identity::{Claims, RequestInfo},
+    pipeline::request_info,
     protocol::rounds::{Round, connected_call, is_current},
     server::Server,
-    tasks::TaskOutcome,
+    tasks::{Relaunch, TaskOrigin, TaskOutcome, refusal},
 };
 
 /// How a round ended.
@@ -71,6 +74,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             request.input_responses,
         )?;
         let input = round.input.clone();
+        let origin = as_task.map(|_| self.task_origin(&request.name, &args, &context));
         // The call's own token: a task outlives the request (and its token); the round
         // watches the request's token itself.
         let cancel = CancellationToken::new();
@@ -85,10 +89,15 @@ impl<C: Send + Sync + 'static> Server<C> {
                 result: report.result,
             }
         });
+        let mut origin = origin;
         if let Some(tasking) = as_task {
-            if !tasking.is_started_by_tool() {
-                let task = self.inner.tasks.start(work, cancel, input).await?;
-                return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+            if !tasking.is_started_by_tool()
+                && let Some(origin) = origin.take()
+            {
+                return match self.inner.tasks.start(work, cancel, input, origin).await {
+                    Ok(task) => Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
+                    Err(error) => refusal(error).map(CallToolResponse::Complete),
+                };
             }
             input.allow_task();
         }
@@ -118,10 +127,73 @@ impl<C: Send + Sync + 'static> Server<C> {
                 ))
             }
             Step::ContinueAsTask => {
-                let task = self.inner.tasks.start(work, cancel, input).await?;
-                Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+                // Only a tool that runs as a task may continue as one (`allow_task`).
+                let Some(origin) = origin else {
+                    return Err(ErrorData::internal_error(
+                        "the call cannot continue as a task",
+                        None,
+                    ));
+                };
+                match self.inner.tasks.start(work, cancel, input, origin).await {
+                    Ok(task) => Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
+                    Err(error) => refusal(error).map(CallToolResponse::Complete),
+                }
             }
             Step::Cancelled => Err(ErrorData::internal_error("the request was cancelled", None)),
         }
+    }
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// What a task created by this call records: the tool and arguments (to run it again
+    /// elsewhere, if that is safe), the caller who may reach it, and their claims and
+    /// capabilities.
+    fn task_origin(
+        &self,
+        tool: &str,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> TaskOrigin {
+        let caller = request_info(&context.extensions);
+        TaskOrigin {
+            tool: tool.to_owned(),
+            arguments: args.clone(),
+            owner: caller.subject().map(str::to_owned),
+            claims: caller
+                .claims()
+                .map(|claims| Value::Object(claims.all().clone())),
+            capabilities: context
+                .client_capabilities()
+                .and_then(|capabilities| serde_json::to_value(capabilities).ok()),
+            rerunnable: self.inner.registry.is_rerunnable(tool, args),
+        }
+    }
+
+    /// Starts what tasks on a shared store need while the server serves: the sweeper that
+    /// takes over the tasks of replicas that died, and the listener for cancels and
+    /// answers sent from other replicas. Nothing for a store of one process.
+    pub(crate) fn start_tasks(&self) {
+        self.inner.tasks.start_background(self.task_relaunch());
+    }
+
+    /// How a replica runs a task's tool again when it takes the task over: through the
+    /// pipeline, as the caller the task recorded, without a client connection.
+    pub(crate) fn task_relaunch(&self) -> Relaunch {
+        let server = self.clone();
+        std::sync::Arc::new(move |record, cancel, input| {
+            let server = server.clone();
+            let claims = record.claims.clone().map(Claims::from_json);
+            let call = Call::resumed(cancel, RequestInfo::resumed(claims), input);
+            let tool = record.tool.clone();
+            let args = record.arguments.clone();
+            Box::pin(async move {
+                let report = server.call(&tool, None, args, None, &call).await;
+                TaskOutcome {
+                    internal: report.internal,
+                    message: report.data.as_str().unwrap_or("").to_owned(),
+                    result: report.result,
+                }
+            })
+        })
     }
 }

@@ -58,28 +58,37 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn get_task(
         &self,
         request: rmcp::model::GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.inner.tasks.get(&request.task_id).await
+        let caller = crate::pipeline::request_info(&context.extensions);
+        self.inner
+            .tasks
+            .get(&request.task_id, caller.subject())
+            .await
     }
 
     async fn update_task(
         &self,
         request: rmcp::model::UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let caller = crate::pipeline::request_info(&context.extensions);
         self.inner
             .tasks
-            .update(&request.task_id, request.input_responses)
+            .update(&request.task_id, caller.subject(), request.input_responses)
             .await
     }
 
     async fn cancel_task(
         &self,
         request: rmcp::model::CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.inner.tasks.cancel(&request.task_id).await
+        let caller = crate::pipeline::request_info(&context.extensions);
+        self.inner
+            .tasks
+            .cancel(&request.task_id, caller.subject())
+            .await
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -1,6 +1,8 @@
 //! State that replicas share, on Redis (feature `redis`): idempotency keys that run once
-//! across the fleet ([`RedisStore`]), and rate limits that hold for the fleet as a whole
-//! ([`RedisStore::rate_limit`]).
+//! across the fleet ([`RedisStore`]), rate limits that hold for the fleet as a whole
+//! ([`RedisStore::rate_limit`]), and tasks that any replica answers for and that outlive
+//! the replica that runs them (`.task_store(redis.clone())`, see
+//! [`tasks`](crate::tasks)).
 //!
 //! ```no_run
 //! use fusion_runtime::{prelude::*, redis::RedisStore};
@@ -25,6 +27,7 @@
 
 mod rate;
 mod store;
+mod tasks;
 
 pub use ::redis::RedisError;
 

@@ -101,8 +101,13 @@ return 0";
 #[derive(Clone)]
 pub struct RedisStore {
     pub(super) connection: ConnectionManager,
+    /// For the subscription that carries cancels and answers between replicas (a
+    /// connection of its own).
+    pub(super) client: redis::Client,
     pub(super) prefix: String,
-    lease: Duration,
+    pub(super) lease: Duration,
+    /// The most tasks kept at once, in all and per caller (`task_limits`).
+    pub(super) task_limits: (usize, usize),
     /// The claims this process holds: the key's owner token, the window its result is kept
     /// for, and the task renewing its lease.
     owned: Arc<Mutex<HashMap<String, Owned>>>,
@@ -134,17 +139,23 @@ impl RedisStore {
             .set_response_timeout(Some(COMMAND_TIMEOUT))
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500));
-        let connection = ConnectionManager::new_with_config(client, config).await?;
+        let connection = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(Self {
             connection,
+            client,
             prefix: "fusion:".to_owned(),
             lease: DEFAULT_LEASE,
+            task_limits: (
+                super::tasks::DEFAULT_TASKS,
+                super::tasks::DEFAULT_TASKS_PER_CALLER,
+            ),
             owned: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 
-    /// How long a claim is held without renewal (10 s by default, at least 100 ms): how
-    /// long a key stays blocked after its runner died.
+    /// How long a claim (an idempotency key's, a task's) is held without renewal (10 s by
+    /// default, at least 100 ms): how long a key stays blocked after its runner died, and
+    /// how long a task waits before another replica takes it over.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(100));
         self
@@ -167,7 +178,7 @@ impl RedisStore {
         name
     }
 
-    fn lease_ms(&self) -> u64 {
+    pub(super) fn lease_ms(&self) -> u64 {
         u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)
     }
 

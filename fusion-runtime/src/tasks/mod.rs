@@ -26,24 +26,41 @@
 //!
 //! Tasks are kept in a [`TaskStore`] (in memory by default, bounded: [`MemoryTaskStore`]);
 //! a client that disconnects and comes back polls the same task id and gets the result.
+//!
+//! A fleet keeps them on Redis ([`RedisStore`](crate::redis::RedisStore)): every replica
+//! answers for every task, a cancel or an answer sent to any replica reaches the one that
+//! runs the task, and the work of a replica that died is taken over (`takeover.rs`): run
+//! again elsewhere when the tool is safe to run twice, else ended `failed` with an unknown
+//! outcome. The runner of a task (`runner.rs`) holds a lease on it while it runs.
 
+mod runner;
 mod store;
+mod takeover;
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
 use rmcp::model::{
-    DetailedTask, ErrorData, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+    CallToolResult, ContentBlock, DetailedTask, ErrorData, GetTaskResult, JsonObject, Task,
+    TaskPayload, TaskStatus,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use store::{MemoryTaskStore, StoreFull, TaskRecord, TaskStore};
+pub(crate) use store::now_ms;
+pub use store::{
+    MemoryTaskStore, SignalListener, StoreFull, TaskRecord, TaskSignal, TaskSignals, TaskStore,
+    TaskStoreError,
+};
+pub(crate) use takeover::Relaunch;
 
-use crate::{future::BoxFuture, input::InputState};
+use crate::{failure::entry::FAILURE_META_KEY, future::BoxFuture, input::InputState};
 
 /// How a tool runs as a task ([`ServerBuilder::task_tool`](crate::ServerBuilder::task_tool)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -116,10 +133,21 @@ pub(crate) struct RevisionSettings {
 /// The tasks of a built server: the store, and the tasks this process runs.
 pub(crate) struct Tasks {
     tools: HashMap<String, Tasking>,
-    store: Arc<dyn TaskStore>,
     ttl: Duration,
     poll_interval: Duration,
-    running: Arc<Mutex<HashMap<String, Running>>>,
+    shared: Arc<Shared>,
+    /// The sweeper and the signal listener, once started (a shared store only).
+    background: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+/// What the runners, the sweeper and the handlers of `tasks/*` share.
+pub(crate) struct Shared {
+    store: Arc<dyn TaskStore>,
+    running: Mutex<HashMap<String, Running>>,
+    /// This process's name in runner tokens (random).
+    replica: String,
+    /// Cleared when the process stops: no new task starts here.
+    accepting: AtomicBool,
 }
 
 /// How a task's work ended: the tool's result, or a failure of the server's own.
@@ -132,22 +160,55 @@ pub(crate) struct TaskOutcome {
     pub(crate) message: String,
 }
 
-/// A task this process runs: how to cancel it and where its questions wait.
+/// Where a task comes from: what a replica that takes it over needs to run it again, and
+/// who may reach it.
+pub(crate) struct TaskOrigin {
+    pub(crate) tool: String,
+    pub(crate) arguments: Value,
+    pub(crate) owner: Option<String>,
+    pub(crate) claims: Option<Value>,
+    pub(crate) capabilities: Option<Value>,
+    pub(crate) rerunnable: bool,
+}
+
+/// A task this process runs: how to cancel it, where its questions wait, how its runner
+/// is told that something was sent to it, and how it is stopped for a hand-over.
 struct Running {
     cancel: CancellationToken,
     input: Arc<InputState>,
+    poke: Arc<tokio::sync::Notify>,
+    stop: CancellationToken,
+}
+
+impl Shared {
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+        // Nothing panics while holding it.
+        self.running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A token naming one run of a task on this replica.
+    fn runner_token(&self) -> String {
+        format!("{}:{:016x}", self.replica, fastrand::u64(..))
+    }
 }
 
 impl Tasks {
     pub(crate) fn new(settings: TaskSettings) -> Self {
         Self {
             tools: settings.tools,
-            store: settings
-                .store
-                .unwrap_or_else(|| Arc::new(MemoryTaskStore::default())),
             ttl: settings.ttl,
             poll_interval: settings.poll_interval,
-            running: Arc::default(),
+            shared: Arc::new(Shared {
+                store: settings
+                    .store
+                    .unwrap_or_else(|| Arc::new(MemoryTaskStore::default())),
+                running: Mutex::default(),
+                replica: task_id()[..12].to_owned(),
+                accepting: AtomicBool::new(true),
+            }),
+            background: Mutex::default(),
         }
     }
 
@@ -161,13 +222,6 @@ impl Tasks {
         self.tools.get(tool).copied()
     }
 
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
-        // Nothing panics while holding it.
-        self.running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Creates a task and starts `work` in the background; returns the task as created,
     /// once `tasks/get` finds it. `cancel` is the token `work`'s call watches; `input`
     /// is where its questions wait (parked).
@@ -176,65 +230,47 @@ impl Tasks {
         work: BoxFuture<'static, TaskOutcome>,
         cancel: CancellationToken,
         input: Arc<InputState>,
-    ) -> Result<Task, ErrorData> {
+        origin: TaskOrigin,
+    ) -> Result<Task, TaskStoreError> {
+        if !self.shared.accepting.load(Ordering::SeqCst) {
+            return Err(TaskStoreError::Unavailable(
+                "this replica is stopping and takes no new task".to_owned(),
+            ));
+        }
         input.park();
-        let id = task_id();
-        let record = TaskRecord::working(id.clone(), self.ttl, self.poll_interval);
-        // Await: the store's insert. A drop here drops `work` unstarted (its guards were
-        // never taken); a record already inserted says `working` until the store's TTL
-        // forgets it, and no client learned its id.
-        self.store
-            .insert(record.clone())
-            .await
-            .map_err(|full| ErrorData::internal_error(full.to_string(), None))?;
-        self.running().insert(
-            id.clone(),
-            Running {
-                cancel: cancel.clone(),
+        let mut record = TaskRecord::working(task_id(), self.ttl, self.poll_interval);
+        record.tool = origin.tool;
+        record.arguments = origin.arguments;
+        record.owner = origin.owner;
+        record.claims = origin.claims;
+        record.capabilities = origin.capabilities;
+        record.rerunnable = origin.rerunnable;
+        let runner = self.shared.runner_token();
+        // Await: the store's insert, which starts the runner's lease. A drop here drops
+        // `work` unstarted (its guards were never taken); a record already inserted is an
+        // orphan once the lease lapses, and is taken over or ended as any other.
+        self.shared.store.insert(record.clone(), &runner).await?;
+        let task = task_of(&record);
+        runner::launch(
+            &self.shared,
+            runner::Launch {
+                record,
+                runner,
+                work,
+                cancel,
                 input,
             },
         );
-        let store = Arc::clone(&self.store);
-        let running = Arc::clone(&self.running);
-        let task_id = id.clone();
-        tokio::spawn(async move {
-            // Await: the work. Cancelling drops it here (its guards release the circuit
-            // probe, slots, claims); the record says so after.
-            let report = tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                report = work => Some(report),
-            };
-            let mut record = record;
-            match report {
-                None => record.finish(TaskStatus::Cancelled, None, None),
-                Some(report) if report.internal => {
-                    let error = ErrorData::internal_error(report.message, None);
-                    record.finish(TaskStatus::Failed, None, serde_json::to_value(error).ok());
-                }
-                Some(report) => {
-                    let result = serde_json::to_value(&report.result).ok();
-                    record.finish(TaskStatus::Completed, result, None);
-                }
-            }
-            // Await: writing the end; a drop here (the runtime shutting down) loses only
-            // the record, which then stays `working` until the store forgets it.
-            store.update(record).await;
-            running
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&task_id);
-        });
-        Ok(task_of(&TaskRecord::working(
-            id,
-            self.ttl,
-            self.poll_interval,
-        )))
+        Ok(task)
     }
 
-    /// `tasks/get`: the task with its payload.
-    pub(crate) async fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
-        let record = self.store.get(id).await.ok_or_else(|| unknown(id))?;
+    /// `tasks/get` by `caller` (the OAuth subject, if any): the task with its payload.
+    pub(crate) async fn get(
+        &self,
+        id: &str,
+        caller: Option<&str>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let record = self.find(id, caller).await?;
         let as_object = |value: Option<Value>| match value {
             Some(Value::Object(object)) => object,
             _ => JsonObject::new(),
@@ -248,11 +284,11 @@ impl Tasks {
             },
             TaskStatus::Cancelled => TaskPayload::Cancelled,
             _ => {
-                let pending = self
-                    .running()
-                    .get(id)
-                    .map(|running| running.input.pending())
-                    .unwrap_or_default();
+                // The runner's own view when it runs here; else what it wrote.
+                let pending = match self.shared.running().get(id) {
+                    Some(running) => running.input.pending(),
+                    None => record.input_requests.clone(),
+                };
                 if pending.is_empty() {
                     TaskPayload::Working
                 } else {
@@ -268,27 +304,139 @@ impl Tasks {
         )))
     }
 
-    /// `tasks/update`: answers for the questions a task waits on.
+    /// `tasks/update`: answers for the questions a task waits on, wherever it runs.
     pub(crate) async fn update(
         &self,
         id: &str,
+        caller: Option<&str>,
         answers: impl IntoIterator<Item = (String, Value)>,
     ) -> Result<(), ErrorData> {
-        self.store.get(id).await.ok_or_else(|| unknown(id))?;
-        if let Some(running) = self.running().get(id) {
+        let record = self.find(id, caller).await?;
+        if record.is_finished() {
+            return Ok(());
+        }
+        let answers: Vec<(String, Value)> = answers.into_iter().collect();
+        if self.shared.store.is_shared() {
+            // Kept in the store as well: a runner elsewhere (or one that takes the task
+            // over later) reads them there.
+            self.shared
+                .store
+                .signal(id, TaskSignal::Answers(answers.clone()))
+                .await
+                .map_err(|error| unavailable(&error))?;
+        }
+        if let Some(running) = self.shared.running().get(id) {
             running.input.deliver(answers);
         }
         Ok(())
     }
 
-    /// `tasks/cancel`: stops a running task (its work is dropped); a finished one stays
-    /// as it ended.
-    pub(crate) async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
-        self.store.get(id).await.ok_or_else(|| unknown(id))?;
-        if let Some(running) = self.running().get(id) {
+    /// `tasks/cancel`: stops a running task wherever it runs (its work is dropped); a
+    /// finished one stays as it ended.
+    pub(crate) async fn cancel(&self, id: &str, caller: Option<&str>) -> Result<(), ErrorData> {
+        let record = self.find(id, caller).await?;
+        if record.is_finished() {
+            return Ok(());
+        }
+        if let Some(running) = self.shared.running().get(id) {
             running.cancel.cancel();
+            return Ok(());
+        }
+        if self.shared.store.is_shared() {
+            self.shared
+                .store
+                .signal(id, TaskSignal::Cancel)
+                .await
+                .map_err(|error| unavailable(&error))?;
         }
         Ok(())
+    }
+
+    /// The record of task `id`, if `caller` may reach it.
+    async fn find(&self, id: &str, caller: Option<&str>) -> Result<TaskRecord, ErrorData> {
+        let record = self
+            .shared
+            .store
+            .get(id)
+            .await
+            .map_err(|error| unavailable(&error))?;
+        record
+            .filter(|record| record.owner.is_none() || record.owner.as_deref() == caller)
+            .ok_or_else(|| unknown(id))
+    }
+
+    /// Starts what a shared store needs on every replica: the sweeper that takes over the
+    /// tasks of replicas that died (running `relaunch` for those safe to run again), and
+    /// the listener that pokes runners when a cancel or an answer arrives. Once; nothing
+    /// for a store of one process.
+    pub(crate) fn start_background(&self, relaunch: Relaunch) {
+        if !self.shared.store.is_shared() {
+            return;
+        }
+        let mut background = self
+            .background
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !background.is_empty() {
+            return;
+        }
+        background.push(takeover::spawn_sweeper(Arc::clone(&self.shared), relaunch));
+        if let Some(listener) = runner::listen(&self.shared) {
+            background.push(tokio::spawn(listener).abort_handle());
+        }
+    }
+
+    /// The process is stopping, after its grace period: no new task starts here, and the
+    /// tasks still running are handed over. Those safe to run again are released at once,
+    /// for another replica to take over without waiting for their leases; the others end
+    /// `failed` with an unknown outcome. Waits (at most `limit`) for their records to be
+    /// written.
+    pub(crate) async fn hand_over(&self, limit: Duration) {
+        self.shared.accepting.store(false, Ordering::SeqCst);
+        for running in self.shared.running().values() {
+            running.stop.cancel();
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.shared.running().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let background = std::mem::take(
+            &mut *self
+                .background
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for handle in background {
+            handle.abort();
+        }
+    }
+
+    /// No new task starts here (the process is draining).
+    pub(crate) fn stop_accepting(&self) {
+        self.shared.accepting.store(false, Ordering::SeqCst);
+    }
+}
+
+/// What a task that could not be created answers: a `-32603` for a full store, as before;
+/// a transient `isError` result when the store is unreachable or this replica is stopping
+/// (the same call may work in a moment, perhaps on another replica).
+pub(crate) fn refusal(error: TaskStoreError) -> Result<CallToolResult, ErrorData> {
+    match error {
+        TaskStoreError::Unavailable(_) => {
+            let text =
+                format!("The task was not created: {error}. Call the tool again in a moment.");
+            let entry = serde_json::json!({
+                "class": "transient",
+                "code": "task_store_unavailable",
+                "retryable": true,
+                "retry_after_ms": 1000,
+            });
+            let mut meta = serde_json::Map::new();
+            meta.insert(FAILURE_META_KEY.to_owned(), entry);
+            Ok(CallToolResult::error(vec![ContentBlock::text(text)])
+                .with_meta(Some(rmcp::model::MetaObject(meta))))
+        }
+        other => Err(ErrorData::internal_error(other.to_string(), None)),
     }
 }
 
@@ -311,6 +459,20 @@ fn task_of(record: &TaskRecord) -> Task {
 fn unknown(id: &str) -> ErrorData {
     let shown: String = id.chars().take(80).collect();
     ErrorData::invalid_params(format!("no task has the id `{shown}`"), None)
+}
+
+/// The store could not be read: a transient error, never "unknown task" (the task may
+/// well exist); the next poll may succeed.
+fn unavailable(error: &TaskStoreError) -> ErrorData {
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        FAILURE_META_KEY.to_owned(),
+        serde_json::json!({"class": "transient", "code": "task_store_unavailable", "retryable": true, "retry_after_ms": 1000}),
+    );
+    ErrorData::internal_error(
+        format!("{error}; poll again in a moment"),
+        Some(serde_json::json!({"_meta": meta})),
+    )
 }
 
 /// 128 random bits, hex: unguessable, so a task is reachable only by whoever created it.

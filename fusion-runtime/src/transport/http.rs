@@ -69,6 +69,10 @@ struct Endpoint {
 /// the sessions close.
 const SETTLE: Duration = Duration::from_millis(150);
 
+/// How long the tasks still running after the grace period may take to be handed over
+/// (their leases released, or their ends written).
+const HAND_OVER_WAIT: Duration = Duration::from_secs(2);
+
 /// How long closing may take once the listener stopped: calls admitted during the drain
 /// finish (for up to half of it), then sessions, streams and connections close.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -152,6 +156,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         });
         let front = front::FrontDoor::new(Arc::clone(&state), router, &options.path);
         state.start_reaper();
+        self.start_tasks();
         #[cfg(feature = "oauth")]
         let warm_up = state.oauth.as_ref().map(|oauth| {
             eprintln!(
@@ -189,6 +194,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let code = tokio::select! {
             signal = signals.next() => {
                 state.draining.store(true, Ordering::SeqCst);
+                self.inner.tasks.stop_accepting();
                 let in_flight = self.calls_in_flight();
                 tracing::info!(
                     target: "fusion::server",
@@ -211,6 +217,8 @@ impl<C: Send + Sync + 'static> Server<C> {
                         tracing::warn!(target: "fusion::server", signal, "second signal: stopping now");
                     }
                 }
+                // Tasks still running after the grace period go to other replicas.
+                self.inner.tasks.hand_over(HAND_OVER_WAIT).await;
                 ExitCode::SUCCESS
             }
             () = self.fatal_error() => {

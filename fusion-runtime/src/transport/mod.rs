@@ -78,6 +78,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             transport = if legacy { "stdio (rmcp)" } else { "stdio" },
             "serving"
         );
+        self.start_tasks();
         if legacy {
             return serve_exit_code(rmcp::serve_server(self, rmcp::transport::stdio_pipes()).await)
                 .await;
@@ -103,7 +104,14 @@ impl<C: Send + Sync + 'static> Server<C> {
                 if let Some(direct) = direct_calls(&watched, &service) {
                     handle.serve_calls_directly(direct);
                 }
-                wait_or_abandon(service, &watched, &handle, &options, signals).await
+                let code = wait_or_abandon(service, &watched, &handle, &options, signals).await;
+                // Tasks still running go to other replicas (a shared task store).
+                watched
+                    .inner
+                    .tasks
+                    .hand_over(std::time::Duration::from_secs(2))
+                    .await;
+                code
             }
             Err(error) => served_error_code(&error),
         };

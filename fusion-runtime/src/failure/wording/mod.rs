@@ -81,10 +81,10 @@ impl Failure {
                 self.handler_message(tool, classification, correlation_id)
             }
             FailureKind::UnknownOutcome { cause, check_with } => {
-                let what = if *cause == "timeout" {
-                    "did not finish in time"
-                } else {
-                    "lost its connection"
+                let what = match *cause {
+                    "timeout" => "did not finish in time",
+                    "replica_stopped" => "was running as a task on a server replica that stopped",
+                    _ => "lost its connection",
                 };
                 let mut text = format!(
                     "Tool {tool} {what}, and the operation may or may not have completed. Do not call it again blindly: check before calling again"

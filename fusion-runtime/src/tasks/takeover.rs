@@ -1,0 +1,151 @@
+//! Taking over the tasks of a replica that died (a shared store only).
+//!
+//! Every replica runs a sweeper: every third of a lease (one second at most) it asks the
+//! store for orphans, unfinished tasks whose lease lapsed because their runner stopped
+//! renewing it (the process was killed, ran out of memory, lost its machine). The first
+//! replica to take an orphan's lease acts on it, by what the tool declares:
+//!
+//! - a cancel was sent to it: it ends `cancelled`;
+//! - the tool is safe to run again (read-only, idempotent, or with an idempotency key): the
+//!   work runs again here, under the tool's policies, with the answers the task already
+//!   had, and the task ends as any other;
+//! - otherwise it ends `failed`, with `_meta["fusion/failure"]` class `unknown_outcome`: the
+//!   effect may or may not have happened, and it never runs a second time.
+
+use std::{sync::Arc, time::Duration};
+
+use rmcp::model::{ClientCapabilities, ErrorCode, ErrorData, TaskStatus};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, TaskOutcome, TaskRecord, runner};
+use crate::{
+    failure::{Failure, FailureKind, Target, entry::FAILURE_META_KEY},
+    future::BoxFuture,
+    input::InputState,
+};
+
+/// Runs a task's tool again from its record, for a replica that takes the task over: the
+/// work, watching `cancel`, asking through `input`.
+pub(crate) type Relaunch = Arc<
+    dyn Fn(&TaskRecord, CancellationToken, Arc<InputState>) -> BoxFuture<'static, TaskOutcome>
+        + Send
+        + Sync,
+>;
+
+/// The cause an unknown outcome names when the task's replica stopped.
+pub(super) const REPLICA_STOPPED: &str = "replica_stopped";
+
+/// Spawns the sweeper of this replica.
+pub(super) fn spawn_sweeper(shared: Arc<Shared>, relaunch: Relaunch) -> tokio::task::AbortHandle {
+    tokio::spawn(async move {
+        let period = (shared.store.lease() / 3).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        loop {
+            // A little jitter, so that replicas started together do not sweep in step.
+            let jitter = period.mul_f64(fastrand::f64() * 0.2);
+            tokio::time::sleep(period + jitter).await;
+            let orphans = match shared.store.orphans().await {
+                Ok(orphans) => orphans,
+                Err(error) => {
+                    tracing::debug!(target: "fusion::tasks", %error, "cannot look for orphaned tasks");
+                    continue;
+                }
+            };
+            for id in orphans {
+                adopt(&shared, &relaunch, &id).await;
+            }
+        }
+    })
+    .abort_handle()
+}
+
+/// Takes orphan `id` over, if this replica is first to its lease.
+async fn adopt(shared: &Arc<Shared>, relaunch: &Relaunch, id: &str) {
+    if shared.running().contains_key(id) {
+        // Ours, and its renewal failed: the runner finds out at its next renewal.
+        return;
+    }
+    if !shared.accepting.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let store = &shared.store;
+    let runner = shared.runner_token();
+    if !matches!(store.acquire(id, &runner).await, Ok(true)) {
+        return;
+    }
+    let mut record = match store.get(id).await {
+        Ok(Some(record)) if !record.is_finished() => record,
+        // Ended (or forgotten) between the sweep and the lease: nothing to do.
+        _ => {
+            let _ = store.release(id, &runner).await;
+            return;
+        }
+    };
+    let signals = match store.signals(id).await {
+        Ok(signals) => signals,
+        Err(_) => {
+            let _ = store.release(id, &runner).await;
+            return;
+        }
+    };
+    if signals.cancel {
+        record.finish(TaskStatus::Cancelled, None, None);
+        runner::write_end(shared, record, &runner).await;
+        return;
+    }
+    if !record.rerunnable {
+        tracing::warn!(target: "fusion::tasks", task = %id, tool = %record.tool, "the replica running this task stopped; the tool is not safe to run again, so the task fails with an unknown outcome");
+        end_unknown(&mut record);
+        runner::write_end(shared, record, &runner).await;
+        return;
+    }
+    record.runs = record.runs.saturating_add(1);
+    record.status = TaskStatus::Working;
+    record.input_requests.clear();
+    tracing::warn!(target: "fusion::tasks", task = %id, tool = %record.tool, run = record.runs, "the replica running this task stopped; taken over: its work runs again here");
+    let capabilities: ClientCapabilities = record
+        .capabilities
+        .clone()
+        .and_then(|capabilities| serde_json::from_value(capabilities).ok())
+        .unwrap_or_default();
+    let input = InputState::rounds(signals.answers, capabilities);
+    input.park();
+    let cancel = CancellationToken::new();
+    let work = relaunch(&record, cancel.clone(), Arc::clone(&input));
+    if let Ok(false) = store.update(record.clone(), &runner).await {
+        return;
+    }
+    runner::launch(
+        shared,
+        runner::Launch {
+            record,
+            runner,
+            work,
+            cancel,
+            input,
+        },
+    );
+}
+
+/// Ends `record` `failed` with an unknown outcome: its replica stopped while it ran, and
+/// the tool is not safe to run again.
+pub(super) fn end_unknown(record: &mut TaskRecord) {
+    let failure = Failure::new(FailureKind::UnknownOutcome {
+        cause: REPLICA_STOPPED,
+        check_with: None,
+    });
+    let target = Target {
+        tool: &record.tool,
+        action: None,
+    };
+    let message = failure.message(&target, "");
+    let entry = serde_json::to_value(failure.entry("", None)).unwrap_or(Value::Null);
+    let mut meta = serde_json::Map::new();
+    meta.insert(FAILURE_META_KEY.to_owned(), entry);
+    let error = ErrorData::new(
+        ErrorCode::INTERNAL_ERROR,
+        message,
+        Some(serde_json::json!({ "_meta": meta })),
+    );
+    record.finish(TaskStatus::Failed, None, serde_json::to_value(error).ok());
+}
