@@ -1,5 +1,6 @@
 //! A replica of a fleet that shares state on Redis: idempotency keys run once across every
-//! replica, and a rate limit holds for the fleet as a whole.
+//! replica, a rate limit holds for the fleet as a whole, and tasks live on Redis: any
+//! replica answers for any task, and the tasks of a replica that dies are taken over.
 //!
 //! ```text
 //! cargo run --example fleet -- --http 8001 --redis redis://127.0.0.1:6379 --rate 20
@@ -7,14 +8,22 @@
 //! ```
 //!
 //! Tools: `place_order` (destructive, one run per `order_id`; it appends one line per run
-//! to the `--effects FILE`, so that a test counts the orders actually placed), `ping`
-//! (limited to `--rate` calls a second across the fleet, burst 1) and `echo` (no key, no
-//! limit). `--lease-ms N` shortens the claim lease (10 s by default); `--stateless` serves
-//! without sessions. `--http 0` picks a free port and prints the URL.
+//! to the `--effects FILE`, so that a test counts the orders actually placed), `ship_order`
+//! (destructive, no key: every run ships again, one line each), `sales_report` (read-only
+//! and slow), `approve_refund` (asks the user, as a task waits for the answer), `ping` (limited to `--rate` calls a second across the fleet, burst 1) and
+//! `echo` (no key, no limit). `place_order`, `ship_order` and `sales_report` run as tasks
+//! for clients that declare the tasks extension: a killed replica's reports and orders are
+//! run again elsewhere (safe to repeat), its shipments end `failed` with an unknown outcome.
+//! `--lease-ms N` shortens the leases of claims and tasks (10 s by default); `--grace-ms N`
+//! sets the shutdown grace; `--stateless` serves without sessions. `--http 0` picks a free
+//! port and prints the URL.
 
 use std::{io::Write as _, path::PathBuf, process::ExitCode, time::Duration};
 
-use fusion_runtime::{HttpOptions, prelude::*, redis::RedisStore};
+use fusion_runtime::{
+    Call, ClientRequestError, HttpOptions, prelude::*, redis::RedisStore, serde_json::json,
+    tasks::Tasking,
+};
 
 /// Where each run of `place_order` leaves its mark.
 struct Ctx {
@@ -49,6 +58,68 @@ async fn place_order(
     }
     Ok(format!(
         "placed {item} as {order_id} by replica {}",
+        std::process::id()
+    ))
+}
+
+/// Ship an order; every call ships it again (no key), so a task of it is never run twice.
+#[mcp_tool(destructive)]
+async fn ship_order(
+    #[ctx] ctx: &Ctx,
+    /// The order to ship.
+    order_id: String,
+    /// How long shipping takes, in milliseconds.
+    delay_ms: Option<u32>,
+) -> Result<String, OrderError> {
+    tokio::time::sleep(Duration::from_millis(u64::from(delay_ms.unwrap_or(0)))).await;
+    if let Some(path) = &ctx.effects {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        writeln!(file, "ship {order_id} {}", std::process::id())?;
+    }
+    Ok(format!(
+        "shipped {order_id} by replica {}",
+        std::process::id()
+    ))
+}
+
+/// Build a sales report (slow; safe to build again).
+#[mcp_tool(read_only)]
+async fn sales_report(
+    /// Which report.
+    report_id: String,
+    /// How long building it takes, in milliseconds.
+    delay_ms: Option<u32>,
+) -> String {
+    tokio::time::sleep(Duration::from_millis(u64::from(delay_ms.unwrap_or(0)))).await;
+    format!(
+        "report {report_id}: all good, by replica {}",
+        std::process::id()
+    )
+}
+
+/// Ask the user to approve a refund, then say what they decided. As a task it waits for the
+/// answer, which may be sent to any replica (`tasks/update`).
+#[mcp_tool(idempotent)]
+async fn approve_refund(
+    #[call] call: &Call,
+    /// The order to refund.
+    order_id: String,
+) -> Result<String, ClientRequestError> {
+    let form = json!({
+        "type": "object",
+        "properties": {"approve": {"type": "boolean"}},
+        "required": ["approve"]
+    });
+    let answer = call
+        .ask("approval")
+        .elicit(&format!("Refund order {order_id}?"), form)
+        .await?;
+    Ok(format!(
+        "refund {order_id}: approve={} by replica {}",
+        answer.content["approve"],
         std::process::id()
     ))
 }
@@ -94,7 +165,12 @@ const USAGE: cli::Usage = cli::Usage {
         (
             "--lease-ms",
             "MS",
-            "the lease of an idempotency claim (default 10000)",
+            "the lease of an idempotency claim or a task (default 10000)",
+        ),
+        (
+            "--grace-ms",
+            "MS",
+            "how long calls and tasks may finish after SIGTERM (default 10000)",
         ),
         (
             "--rate",
@@ -125,9 +201,10 @@ async fn main() -> ExitCode {
             flag::<u64>(&args, "--lease-ms")?,
             flag::<f64>(&args, "--rate")?.unwrap_or(20.0),
             flag::<PathBuf>(&args, "--effects")?,
+            flag::<u64>(&args, "--grace-ms")?,
         ))
     })();
-    let (port, url, lease_ms, rate, effects) = match parsed {
+    let (port, url, lease_ms, rate, effects, grace_ms) = match parsed {
         Ok(parsed) => parsed,
         Err(problem) => {
             eprintln!("fleet: {problem}");
@@ -144,17 +221,24 @@ async fn main() -> ExitCode {
     if let Some(lease_ms) = lease_ms {
         redis = redis.lease(Duration::from_millis(lease_ms));
     }
-    let options = HttpOptions::default()
+    let mut options = HttpOptions::default()
         .port(port)
         .stateless(args.iter().any(|arg| arg == "--stateless"));
+    if let Some(grace_ms) = grace_ms {
+        options = options.shutdown_grace(Duration::from_millis(grace_ms));
+    }
     Server::builder("fleet", "1.0.0")
         .context(move || Ctx {
             effects: effects.clone(),
         })
-        .tool(place_order)
+        .task_tool(place_order, Tasking::optional())
+        .task_tool(ship_order, Tasking::optional())
+        .task_tool(sales_report, Tasking::optional())
+        .task_tool(approve_refund, Tasking::required())
         .tool(ping)
         .tool(echo)
         .tool_middleware("ping", redis.rate_limit(rate, 1))
+        .task_store(redis.clone())
         .idempotency_store(redis)
         .serve_http_with(options)
         .await

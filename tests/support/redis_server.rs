@@ -60,6 +60,21 @@ impl RedisServer {
         }
     }
 
+    /// Freezes Redis (SIGSTOP): it keeps its data and its connections, and answers
+    /// nothing, as a Redis that hangs would; [`thaw`](Self::thaw) resumes it.
+    pub(crate) fn freeze(&self) {
+        if let Some(child) = &self.child {
+            super::process::send_signal(child.id(), "STOP");
+        }
+    }
+
+    /// Resumes a frozen Redis (SIGCONT): it answers what was sent meanwhile.
+    pub(crate) fn thaw(&self) {
+        if let Some(child) = &self.child {
+            super::process::send_signal(child.id(), "CONT");
+        }
+    }
+
     /// Starts Redis again on the same port (empty: nothing is persisted).
     pub(crate) fn resume(&mut self) {
         let conf = self.dir.join("redis.conf");
