@@ -544,3 +544,70 @@ fn tasks_survive_replicas_killed_at_random_for_three_seeds() {
         assert!(run.takeovers > 0, "some task was taken over");
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_redis_task_store_is_bounded_in_all_and_per_caller() {
+    use fusion_runtime::{
+        redis::RedisStore,
+        tasks::{TaskRecord, TaskStore, TaskStoreError},
+    };
+    use rmcp::model::TaskStatus;
+
+    let Some(binary) = support::redis_server() else {
+        return;
+    };
+    let redis = RedisServer::start(&binary);
+    let store = RedisStore::connect(&redis.url())
+        .await
+        .expect("Redis")
+        .task_limits(5, 2);
+    let record = |id: &str, owner: Option<&str>, ttl: Duration| {
+        let mut record = TaskRecord::working(id, ttl, ttl);
+        record.owner = owner.map(str::to_owned);
+        record
+    };
+    let minute = Duration::from_secs(60);
+    let short = Duration::from_millis(1);
+    let alice_first = record("a1", Some("alice"), short);
+    store
+        .insert(alice_first.clone(), "runner")
+        .await
+        .expect("alice's first");
+    store
+        .insert(record("a2", Some("alice"), minute), "runner")
+        .await
+        .expect("alice's second");
+    assert_eq!(
+        store
+            .insert(record("a3", Some("alice"), minute), "runner")
+            .await,
+        Err(TaskStoreError::CallerFull(2)),
+        "alice holds her two"
+    );
+    for id in ["b1", "n1", "n2"] {
+        let owner = (id == "b1").then_some("bob");
+        store
+            .insert(record(id, owner, minute), "runner")
+            .await
+            .unwrap_or_else(|error| panic!("{id}: {error}"));
+    }
+    assert!(
+        matches!(
+            store.insert(record("n3", None, minute), "runner").await,
+            Err(TaskStoreError::Full(_))
+        ),
+        "five in all"
+    );
+    // Another runner cannot write alice's task; its own runner ends it, and once its TTL
+    // is over it no longer counts.
+    let mut ended = alice_first;
+    ended.finish(TaskStatus::Completed, Some(json!({})), None);
+    assert_eq!(store.update(ended.clone(), "intruder").await, Ok(false));
+    assert_eq!(store.update(ended, "runner").await, Ok(true));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.get("a1").await, Ok(None), "expired");
+    store
+        .insert(record("a3", Some("alice"), minute), "runner")
+        .await
+        .expect("alice has room again, and the store too");
+}

@@ -485,3 +485,79 @@ fn task_id() -> String {
     }
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(owner: Option<&str>) -> TaskOrigin {
+        TaskOrigin {
+            tool: "report".to_owned(),
+            arguments: Value::Null,
+            owner: owner.map(str::to_owned),
+            claims: None,
+            capabilities: None,
+            rerunnable: true,
+        }
+    }
+
+    fn input() -> Arc<InputState> {
+        InputState::rounds(Default::default(), Default::default())
+    }
+
+    #[tokio::test]
+    async fn a_task_reaches_only_the_caller_that_created_it() {
+        let tasks = Tasks::new(TaskSettings::default());
+        let work: BoxFuture<'static, TaskOutcome> = Box::pin(std::future::pending());
+        let task = tasks
+            .start(
+                work,
+                CancellationToken::new(),
+                input(),
+                origin(Some("alice")),
+            )
+            .await
+            .expect("created");
+        let id = task.task_id;
+        assert!(tasks.get(&id, Some("alice")).await.is_ok());
+        for stranger in [Some("bob"), None] {
+            let refused = tasks.get(&id, stranger).await.expect_err("not theirs");
+            assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+            assert!(tasks.cancel(&id, stranger).await.is_err());
+            assert!(tasks.update(&id, stranger, Vec::new()).await.is_err());
+        }
+        // Still running: the strangers' cancel did nothing.
+        let still = tasks.get(&id, Some("alice")).await.expect("alice's");
+        assert_eq!(still.task.status(), TaskStatus::Working);
+        tasks
+            .cancel(&id, Some("alice"))
+            .await
+            .expect("alice cancels");
+    }
+
+    #[tokio::test]
+    async fn a_task_without_an_owner_reaches_whoever_knows_its_id() {
+        let tasks = Tasks::new(TaskSettings::default());
+        let work: BoxFuture<'static, TaskOutcome> = Box::pin(std::future::pending());
+        let task = tasks
+            .start(work, CancellationToken::new(), input(), origin(None))
+            .await
+            .expect("created");
+        assert!(tasks.get(&task.task_id, Some("anyone")).await.is_ok());
+        assert!(tasks.get(&task.task_id, None).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_stopping_process_takes_no_new_task() {
+        let tasks = Tasks::new(TaskSettings::default());
+        tasks.stop_accepting();
+        let work: BoxFuture<'static, TaskOutcome> = Box::pin(std::future::pending());
+        let refused = tasks
+            .start(work, CancellationToken::new(), input(), origin(None))
+            .await
+            .expect_err("stopping");
+        assert!(matches!(refused, TaskStoreError::Unavailable(_)));
+        let answer = refusal(refused).expect("a result, not an error");
+        assert_eq!(answer.is_error, Some(true));
+    }
+}
