@@ -20,13 +20,12 @@
 )]
 
 use std::{
-    path::PathBuf,
-    process::{Child, Command, Stdio},
     sync::atomic::{AtomicU64, Ordering},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use fusion_bench::redis_server::Redis;
 use fusion_runtime::{idempotency::MemoryStore, prelude::*, redis::RedisStore, testing::Tester};
 use serde_json::json;
 
@@ -46,84 +45,6 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 
 fn fresh_key() -> serde_json::Value {
     json!({"order_id": format!("order-{}", NEXT.fetch_add(1, Ordering::Relaxed))})
-}
-
-/// A Redis of the bench's own, killed on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Option<Self> {
-        let binary = std::env::var_os("FUSION_REDIS")
-            .map(PathBuf::from)
-            .or_else(|| {
-                let system = PathBuf::from("/usr/bin/redis-server");
-                system.is_file().then_some(system)
-            })?;
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|listener| listener.local_addr())
-            .ok()?
-            .port();
-        let child = Command::new(binary)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let redis = Self { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(redis)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Commands Redis has run, from `INFO commandstats` (through `redis-cli`).
-    fn commands(&self) -> Option<u64> {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string(), "info", "commandstats"])
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let calls = text
-            .lines()
-            .filter(|line| line.starts_with("cmdstat_") && !line.starts_with("cmdstat_info"))
-            .filter_map(|line| {
-                line.split("calls=")
-                    .nth(1)?
-                    .split(',')
-                    .next()?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .sum();
-        Some(calls)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn bench(c: &mut Criterion) {

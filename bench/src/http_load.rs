@@ -296,9 +296,11 @@ async fn connection(shared: Arc<Shared>) -> Tally {
     }
 }
 
-type Sender = http1::SendRequest<Full<Bytes>>;
+/// One keep-alive HTTP/1.1 connection's sending half.
+pub type Sender = http1::SendRequest<Full<Bytes>>;
 
-async fn connect(addr: SocketAddr) -> Result<Sender, String> {
+/// Opens a keep-alive connection to `addr`, TCP_NODELAY on.
+pub async fn connect(addr: SocketAddr) -> Result<Sender, String> {
     let stream = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|error| format!("connect {addr}: {error}"))?;
@@ -327,20 +329,33 @@ async fn post(
     target: &Target<'_>,
     body: String,
 ) -> Result<(Option<String>, Bytes), String> {
-    let mut request = Request::post("/mcp")
-        .header("host", target.addr.to_string())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
+    let mut headers = Vec::new();
     if let Some(session) = target.session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-11-25");
+        headers.push(("mcp-session-id", session));
+        headers.push(("mcp-protocol-version", "2025-11-25"));
     }
     if let Some(revision) = target.revision {
-        request = request
-            .header("mcp-protocol-version", revision)
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "echo");
+        headers.push(("mcp-protocol-version", revision));
+        headers.push(("mcp-method", "tools/call"));
+        headers.push(("mcp-name", "echo"));
+    }
+    post_with(sender, target.addr, &headers, body).await
+}
+
+/// POSTs `body` to `/mcp` at `addr` with an MCP client's headers plus `headers`; the
+/// answer's `Mcp-Session-Id` (if any) and body. A status other than 2xx is an error.
+pub async fn post_with(
+    sender: &mut Sender,
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: String,
+) -> Result<(Option<String>, Bytes), String> {
+    let mut request = Request::post("/mcp")
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     let request = request
         .body(Full::new(Bytes::from(body)))
@@ -394,7 +409,7 @@ fn check_answer(body: &[u8], id: u64) -> Result<(), String> {
 
 /// The JSON-RPC answer in a body: the body itself, or the `data:` of an SSE event that
 /// carries an `id`.
-fn answer_in(body: &[u8]) -> Option<Value> {
+pub fn answer_in(body: &[u8]) -> Option<Value> {
     if let Ok(message) = serde_json::from_slice::<Value>(body) {
         return Some(message);
     }

@@ -13,6 +13,7 @@
 //! | `rmcp-http-echo` (bin) | `echo` over rmcp's `StreamableHttpService` as its docs mount it, plus TCP_NODELAY |
 //! | `floor-http-echo` (bin) | the HTTP floor: hyper and serde_json, no MCP |
 //! | `benches/dispatch.rs` | criterion: in-process dispatch through the tester against a hand-written serde handler, schema generation, the tester's `echo` |
+//! | `benches/tasks.rs` | criterion: a task created and polled over HTTP, in memory against on Redis; Redis round trips per task |
 //! | `benches/decode.rs` | criterion: decode and validation of a 10-field argument object (plain and constrained) against plain serde decoding of the same struct |
 //!
 //! ```sh
@@ -26,12 +27,14 @@
 //!
 //! See `bench/README.md` for the options and what each number means. The library holds
 //! what the binaries share: the driver ([`load`]), the `/proc` readings
-//! ([`process_stats`]), the statistics ([`stats`]) and a small argument parser ([`cli`]).
+//! ([`process_stats`]), the statistics ([`stats`]), a small argument parser ([`cli`]) and the
+//! benches' own Redis ([`redis_server`]).
 
 pub mod cli;
 pub mod http_compare;
 pub mod http_load;
 pub mod load;
 pub mod process_stats;
+pub mod redis_server;
 pub mod rmcp_echo;
 pub mod stats;

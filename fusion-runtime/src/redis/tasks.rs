@@ -217,7 +217,7 @@ impl TaskStore for RedisStore {
         true
     }
 
-    fn lease(&self) -> Duration {
+    fn lease_duration(&self) -> Duration {
         self.lease
     }
 

@@ -561,3 +561,42 @@ mod tests {
         assert_eq!(answer.is_error, Some(true));
     }
 }
+
+#[cfg(test)]
+mod ending {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_task_whose_work_ends_is_completed_and_then_forgotten_after_its_ttl() {
+        let tasks = Tasks::new(TaskSettings {
+            ttl: Duration::from_millis(50),
+            ..TaskSettings::default()
+        });
+        let work: BoxFuture<'static, TaskOutcome> = Box::pin(async {
+            TaskOutcome {
+                result: CallToolResult::success(vec![ContentBlock::text("done")]),
+                internal: false,
+                message: String::new(),
+            }
+        });
+        let input = InputState::rounds(Default::default(), Default::default());
+        let origin = TaskOrigin {
+            tool: "t".to_owned(),
+            arguments: Value::Null,
+            owner: None,
+            claims: None,
+            capabilities: None,
+            rerunnable: false,
+        };
+        let task = tasks
+            .start(work, CancellationToken::new(), input, origin)
+            .await
+            .expect("created");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let ended = tasks.get(&task.task_id, None).await.expect("known");
+        assert_eq!(ended.task.status(), TaskStatus::Completed);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert!(tasks.get(&task.task_id, None).await.is_err(), "forgotten");
+        assert!(tasks.shared.running().is_empty());
+    }
+}

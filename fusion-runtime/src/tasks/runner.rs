@@ -80,7 +80,7 @@ async fn run(
     } = launch;
     let store = &shared.store;
     let id = record.id.clone();
-    let renew_every = (store.lease() / 3).max(Duration::from_millis(30));
+    let renew_every = (store.lease_duration() / 3).max(Duration::from_millis(30));
     let mut renewal =
         tokio::time::interval_at(tokio::time::Instant::now() + renew_every, renew_every);
     renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -203,7 +203,7 @@ pub trait TaskStore: Send + Sync + 'static {
         false
     }
     /// How long a lease lasts without renewal (renewed every third of it).
-    fn lease(&self) -> Duration {
+    fn lease_duration(&self) -> Duration {
         Duration::from_secs(10)
     }
     /// Extends `runner`'s lease on task `id`; `false` when it lost the task.

@@ -39,7 +39,7 @@ pub(super) const REPLICA_STOPPED: &str = "replica_stopped";
 /// Spawns the sweeper of this replica.
 pub(super) fn spawn_sweeper(shared: Arc<Shared>, relaunch: Relaunch) -> tokio::task::AbortHandle {
     tokio::spawn(async move {
-        let period = (shared.store.lease() / 3).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let period = (shared.store.lease_duration() / 3).clamp(Duration::from_millis(50), Duration::from_secs(1));
         loop {
             // A little jitter, so that replicas started together do not sweep in step.
             let jitter = period.mul_f64(fastrand::f64() * 0.2);
