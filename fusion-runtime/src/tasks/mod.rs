@@ -370,7 +370,8 @@ impl Tasks {
     /// the listener that pokes runners when a cancel or an answer arrives. Once; nothing
     /// for a store of one process.
     pub(crate) fn start_background(&self, relaunch: Relaunch) {
-        if !self.shared.store.is_shared() {
+        // Without a runtime (a router built outside one) there is nothing to spawn on.
+        if !self.shared.store.is_shared() || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
         let mut background = self

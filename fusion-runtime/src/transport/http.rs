@@ -300,6 +300,8 @@ impl<C: Send + Sync + 'static> Server<C> {
     pub fn router(&self, options: HttpOptions) -> Result<Router, HttpConfigError> {
         options.check()?;
         let endpoint = self.endpoint(&options, options.addr)?;
+        // A shared task store's sweeper and signal listener, when a runtime runs.
+        self.start_tasks();
         // Loads the issuer's keys now when a runtime runs, else with the first token.
         #[cfg(feature = "oauth")]
         if let Some(oauth) = &endpoint.state.oauth {
