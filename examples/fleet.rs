@@ -54,7 +54,9 @@ async fn place_order(
             .create(true)
             .append(true)
             .open(path)?;
-        writeln!(file, "{order_id} {item} {}", std::process::id())?;
+        // One write of the whole line: replicas append to the same file at once, and
+        // `writeln!` would write it in pieces that theirs could come between.
+        file.write_all(format!("{order_id} {item} {}\n", std::process::id()).as_bytes())?;
     }
     Ok(format!(
         "placed {item} as {order_id} by replica {}",
@@ -77,7 +79,7 @@ async fn ship_order(
             .create(true)
             .append(true)
             .open(path)?;
-        writeln!(file, "ship {order_id} {}", std::process::id())?;
+        file.write_all(format!("ship {order_id} {}\n", std::process::id()).as_bytes())?;
     }
     Ok(format!(
         "shipped {order_id} by replica {}",
