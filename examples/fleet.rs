@@ -15,7 +15,9 @@
 //! for clients that declare the tasks extension: a killed replica's reports and orders are
 //! run again elsewhere (safe to repeat), its shipments end `failed` with an unknown outcome.
 //! `--lease-ms N` shortens the leases of claims and tasks (10 s by default); `--grace-ms N`
-//! sets the shutdown grace; `--stateless` serves without sessions. `--http 0` picks a free
+//! sets the shutdown grace; `--state-key HEX` (64 hex digits) is the key the fleet seals
+//! request states with, and `--previous-state-key HEX` one it still opens (a key being
+//! rolled); `--stateless` serves without sessions. `--http 0` picks a free
 //! port and prints the URL.
 
 use std::{io::Write as _, path::PathBuf, process::ExitCode, time::Duration};
@@ -103,7 +105,8 @@ async fn sales_report(
 }
 
 /// Ask the user to approve a refund, then say what they decided. As a task it waits for the
-/// answer, which may be sent to any replica (`tasks/update`).
+/// answer, which may be sent to any replica (`tasks/update`); otherwise it answers
+/// `input_required`, and the client calls again with the answer and the request state.
 #[mcp_tool(idempotent)]
 async fn approve_refund(
     #[call] call: &Call,
@@ -150,6 +153,22 @@ fn flag<T: std::str::FromStr>(args: &[String], flag: &str) -> Result<Option<T>, 
     }
 }
 
+/// The 32-byte key after `flag`, written as 64 hex digits.
+fn state_key(args: &[String], flag: &str) -> Result<Option<[u8; 32]>, String> {
+    let Some(hex) = self::flag::<String>(args, flag)? else {
+        return Ok(None);
+    };
+    let mut key = [0_u8; 32];
+    if hex.len() != 64 || !hex.is_ascii() {
+        return Err(format!("{flag} takes 64 hex digits"));
+    }
+    for (byte, pair) in key.iter_mut().zip(hex.as_bytes().chunks(2)) {
+        let pair = std::str::from_utf8(pair).map_err(|_| format!("{flag} takes 64 hex digits"))?;
+        *byte = u8::from_str_radix(pair, 16).map_err(|_| format!("{flag} takes 64 hex digits"))?;
+    }
+    Ok(Some(key))
+}
+
 #[path = "support/cli.rs"]
 mod cli;
 
@@ -168,6 +187,16 @@ const USAGE: cli::Usage = cli::Usage {
             "--lease-ms",
             "MS",
             "the lease of an idempotency claim or a task (default 10000)",
+        ),
+        (
+            "--state-key",
+            "HEX",
+            "the request-state key, 64 hex digits (default: random per process)",
+        ),
+        (
+            "--previous-state-key",
+            "HEX",
+            "a request-state key still accepted, while a new --state-key rolls out",
         ),
         (
             "--grace-ms",
@@ -204,9 +233,11 @@ async fn main() -> ExitCode {
             flag::<f64>(&args, "--rate")?.unwrap_or(20.0),
             flag::<PathBuf>(&args, "--effects")?,
             flag::<u64>(&args, "--grace-ms")?,
+            state_key(&args, "--state-key")?,
+            state_key(&args, "--previous-state-key")?,
         ))
     })();
-    let (port, url, lease_ms, rate, effects, grace_ms) = match parsed {
+    let (port, url, lease_ms, rate, effects, grace_ms, key, previous_key) = match parsed {
         Ok(parsed) => parsed,
         Err(problem) => {
             eprintln!("fleet: {problem}");
@@ -229,14 +260,20 @@ async fn main() -> ExitCode {
     if let Some(grace_ms) = grace_ms {
         options = options.shutdown_grace(Duration::from_millis(grace_ms));
     }
-    Server::builder("fleet", "1.0.0")
+    let mut builder = Server::builder("fleet", "1.0.0");
+    builder = match (key, previous_key) {
+        (Some(key), Some(previous)) => builder.request_state_keys(key, [previous]),
+        (Some(key), None) => builder.request_state_key(key),
+        (None, _) => builder,
+    };
+    builder
         .context(move || Ctx {
             effects: effects.clone(),
         })
         .task_tool(place_order, Tasking::optional())
         .task_tool(ship_order, Tasking::optional())
         .task_tool(sales_report, Tasking::optional())
-        .task_tool(approve_refund, Tasking::required())
+        .task_tool(approve_refund, Tasking::optional())
         .tool(ping)
         .tool(echo)
         .tool_middleware("ping", redis.rate_limit(rate, 1))

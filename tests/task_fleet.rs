@@ -86,23 +86,35 @@ impl Drop for Fleet {
     }
 }
 
-/// The `_meta` of a 2026-07-28 request from a client with the tasks extension and
-/// elicitation.
-fn meta() -> Value {
+/// The `_meta` of a 2026-07-28 request from a client with elicitation, and with the tasks
+/// extension when `tasks`.
+fn meta(tasks: bool) -> Value {
+    let mut capabilities = json!({"elicitation": {"form": {}}});
+    if tasks {
+        capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    }
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "task-fleet-test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}},
-            "elicitation": {"form": {}}
-        },
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
     })
 }
 
-/// One request on a fresh connection; its JSON-RPC message, or what went wrong (a replica
-/// that is down, a status other than 200).
-fn send(addr: SocketAddr, method: &str, name: &str, mut params: Value) -> Result<Value, String> {
-    params["_meta"] = meta();
+/// One request on a fresh connection, from a client with the tasks extension; its
+/// JSON-RPC message, or what went wrong (a replica that is down, a status other than 200).
+fn send(addr: SocketAddr, method: &str, name: &str, params: Value) -> Result<Value, String> {
+    send_as(addr, method, name, params, true)
+}
+
+/// [`send`], from a client with the tasks extension or without.
+fn send_as(
+    addr: SocketAddr,
+    method: &str,
+    name: &str,
+    mut params: Value,
+    tasks: bool,
+) -> Result<Value, String> {
+    params["_meta"] = meta(tasks);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let headers = support::mcp_headers(&[
         ("MCP-Protocol-Version", "2026-07-28"),
@@ -634,4 +646,80 @@ async fn the_redis_task_store_is_bounded_in_all_and_per_caller() {
         .insert(record("a3", Some("alice"), minute), "runner")
         .await
         .expect("alice has room again, and the store too");
+}
+
+#[test]
+fn a_fleet_rolls_its_request_state_key_without_failing_the_rounds_in_progress() {
+    let Some(fleet) = Fleet::start("keys") else {
+        return;
+    };
+    let (old, new) = ("11".repeat(32), "22".repeat(32));
+    let on_old = fleet.replica(&["--state-key", &old]);
+    let rolled = fleet.replica(&["--state-key", &new, "--previous-state-key", &old]);
+    let on_new = fleet.replica(&["--state-key", &new]);
+    let arguments = json!({"order_id": "k1"});
+    // The first round of a call without tasks: `input_required`, with the request state.
+    let first_round = |addr: SocketAddr| {
+        let answer = send_as(
+            addr,
+            "tools/call",
+            "approve_refund",
+            json!({"name": "approve_refund", "arguments": arguments}),
+            false,
+        )
+        .expect("the first round");
+        assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
+        assert!(
+            answer["result"]["inputRequests"]["approval"].is_object(),
+            "{answer}"
+        );
+        answer["result"]["requestState"]
+            .as_str()
+            .expect("a request state")
+            .to_owned()
+    };
+    // The next round, with the answer and the state.
+    let next_round = |addr: SocketAddr, state: &str| {
+        send_as(
+            addr,
+            "tools/call",
+            "approve_refund",
+            json!({
+                "name": "approve_refund",
+                "arguments": arguments,
+                "requestState": state,
+                "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}},
+            }),
+            false,
+        )
+        .expect("the next round")
+    };
+    let approved = |answer: &Value| {
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("refund k1: approve=true"))
+    };
+    let refused = |answer: &Value| {
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("requestState failed verification"))
+    };
+    // A round begun on the old fleet ends on a replica already rolled to the new key.
+    let sealed_by_old = first_round(on_old.addr());
+    let ended = next_round(rolled.addr(), &sealed_by_old);
+    assert!(approved(&ended), "{ended}");
+    // A round begun on a rolled replica ends on one that has only the new key...
+    let sealed_by_rolled = first_round(rolled.addr());
+    let ended = next_round(on_new.addr(), &sealed_by_rolled);
+    assert!(approved(&ended), "{ended}");
+    // ...and on another rolled one.
+    assert!(approved(&next_round(rolled.addr(), &sealed_by_rolled)));
+    // Once the old key is dropped, its states are refused with the usual error.
+    let stale = next_round(on_new.addr(), &sealed_by_old);
+    assert!(refused(&stale), "{stale}");
+    // A tampered state is refused by a replica that lists every key.
+    let mut tampered = sealed_by_rolled.clone();
+    tampered.pop();
+    let forged = next_round(rolled.addr(), &tampered);
+    assert!(refused(&forged), "{forged}");
 }

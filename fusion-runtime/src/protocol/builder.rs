@@ -67,7 +67,38 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// # let _ = server;
     /// ```
     pub fn request_state_key(mut self, key: [u8; 32]) -> Self {
-        self.revision.state_key = Some(key);
+        self.revision.state_key = Some(crate::tasks::StateKeys::One(key));
+        self
+    }
+
+    /// Rolls the request-state key without failing the rounds in progress: states are
+    /// sealed with `current`, tagged with its id, and opened with `current` or any of
+    /// `previous` (tagged, or sealed by a server with one key). The one-key
+    /// [`request_state_key`](Self::request_state_key) is where a fleet starts.
+    ///
+    /// To roll a key: deploy every replica with `request_state_keys(new, [old])` (a round
+    /// sealed by any replica then opens on every other); once the last replica runs it
+    /// and a state's lifetime has passed (10 minutes), drop `old`.
+    ///
+    /// ```
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// // In production: 32 random bytes each, from a secret store.
+    /// let (new, old) = ([2_u8; 32], [1_u8; 32]);
+    /// let server = Server::builder("replica", "1.0.0")
+    ///     .request_state_keys(new, [old])
+    ///     .build();
+    /// # let _ = server;
+    /// ```
+    pub fn request_state_keys(
+        mut self,
+        current: [u8; 32],
+        previous: impl IntoIterator<Item = [u8; 32]>,
+    ) -> Self {
+        self.revision.state_key = Some(crate::tasks::StateKeys::Ring {
+            current,
+            previous: previous.into_iter().collect(),
+        });
         self
     }
 }

@@ -448,8 +448,11 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 }
             })
             .collect();
-        let sealer = match self.revision.state_key {
-            Some(key) => crate::request_state::Sealer::with_key(key),
+        let sealer = match &self.revision.state_key {
+            Some(crate::tasks::StateKeys::One(key)) => crate::request_state::Sealer::with_key(*key),
+            Some(crate::tasks::StateKeys::Ring { current, previous }) => {
+                crate::request_state::Sealer::with_keys(*current, previous)
+            }
             None => crate::request_state::Sealer::random(),
         };
         Ok(Server {

@@ -123,11 +123,23 @@ impl Default for TaskSettings {
     }
 }
 
-/// What a builder collects for the 2026-07-28 revision: the request-state key and tasks.
+/// What a builder collects for the 2026-07-28 revision: the request-state keys and tasks.
 #[derive(Clone, Default)]
 pub(crate) struct RevisionSettings {
-    pub(crate) state_key: Option<[u8; 32]>,
+    pub(crate) state_key: Option<StateKeys>,
     pub(crate) tasks: TaskSettings,
+}
+
+/// The keys that seal request states, as the builder was given them.
+#[derive(Clone)]
+pub(crate) enum StateKeys {
+    /// `request_state_key(key)`.
+    One([u8; 32]),
+    /// `request_state_keys(current, previous)`.
+    Ring {
+        current: [u8; 32],
+        previous: Vec<[u8; 32]>,
+    },
 }
 
 /// The tasks of a built server: the store, and the tasks this process runs.
