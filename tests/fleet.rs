@@ -4,7 +4,8 @@
 //! - the same idempotency key sent to two replicas at once runs once (effects counted in a
 //!   file every replica appends to);
 //! - a replica killed mid-call: the retry on the other runs once, after the lease;
-//! - the fleet's rate limit holds within 10% over 5 s, through nginx to two replicas;
+//! - the fleet's rate limit holds over 5 s, through nginx to two replicas: never more than
+//!   rate × time + burst, and at least half the rate while calls keep coming;
 //! - Redis stopped mid-run: every call is still answered, keyed calls with a transient
 //!   error, the others normally; once Redis is back, keyed calls run again without a
 //!   restart.
@@ -190,7 +191,7 @@ fn a_replica_killed_mid_call_leaves_the_retry_to_the_other_after_the_lease() {
 }
 
 #[test]
-fn the_fleets_rate_limit_holds_through_nginx_within_ten_percent() {
+fn the_fleets_rate_limit_holds_through_nginx() {
     let Some(fleet) = Fleet::start("rate") else {
         return;
     };
@@ -198,6 +199,7 @@ fn the_fleets_rate_limit_holds_through_nginx_within_ten_percent() {
         return;
     };
     const RATE: f64 = 20.0;
+    const BURST: f64 = 1.0;
     const SPAN: Duration = Duration::from_secs(5);
     let rate = RATE.to_string();
     let (a, b) = (
@@ -208,7 +210,8 @@ fn the_fleets_rate_limit_holds_through_nginx_within_ten_percent() {
     let proxy = nginx.addr();
     let allowed = Arc::new(AtomicUsize::new(0));
     let limited = Arc::new(AtomicUsize::new(0));
-    let deadline = Instant::now() + SPAN;
+    let started = Instant::now();
+    let deadline = started + SPAN;
     thread::scope(|scope| {
         for _ in 0..6 {
             let (allowed, limited) = (Arc::clone(&allowed), Arc::clone(&limited));
@@ -225,15 +228,28 @@ fn the_fleets_rate_limit_holds_through_nginx_within_ten_percent() {
             });
         }
     });
+    // Every decision was made on Redis's clock between the first request's sending and
+    // the last answer's arrival.
+    let elapsed = started.elapsed().as_secs_f64();
     let allowed = allowed.load(Ordering::Relaxed) as f64;
-    let expected = RATE * SPAN.as_secs_f64();
+    let limited = limited.load(Ordering::Relaxed);
     println!(
-        "fleet rate limit: {allowed} allowed, {} limited, expected {expected}",
-        limited.load(Ordering::Relaxed)
+        "fleet rate limit: {allowed} allowed, {limited} limited in {elapsed:.2} s at {RATE}/s for the fleet"
     );
+    // The limit holds whatever the machine's speed: GCRA allows at most rate × time +
+    // burst in any span, for the two replicas together.
     assert!(
-        (allowed - expected).abs() <= expected * 0.1,
-        "{allowed} calls allowed in {SPAN:?} at {RATE}/s for the fleet (expected {expected} ± 10%)\n{}",
+        allowed <= RATE * elapsed + BURST,
+        "{allowed} calls allowed in {elapsed:.2} s at {RATE}/s, burst {BURST}: more than the fleet's limit\n{}",
+        nginx.report()
+    );
+    // And it lets calls through while they keep coming: a limiter that counted each
+    // replica's calls twice, or refused everything, falls far below. (How close to the
+    // rate it gets depends on whether a call arrives in every 50 ms slot, which a loaded
+    // machine may not manage: no tighter bound is the limiter's to keep.)
+    assert!(
+        limited > 0 && allowed >= RATE * SPAN.as_secs_f64() * 0.5,
+        "{allowed} calls allowed, {limited} limited in {elapsed:.2} s at {RATE}/s\n{}",
         nginx.report()
     );
     let posts = nginx.mcp_posts();
