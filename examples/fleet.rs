@@ -32,6 +32,22 @@ struct Ctx {
     effects: Option<PathBuf>,
 }
 
+impl Ctx {
+    /// Appends `effect` and this replica's pid as one line to the effects file, if any.
+    fn record(&self, effect: &str) -> std::io::Result<()> {
+        if let Some(path) = &self.effects {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            // One write of the whole line: replicas append to the same file at once, and
+            // `writeln!` would write it in pieces that theirs could come between.
+            file.write_all(format!("{effect} {}\n", std::process::id()).as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
 /// Errors of `place_order`.
 #[derive(Debug, thiserror::Error)]
 enum OrderError {
@@ -51,15 +67,7 @@ async fn place_order(
     delay_ms: Option<u32>,
 ) -> Result<String, OrderError> {
     tokio::time::sleep(Duration::from_millis(u64::from(delay_ms.unwrap_or(0)))).await;
-    if let Some(path) = &ctx.effects {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
-        // One write of the whole line: replicas append to the same file at once, and
-        // `writeln!` would write it in pieces that theirs could come between.
-        file.write_all(format!("{order_id} {item} {}\n", std::process::id()).as_bytes())?;
-    }
+    ctx.record(&format!("{order_id} {item}"))?;
     Ok(format!(
         "placed {item} as {order_id} by replica {}",
         std::process::id()
@@ -76,13 +84,7 @@ async fn ship_order(
     delay_ms: Option<u32>,
 ) -> Result<String, OrderError> {
     tokio::time::sleep(Duration::from_millis(u64::from(delay_ms.unwrap_or(0)))).await;
-    if let Some(path) = &ctx.effects {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
-        file.write_all(format!("ship {order_id} {}\n", std::process::id()).as_bytes())?;
-    }
+    ctx.record(&format!("ship {order_id}"))?;
     Ok(format!(
         "shipped {order_id} by replica {}",
         std::process::id()

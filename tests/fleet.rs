@@ -17,8 +17,6 @@ mod support;
 
 use std::{
     net::SocketAddr,
-    path::PathBuf,
-    process::Command,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -28,60 +26,10 @@ use std::{
 };
 
 use serde_json::{Value, json};
-use support::{HttpServer, nginx_proxy::Nginx, redis_server::RedisServer};
+use support::{fleet::Fleet, nginx_proxy::Nginx};
 
-/// How long a replica may take to report its URL.
-const START: Duration = Duration::from_secs(30);
 /// The limit of one HTTP exchange.
 const REQUEST: Duration = Duration::from_secs(20);
-
-struct Fleet {
-    redis: RedisServer,
-    effects: PathBuf,
-}
-
-impl Fleet {
-    /// Redis, and a file for the replicas' effects; `None` (skipped) without redis-server.
-    fn start(name: &str) -> Option<Self> {
-        let binary = support::redis_server()?;
-        let effects = std::env::temp_dir().join(format!(
-            "fusion-fleet-{name}-{}.effects",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&effects);
-        Some(Self {
-            redis: RedisServer::start(&binary),
-            effects,
-        })
-    }
-
-    /// One replica of `examples/fleet.rs`, stateless, on a free port.
-    fn replica(&self, extra: &[&str]) -> HttpServer {
-        let mut command = Command::new(support::example_binary("fleet"));
-        command
-            .args(["--http", "0", "--stateless", "--redis", &self.redis.url()])
-            .arg("--effects")
-            .arg(&self.effects)
-            .args(extra)
-            .env("RUST_LOG", "warn");
-        HttpServer::start(command, START)
-    }
-
-    /// The effects' lines (one per order placed).
-    fn effects(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.effects)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.effects);
-    }
-}
 
 /// One `tools/call` to a stateless endpoint; its `result` (or the whole answer when there
 /// is none).

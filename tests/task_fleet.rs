@@ -22,69 +22,17 @@ mod support;
 use std::{
     collections::HashMap,
     net::SocketAddr,
-    path::PathBuf,
-    process::Command,
     thread,
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
-use support::{HttpServer, redis_server::RedisServer};
+use support::{HttpServer, fleet::Fleet, redis_server::RedisServer};
 
-/// How long a replica may take to report its URL.
-const START: Duration = Duration::from_secs(30);
 /// The limit of one HTTP exchange.
 const REQUEST: Duration = Duration::from_secs(10);
 /// The lease of the chaos replicas' tasks: a killed replica's tasks are orphans after it.
 const LEASE_MS: &str = "1000";
-
-struct Fleet {
-    redis: RedisServer,
-    effects: PathBuf,
-}
-
-impl Fleet {
-    /// Redis, and a file for the replicas' effects; `None` (skipped) without redis-server.
-    fn start(name: &str) -> Option<Self> {
-        let binary = support::redis_server()?;
-        let effects = std::env::temp_dir().join(format!(
-            "fusion-task-fleet-{name}-{}.effects",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&effects);
-        Some(Self {
-            redis: RedisServer::start(&binary),
-            effects,
-        })
-    }
-
-    /// One stateless replica of `examples/fleet.rs` on a free port.
-    fn replica(&self, extra: &[&str]) -> HttpServer {
-        let mut command = Command::new(support::example_binary("fleet"));
-        command
-            .args(["--http", "0", "--stateless", "--redis", &self.redis.url()])
-            .arg("--effects")
-            .arg(&self.effects)
-            .args(extra)
-            .env("RUST_LOG", "warn");
-        HttpServer::start(command, START)
-    }
-
-    /// The effects' lines (one per order placed or shipment sent).
-    fn effects(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.effects)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.effects);
-    }
-}
 
 /// The `_meta` of a 2026-07-28 request from a client with elicitation, and with the tasks
 /// extension when `tasks`.
@@ -125,14 +73,7 @@ fn send_as(
     if answer.status != 200 {
         return Err(format!("HTTP {}: {}", answer.status, answer.body));
     }
-    let text = answer
-        .body
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|data| !data.is_empty())
-        .map_or_else(|| answer.body.clone(), str::to_owned);
-    serde_json::from_str(&text).map_err(|error| format!("not JSON ({error}): {}", answer.body))
+    answer.try_message()
 }
 
 /// Creates a task of `tool`; its id, or the whole answer when it is not a task.

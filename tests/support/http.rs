@@ -130,6 +130,11 @@ impl RawResponse {
     /// The JSON-RPC message it carries: the body, or the first `data:` event with data of
     /// an SSE stream.
     pub(crate) fn message(&self) -> serde_json::Value {
+        self.try_message().unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// [`message`](Self::message), or why there is none.
+    pub(crate) fn try_message(&self) -> Result<serde_json::Value, String> {
         let text = self
             .body
             .lines()
@@ -137,7 +142,7 @@ impl RawResponse {
             .map(str::trim)
             .find(|data| !data.is_empty())
             .map_or_else(|| self.body.clone(), str::to_owned);
-        serde_json::from_str(&text).unwrap_or_else(|error| panic!("not JSON ({error}): {self:?}"))
+        serde_json::from_str(&text).map_err(|error| format!("not JSON ({error}): {self:?}"))
     }
 
     /// The first value of header `name` (lower-case).

@@ -18,6 +18,8 @@
 //! - [`stdio_peer::StdioPeer`]: raw JSON-RPC lines to an example server over stdio.
 //! - [`nginx_proxy::Nginx`]: nginx of the test's own in front of replicas (round robin),
 //!   killed on drop.
+//! - [`fleet::Fleet`]: `examples/fleet.rs` replicas on a Redis of the test's own, and the
+//!   file their effects are counted in.
 //! - [`redis_server::RedisServer`]: a Redis of the test's own on a loopback port, stopped
 //!   and started again at will, killed on drop ([`redis_server()`] finds the binary).
 //! - [`auth_server::AuthServer`]: a test OAuth authorization server on loopback (RFC 8414
@@ -26,6 +28,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod auth_server;
+pub(crate) mod fleet;
 pub(crate) mod http;
 pub(crate) mod nginx_proxy;
 pub(crate) mod process;

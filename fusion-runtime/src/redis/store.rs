@@ -39,15 +39,15 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0";
 
-/// Deletes the key, if the runner still holds it.
-const RELEASE: &str = r"
+/// Deletes the key, if the runner still holds it (an idempotency claim, a task's lease).
+pub(super) const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0";
 
-/// Extends the runner's lease, if it still holds the key.
-const RENEW: &str = r"
+/// Extends the runner's lease, if it still holds the key (an idempotency claim, a task's).
+pub(super) const RENEW: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end

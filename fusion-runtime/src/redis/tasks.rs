@@ -23,7 +23,10 @@ use redis::Script;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::RedisStore;
+use super::{
+    RedisStore,
+    store::{RELEASE, RENEW},
+};
 use crate::{
     future::BoxFuture,
     tasks::{SignalListener, TaskRecord, TaskSignal, TaskSignals, TaskStore, TaskStoreError},
@@ -67,20 +70,6 @@ else
   redis.call('SET', KEYS[1], ARGV[2])
 end
 return 1";
-
-/// Extends the lease, if the runner holds it.
-const RENEW: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0";
-
-/// Ends the lease, if the runner holds it.
-const RELEASE: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0";
 
 /// The unfinished tasks without a lease; forgets the ids of records gone.
 const ORPHANS: &str = r"
