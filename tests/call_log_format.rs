@@ -1,7 +1,9 @@
 //! The JSON log of `log::init` over a real process: the same lines as before fusion wrote
 //! its own events (the fixtures were captured from tracing-subscriber's JSON formatter,
 //! field for field and byte for byte, the timestamp, latency and correlation id aside),
-//! and nothing lost when the process ends on SIGTERM or on a fatal error.
+//! and nothing lost when the process ends on SIGTERM or on a fatal error. On a terminal (a
+//! pty from util-linux's `script`) the log is text lines instead; `FUSION_LOG_FORMAT`
+//! chooses either way.
 
 mod support;
 
@@ -77,11 +79,12 @@ fn json_lines(text: &str) -> Vec<String> {
 
 /// Sends the fixture's requests to the quickstart, one at a time, and returns its stderr.
 fn log_of_the_requests(filter: &str) -> String {
-    let mut server = StdioPeer::spawn(
-        &support::example_binary("quickstart"),
-        &[],
-        &[("RUST_LOG", filter), ("RUST_BACKTRACE", "0")],
-    );
+    log_of_the_requests_with(&[("RUST_LOG", filter), ("RUST_BACKTRACE", "0")])
+}
+
+/// [`log_of_the_requests`] with these environment variables.
+fn log_of_the_requests_with(env: &[(&str, &str)]) -> String {
+    let mut server = StdioPeer::spawn(&support::example_binary("quickstart"), &[], env);
     for line in REQUESTS.lines() {
         let request: Value = serde_json::from_str(line).expect("a fixture request");
         assert!(server.send(&request));
@@ -105,6 +108,135 @@ fn fusions_events_are_written_as_tracing_subscriber_wrote_them() {
 fn events_inside_a_span_are_written_as_before_too() {
     let stderr = log_of_the_requests("info");
     assert_eq!(json_lines(&stderr), json_lines(BEFORE_INFO), "{stderr}");
+}
+
+/// How many call events the fixture's log has.
+fn calls_in_fixture() -> usize {
+    BEFORE
+        .lines()
+        .filter(|line| line.contains("\"target\":\"fusion::call\""))
+        .count()
+}
+
+/// The text log's call lines in `output`: each names the tool, its outcome and latency.
+fn text_call_lines(output: &str) -> Vec<&str> {
+    let lines: Vec<&str> = output
+        .lines()
+        .filter(|line| line.contains("fusion::call:"))
+        .collect();
+    for line in &lines {
+        for field in ["tool=", "outcome=", "latency_us="] {
+            assert!(line.contains(field), "{field} missing: {line}");
+        }
+    }
+    lines
+}
+
+/// What the terminal shows when the fixture's requests are typed into the quickstart on a
+/// pty (`script`), with these environment variables: its answers, its log, the echoed
+/// requests. `None` (skipped, loudly) without `script`, except under `CI=true`.
+fn terminal_output(env: &[(&str, &str)]) -> Option<String> {
+    let script = std::path::Path::new("/usr/bin/script");
+    if !script.is_file() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "util-linux's script is required under CI=true"
+        );
+        eprintln!("SKIPPED: no /usr/bin/script (util-linux) for a terminal");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("fusion-log-pty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let input = dir.join(format!("input-{}", env.len()));
+    // The requests, then end-of-file as a terminal types it (Ctrl-D).
+    std::fs::write(&input, format!("{REQUESTS}\u{4}")).expect("the input file");
+    let binary = support::example_binary("quickstart");
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "exec {} -qec '{}' /dev/null < '{}'",
+            script.display(),
+            binary.display(),
+            input.display()
+        ))
+        .env("RUST_LOG", "info,rmcp=warn")
+        .env("RUST_BACKTRACE", "0")
+        .env_remove("FUSION_LOG_FORMAT");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = support::run_with_timeout(command, EXIT_TIMEOUT);
+    let _ = std::fs::remove_file(&input);
+    assert!(out.success(), "{}", out.report());
+    Some(without_colors(&out.stdout.replace('\r', "")))
+}
+
+/// `text` without the ANSI colour sequences (`ESC [ ... m`) a terminal log carries.
+fn without_colors(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // Up to and including the final `m`.
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_terminal_reads_text_lines_and_a_pipe_gets_json() {
+    let Some(terminal) = terminal_output(&[]) else {
+        return;
+    };
+    assert_eq!(
+        text_call_lines(&terminal).len(),
+        calls_in_fixture(),
+        "{terminal}"
+    );
+    assert!(
+        !terminal.contains("{\"timestamp\""),
+        "no JSON on a terminal: {terminal}"
+    );
+    // The same quickstart with stderr on a pipe (as MCP clients run it): JSON.
+    let piped = log_of_the_requests("info,rmcp=warn");
+    assert_eq!(json_lines(&piped), json_lines(BEFORE), "{piped}");
+}
+
+#[test]
+fn fusion_log_format_overrides_either_way() {
+    let text = log_of_the_requests_with(&[
+        ("RUST_LOG", "info,rmcp=warn"),
+        ("FUSION_LOG_FORMAT", "text"),
+    ]);
+    assert_eq!(text_call_lines(&text).len(), calls_in_fixture(), "{text}");
+    assert!(!text.contains("{\"timestamp\""), "{text}");
+    let Some(terminal) = terminal_output(&[("FUSION_LOG_FORMAT", "json")]) else {
+        return;
+    };
+    // Typed in at once, the calls run together: their events, in any order, are the
+    // fixture's, byte for byte.
+    let calls = |lines: Vec<String>| {
+        let mut calls: Vec<String> = lines
+            .into_iter()
+            .filter(|line| line.contains("\"target\":\"fusion::call\""))
+            .collect();
+        calls.sort();
+        calls
+    };
+    let logged: Vec<String> = terminal
+        .lines()
+        .filter(|line| line.starts_with("{\"timestamp\""))
+        .map(normalized)
+        .collect();
+    assert_eq!(calls(logged), calls(json_lines(BEFORE)), "{terminal}");
 }
 
 /// The call events in `stderr`, by request id.

@@ -1,7 +1,9 @@
 //! Structured logging: one event per tool call, through `tracing`, target `fusion::call`.
 //!
-//! [`init`] installs a JSON subscriber on stderr (stdout belongs to the protocol on stdio).
-//! A program that installs its own subscriber keeps it and still receives these events.
+//! [`init`] installs a JSON subscriber on stderr (stdout belongs to the protocol on stdio),
+//! or compact text lines when stderr is a terminal (a person reads it) or
+//! `FUSION_LOG_FORMAT=text`. A program that installs its own subscriber keeps it and still
+//! receives these events.
 
 use std::time::Duration;
 
@@ -24,6 +26,11 @@ const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Installs a JSON log subscriber writing to stderr, filtered by `RUST_LOG` (default
 /// `info`). Does nothing when a global subscriber is already set.
 ///
+/// When stderr is a terminal, the lines are compact text for a person instead (time,
+/// level, target, message, and the event's fields: a call's tool, outcome and latency
+/// among them); when it is a file or a pipe, as MCP clients capture it, JSON.
+/// [`LOG_FORMAT_ENV`] (`FUSION_LOG_FORMAT=json` or `text`) overrides either.
+///
 /// Lines are written by a background thread in batches, so a slow stderr (a full pipe, a
 /// terminal) never holds up a call; [`flush`] writes out what is queued, and the `serve_*`
 /// methods call it before they return. fusion's own events (targets `fusion::*`) are
@@ -44,19 +51,46 @@ pub fn init() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
     let sink = super::sink::Sink::start(Box::new(std::io::stderr()));
-    let fmt = tracing_subscriber::fmt::layer()
-        .json()
-        .with_current_span(false)
-        .with_writer(super::sink::SinkWriter(std::sync::Arc::clone(&sink)));
+    let writer = super::sink::SinkWriter(std::sync::Arc::clone(&sink));
     // `try_init` fails only when a subscriber is already installed: the program's own
     // choice wins.
-    let installed = tracing_subscriber::registry()
-        .with(filter)
-        .with(super::json::JsonLog::new(fmt, std::sync::Arc::clone(&sink)))
-        .try_init();
+    let installed = if text_format() {
+        // Not fusion's JSON layer: a call's event then goes through `tracing` as any other
+        // (`defer_success` sees another subscriber), and the formatter writes its fields.
+        let text = tracing_subscriber::fmt::layer()
+            .compact()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_writer(writer);
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(text)
+            .try_init()
+    } else {
+        let fmt = tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(false)
+            .with_writer(writer);
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(super::json::JsonLog::new(fmt, std::sync::Arc::clone(&sink)))
+            .try_init()
+    };
     if installed.is_err() || SINK.set(std::sync::Arc::clone(&sink)).is_err() {
         // Not ours to write: stop the thread just started.
         sink.close(FLUSH_TIMEOUT);
+    }
+}
+
+/// The environment variable that chooses [`init`]'s format: `json` or `text`. Unset (or
+/// another value), text when stderr is a terminal and JSON otherwise.
+pub const LOG_FORMAT_ENV: &str = "FUSION_LOG_FORMAT";
+
+/// Whether [`init`] writes text lines rather than JSON.
+fn text_format() -> bool {
+    match std::env::var(LOG_FORMAT_ENV).ok().as_deref() {
+        Some("json") => false,
+        Some("text") => true,
+        _ => std::io::IsTerminal::is_terminal(&std::io::stderr()),
     }
 }
 
