@@ -20,6 +20,11 @@ use crate::{
 /// its machine gone) blocks its key for at most this long.
 const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 
+/// The most tasks the store keeps at once by default, in all (`task_limits`).
+const DEFAULT_TASKS: usize = 10_000;
+/// The most tasks one caller (one OAuth subject) keeps at once by default.
+const DEFAULT_TASKS_PER_CALLER: usize = 100;
+
 /// How long one Redis command (or connecting) may take before the store counts Redis as
 /// unreachable.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
@@ -145,10 +150,7 @@ impl RedisStore {
             client,
             prefix: "fusion:".to_owned(),
             lease: DEFAULT_LEASE,
-            task_limits: (
-                super::tasks::DEFAULT_TASKS,
-                super::tasks::DEFAULT_TASKS_PER_CALLER,
-            ),
+            task_limits: (DEFAULT_TASKS, DEFAULT_TASKS_PER_CALLER),
             owned: Arc::new(Mutex::new(HashMap::new())),
         })
     }

@@ -32,11 +32,6 @@ use crate::{
     tasks::{SignalListener, TaskRecord, TaskSignal, TaskSignals, TaskStore, TaskStoreError},
 };
 
-/// The most tasks a store keeps at once by default, in all.
-pub(super) const DEFAULT_TASKS: usize = 10_000;
-/// The most tasks one caller (one OAuth subject) keeps at once by default.
-pub(super) const DEFAULT_TASKS_PER_CALLER: usize = 100;
-
 /// How long the subscription waits before connecting again after it failed.
 const RESUBSCRIBE: Duration = Duration::from_millis(500);
 

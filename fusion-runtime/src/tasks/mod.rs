@@ -33,16 +33,15 @@
 //! again elsewhere when the tool is safe to run twice, else ended `failed` with an unknown
 //! outcome. The runner of a task (`runner.rs`) holds a lease on it while it runs.
 
+mod outcome;
 mod runner;
+mod shared;
 mod store;
 mod takeover;
 
 use std::{
     collections::HashMap,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex, atomic::Ordering},
     time::Duration,
 };
 
@@ -53,12 +52,15 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use outcome::TaskOutcome;
 pub(crate) use store::now_ms;
 pub use store::{
     MemoryTaskStore, SignalListener, StoreFull, TaskRecord, TaskSignal, TaskSignals, TaskStore,
     TaskStoreError,
 };
 pub(crate) use takeover::Relaunch;
+
+use shared::Shared;
 
 use crate::{failure::entry::FAILURE_META_KEY, future::BoxFuture, input::InputState};
 
@@ -152,26 +154,6 @@ pub(crate) struct Tasks {
     background: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
-/// What the runners, the sweeper and the handlers of `tasks/*` share.
-pub(crate) struct Shared {
-    store: Arc<dyn TaskStore>,
-    running: Mutex<HashMap<String, Running>>,
-    /// This process's name in runner tokens (random).
-    replica: String,
-    /// Cleared when the process stops: no new task starts here.
-    accepting: AtomicBool,
-}
-
-/// How a task's work ended: the tool's result, or a failure of the server's own.
-pub(crate) struct TaskOutcome {
-    /// The tool's result.
-    pub(crate) result: rmcp::model::CallToolResult,
-    /// The failure was the server's (its details masked): the task failed.
-    pub(crate) internal: bool,
-    /// The (masked) message of such a failure.
-    pub(crate) message: String,
-}
-
 /// Where a task comes from: what a replica that takes it over needs to run it again, and
 /// who may reach it.
 pub(crate) struct TaskOrigin {
@@ -183,43 +165,18 @@ pub(crate) struct TaskOrigin {
     pub(crate) rerunnable: bool,
 }
 
-/// A task this process runs: how to cancel it, where its questions wait, how its runner
-/// is told that something was sent to it, and how it is stopped for a hand-over.
-struct Running {
-    cancel: CancellationToken,
-    input: Arc<InputState>,
-    poke: Arc<tokio::sync::Notify>,
-    stop: CancellationToken,
-}
-
-impl Shared {
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
-        // Nothing panics while holding it.
-        self.running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// A token naming one run of a task on this replica.
-    fn runner_token(&self) -> String {
-        format!("{}:{:016x}", self.replica, fastrand::u64(..))
-    }
-}
-
 impl Tasks {
     pub(crate) fn new(settings: TaskSettings) -> Self {
         Self {
             tools: settings.tools,
             ttl: settings.ttl,
             poll_interval: settings.poll_interval,
-            shared: Arc::new(Shared {
-                store: settings
+            shared: Arc::new(Shared::new(
+                settings
                     .store
                     .unwrap_or_else(|| Arc::new(MemoryTaskStore::default())),
-                running: Mutex::default(),
-                replica: task_id()[..12].to_owned(),
-                accepting: AtomicBool::new(true),
-            }),
+                task_id()[..12].to_owned(),
+            )),
             background: Mutex::default(),
         }
     }

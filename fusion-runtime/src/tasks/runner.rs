@@ -8,7 +8,11 @@ use std::{sync::Arc, time::Duration};
 use rmcp::model::{ErrorData, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
-use super::{Running, Shared, TaskOutcome, TaskRecord, takeover};
+use super::{
+    outcome::{TaskOutcome, end_unknown},
+    shared::{Running, Shared},
+    store::TaskRecord,
+};
 use crate::{future::BoxFuture, input::InputState};
 
 /// How often the end of a task is tried again when the store fails as it is written.
@@ -146,7 +150,7 @@ async fn run(
         }
         End::HandedOver => {
             drop(work);
-            takeover::end_unknown(&mut record);
+            end_unknown(&mut record);
         }
     }
     write_end(&shared, record, &runner).await;

@@ -14,16 +14,16 @@
 
 use std::{sync::Arc, time::Duration};
 
-use rmcp::model::{ClientCapabilities, ErrorCode, ErrorData, TaskStatus};
-use serde_json::Value;
+use rmcp::model::{ClientCapabilities, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, TaskOutcome, TaskRecord, runner};
-use crate::{
-    failure::{Failure, FailureKind, Target, entry::FAILURE_META_KEY},
-    future::BoxFuture,
-    input::InputState,
+use super::{
+    outcome::{TaskOutcome, end_unknown},
+    runner,
+    shared::Shared,
+    store::TaskRecord,
 };
+use crate::{future::BoxFuture, input::InputState};
 
 /// Runs a task's tool again from its record, for a replica that takes the task over: the
 /// work, watching `cancel`, asking through `input`.
@@ -32,9 +32,6 @@ pub(crate) type Relaunch = Arc<
         + Send
         + Sync,
 >;
-
-/// The cause an unknown outcome names when the task's replica stopped.
-pub(super) const REPLICA_STOPPED: &str = "replica_stopped";
 
 /// Spawns the sweeper of this replica.
 pub(super) fn spawn_sweeper(shared: Arc<Shared>, relaunch: Relaunch) -> tokio::task::AbortHandle {
@@ -125,27 +122,4 @@ async fn adopt(shared: &Arc<Shared>, relaunch: &Relaunch, id: &str) {
             input,
         },
     );
-}
-
-/// Ends `record` `failed` with an unknown outcome: its replica stopped while it ran, and
-/// the tool is not safe to run again.
-pub(super) fn end_unknown(record: &mut TaskRecord) {
-    let failure = Failure::new(FailureKind::UnknownOutcome {
-        cause: REPLICA_STOPPED,
-        check_with: None,
-    });
-    let target = Target {
-        tool: &record.tool,
-        action: None,
-    };
-    let message = failure.message(&target, "");
-    let entry = serde_json::to_value(failure.entry("", None)).unwrap_or(Value::Null);
-    let mut meta = serde_json::Map::new();
-    meta.insert(FAILURE_META_KEY.to_owned(), entry);
-    let error = ErrorData::new(
-        ErrorCode::INTERNAL_ERROR,
-        message,
-        Some(serde_json::json!({ "_meta": meta })),
-    );
-    record.finish(TaskStatus::Failed, None, serde_json::to_value(error).ok());
 }
