@@ -157,20 +157,20 @@ fn a_duplicate_id_in_flight_gets_an_error_and_the_first_call_its_own_answer() {
             post_to(
                 addr,
                 Some(&session),
-                &call(43, "slow", r#"{"ms":600}"#),
+                &call(43, "slow", r#"{"ms":3000}"#),
                 REQUEST,
             )
         })
     };
     thread::sleep(Duration::from_millis(100));
-    let started = Instant::now();
     let second = post_to(
         addr,
         Some(&session),
         &call(43, "slow", r#"{"ms":1200}"#),
         REQUEST,
     );
-    let second_took = started.elapsed();
+    // Judged by the first call, not by the clock: the error came while it still ran.
+    let first_still_running = !first.is_finished();
     assert!(
         second.body.contains("-32600")
             && second.body.contains("id 43 already in use")
@@ -182,12 +182,12 @@ fn a_duplicate_id_in_flight_gets_an_error_and_the_first_call_its_own_answer() {
         "the second request must not receive a call's result: {second:?}"
     );
     assert!(
-        second_took < Duration::from_millis(450),
-        "the error comes at once, not after the first call ({second_took:?})"
+        first_still_running,
+        "the error comes at once, not after the first call"
     );
     let first = first.join().expect("the first request's thread");
     assert!(
-        first.body.contains("slept 600 ms") && first.body.contains(r#""id":43"#),
+        first.body.contains("slept 3000 ms") && first.body.contains(r#""id":43"#),
         "the first call gets its own answer: {first:?}"
     );
     // The id is free again once answered.
@@ -821,9 +821,10 @@ fn a_deleted_session_cancels_its_calls_at_once() {
         &server,
         || hang_drops(&server) == 1,
     );
-    // rmcp alone lets it run for 5 s more.
+    // rmcp alone lets it run for 5 s more: well under that is the DELETE's doing, on a
+    // loaded machine too.
     assert!(
-        took < Duration::from_secs(1),
+        took < Duration::from_secs(4),
         "dropped {took:?} after the DELETE"
     );
     wait_for(
