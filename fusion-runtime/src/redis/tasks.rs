@@ -103,9 +103,30 @@ impl RedisStore {
         key
     }
 
+    /// `script` with the keys of `record` that the insert and update scripts share, in
+    /// their order: the record, its lease, the working set, the index, the owner's index.
+    fn record_keys<'s>(
+        &self,
+        script: &'s Script,
+        record: &TaskRecord,
+    ) -> redis::ScriptInvocation<'s> {
+        let mut invocation = script.key(self.key("task:", &record.id));
+        invocation
+            .key(self.key("task-lease:", &record.id))
+            .key(format!("{}tasks:working", self.prefix))
+            .key(format!("{}tasks:index", self.prefix))
+            .key(self.owner_key(record.owner.as_deref()));
+        invocation
+    }
+
     fn channel(&self) -> String {
         format!("{}task-signals", self.prefix)
     }
+}
+
+/// A record as stored.
+fn record_json(record: &TaskRecord) -> Result<String, TaskStoreError> {
+    serde_json::to_string(record).map_err(|error| TaskStoreError::Unavailable(error.to_string()))
 }
 
 fn unavailable(error: &redis::RedisError) -> TaskStoreError {
@@ -123,15 +144,11 @@ impl TaskStore for RedisStore {
         runner: &'a str,
     ) -> BoxFuture<'a, Result<(), TaskStoreError>> {
         Box::pin(async move {
-            let json = serde_json::to_string(&record)
-                .map_err(|error| TaskStoreError::Unavailable(error.to_string()))?;
+            let json = record_json(&record)?;
             let (total, per_caller) = self.task_limits;
-            let inserted: i64 = Script::new(INSERT)
-                .key(self.key("task:", &record.id))
-                .key(self.key("task-lease:", &record.id))
-                .key(format!("{}tasks:working", self.prefix))
-                .key(format!("{}tasks:index", self.prefix))
-                .key(self.owner_key(record.owner.as_deref()))
+            let script = Script::new(INSERT);
+            let inserted: i64 = self
+                .record_keys(&script, &record)
                 .arg(&record.id)
                 .arg(json)
                 .arg(runner)
@@ -172,16 +189,12 @@ impl TaskStore for RedisStore {
         runner: &'a str,
     ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
         Box::pin(async move {
-            let json = serde_json::to_string(&record)
-                .map_err(|error| TaskStoreError::Unavailable(error.to_string()))?;
+            let json = record_json(&record)?;
             let finished = record.is_finished();
             let expires_at = record.expires_at_ms.unwrap_or(u64::MAX);
-            let updated: i64 = Script::new(UPDATE)
-                .key(self.key("task:", &record.id))
-                .key(self.key("task-lease:", &record.id))
-                .key(format!("{}tasks:working", self.prefix))
-                .key(format!("{}tasks:index", self.prefix))
-                .key(self.owner_key(record.owner.as_deref()))
+            let script = Script::new(UPDATE);
+            let updated: i64 = self
+                .record_keys(&script, &record)
                 .key(self.key("task-signals:", &record.id))
                 .arg(&record.id)
                 .arg(json)
