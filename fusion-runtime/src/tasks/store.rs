@@ -282,9 +282,10 @@ impl MemoryTaskStore {
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let store = MemoryTaskStore::new(1);
     /// let ttl = Duration::from_secs(60);
-    /// store.insert(TaskRecord::working("a", ttl, ttl)).await.unwrap();
-    /// assert!(store.insert(TaskRecord::working("b", ttl, ttl)).await.is_err());
-    /// assert!(store.get("a").await.is_some());
+    /// // The runner's token: a store of one process has no leases and ignores it.
+    /// store.insert(TaskRecord::working("a", ttl, ttl), "runner").await.unwrap();
+    /// assert!(store.insert(TaskRecord::working("b", ttl, ttl), "runner").await.is_err());
+    /// assert!(store.get("a").await.unwrap().is_some());
     /// # });
     /// ```
     pub fn new(capacity: usize) -> Self {
