@@ -290,7 +290,9 @@ fn slowloris_is_cut_after_the_header_timeout_while_others_are_served() {
     let cut = cut.expect("the slow client was never cut off while sending its headers");
     assert!(served_meanwhile, "the normal client was not tried");
     assert!(
-        cut >= Duration::from_millis(400) && cut < Duration::from_secs(3),
+        // 10x the timeout: a loaded machine is late, never early; a server without the
+        // timeout keeps reading until the loop's own 10 s limit.
+        cut >= Duration::from_millis(400) && cut < Duration::from_secs(5),
         "cut after {cut:?}, expected about the 500 ms header timeout"
     );
 }
@@ -455,11 +457,9 @@ fn bodies_over_the_limit_get_413_before_the_connection_closes() {
     .expect("an answer");
     assert_eq!(waiting.status, 413, "{waiting:?}");
     assert!(!waiting.body.contains("100 Continue"), "{waiting:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    // A server that waited for the body would hold the answer until the client's own
+    // timeout ([`REQUEST`], 20 s); half of it leaves a slow machine its margin.
+    assert!(started.elapsed() < REQUEST / 2, "{:?}", started.elapsed());
     // The server still serves.
     let ok = post_to(addr, None, INITIALIZE, REQUEST);
     assert_eq!(ok.status, 200, "{ok:?}");
