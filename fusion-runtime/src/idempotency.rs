@@ -9,8 +9,8 @@
 //! [`IdempotencyStore`] over another shared database.
 
 use std::{
-    collections::HashMap,
-    sync::Mutex,
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -57,31 +57,125 @@ enum Entry {
         watch::Receiver<Option<Option<Value>>>,
         watch::Sender<Option<Option<Value>>>,
     ),
-    Done(Value, Instant),
+    Done(Done),
 }
 
-/// The in-process store: results kept for the window, in memory.
-#[derive(Default)]
+/// A stored result.
+struct Done {
+    result: Value,
+    at: Instant,
+    /// What it costs the store (its key and its result), counted against `max_bytes`.
+    bytes: usize,
+    /// Which completion of the key this is: the eviction queue may still name an older one.
+    generation: u64,
+}
+
+/// The in-process store: results kept for the window, in memory, bounded by count and by
+/// bytes. Once either bound is reached the oldest results are forgotten first (a repeat of
+/// such a key runs again); calls still running are never evicted.
+///
+/// ```
+/// use fusion_runtime::idempotency::MemoryStore;
+///
+/// // At most 1,000 results and 4 MiB (keys and results as their JSON text would take).
+/// let store = MemoryStore::new().max_keys(1_000).max_bytes(4 << 20);
+/// # let _ = store;
+/// ```
 pub struct MemoryStore {
     entries: Mutex<Entries>,
+    max_keys: usize,
+    max_bytes: usize,
 }
 
-/// The keys, and when results older than the window are dropped next.
+/// The keys, and the stored results in the order they completed (oldest first).
 #[derive(Default)]
 struct Entries {
-    by_key: HashMap<String, Entry>,
-    /// Expired results are dropped at most once a second: a scan of every key on every
-    /// claim would make each call cost as much as the keys kept (quadratic under load).
-    next_prune: Option<Instant>,
+    by_key: HashMap<Arc<str>, Entry>,
+    /// Completed keys, oldest first, with the generation that completed: eviction and
+    /// expiry pop from the front, so neither scans every key (one call stays O(1) however
+    /// many keys are kept).
+    completed: VecDeque<(Arc<str>, u64)>,
+    /// How many `Done` entries `by_key` holds, and what they cost.
+    done: usize,
+    bytes: usize,
+    next_generation: u64,
 }
 
-/// How often expired results are dropped.
-const PRUNE_EVERY: Duration = Duration::from_secs(1);
+impl Entries {
+    /// Forgets the oldest results while they are past `window` or over a bound.
+    fn evict(&mut self, now: Instant, window: Option<Duration>, max_keys: usize, max_bytes: usize) {
+        while let Some((key, generation)) = self.completed.front() {
+            let current = match self.by_key.get(key) {
+                Some(Entry::Done(done)) if done.generation == *generation => Some(done),
+                // A key completed again, re-claimed or released since: nothing to free.
+                _ => None,
+            };
+            let Some(done) = current else {
+                self.completed.pop_front();
+                continue;
+            };
+            let expired = window.is_some_and(|window| now.duration_since(done.at) > window);
+            if !expired && self.done <= max_keys && self.bytes <= max_bytes {
+                break;
+            }
+            let bytes = done.bytes;
+            if let Some((key, _)) = self.completed.pop_front() {
+                self.by_key.remove(&*key);
+            }
+            self.forget(bytes);
+        }
+    }
+
+    /// Accounts for a `Done` entry that left `by_key`.
+    fn forget(&mut self, bytes: usize) {
+        self.done = self.done.saturating_sub(1);
+        self.bytes = self.bytes.saturating_sub(bytes);
+    }
+
+    /// Marks `key` running (a new claim), forgetting a result it replaces.
+    fn start_run(&mut self, key: &str) {
+        let (sender, receiver) = watch::channel(None);
+        if let Some(Entry::Done(done)) = self
+            .by_key
+            .insert(Arc::from(key), Entry::Running(receiver, sender))
+        {
+            self.forget(done.bytes);
+        }
+    }
+}
 
 impl MemoryStore {
-    /// An empty store.
+    /// The default bound on stored results: 10,000 keys.
+    pub const DEFAULT_MAX_KEYS: usize = 10_000;
+    /// The default bound on what stored results take: 32 MiB.
+    pub const DEFAULT_MAX_BYTES: usize = 32 << 20;
+
+    /// An empty store with the default bounds.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            entries: Mutex::default(),
+            max_keys: Self::DEFAULT_MAX_KEYS,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
+        }
+    }
+
+    /// Keeps at most `keys` results (at least 1); the oldest go first.
+    pub fn max_keys(mut self, keys: usize) -> Self {
+        self.max_keys = keys.max(1);
+        self
+    }
+
+    /// Keeps results (their keys and JSON, as their text would take) up to `bytes`; the
+    /// oldest go first. A single result larger than that is not kept at all.
+    pub fn max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes;
+        self
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -97,26 +191,18 @@ impl IdempotencyStore for MemoryStore {
                     };
                     let now = Instant::now();
                     // Forget results older than the window, so memory stays bounded.
-                    if entries.next_prune.is_none_or(|next| now >= next) {
-                        entries.by_key.retain(|_, entry| match entry {
-                            Entry::Done(_, at) => now.duration_since(*at) <= window,
-                            Entry::Running(..) => true,
-                        });
-                        entries.next_prune = Some(now + PRUNE_EVERY);
-                    }
-                    let entries = &mut entries.by_key;
-                    match entries.get(key) {
-                        // A result past the window (not pruned yet) is as good as none.
-                        Some(Entry::Done(_, at)) if now.duration_since(*at) > window => {
-                            let (sender, receiver) = watch::channel(None);
-                            entries.insert(key.to_owned(), Entry::Running(receiver, sender));
+                    entries.evict(now, Some(window), self.max_keys, self.max_bytes);
+                    match entries.by_key.get(key) {
+                        // A result past the window (a longer window evicted less) is as
+                        // good as none.
+                        Some(Entry::Done(done)) if now.duration_since(done.at) > window => {
+                            entries.start_run(key);
                             return Claim::Run;
                         }
-                        Some(Entry::Done(result, _)) => return Claim::Replay(result.clone()),
+                        Some(Entry::Done(done)) => return Claim::Replay(done.result.clone()),
                         Some(Entry::Running(receiver, _)) => receiver.clone(),
                         None => {
-                            let (sender, receiver) = watch::channel(None);
-                            entries.insert(key.to_owned(), Entry::Running(receiver, sender));
+                            entries.start_run(key);
                             return Claim::Run;
                         }
                     }
@@ -137,13 +223,32 @@ impl IdempotencyStore for MemoryStore {
     }
 
     fn complete(&self, key: &str, result: Value) {
-        if let Ok(mut entries) = self.entries.lock()
-            && let Some(Entry::Running(_, sender)) = entries
-                .by_key
-                .insert(key.to_owned(), Entry::Done(result.clone(), Instant::now()))
-        {
-            sender.send_replace(Some(Some(result)));
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        let entries = &mut *entries;
+        let generation = entries.next_generation;
+        entries.next_generation += 1;
+        let bytes = key.len() + KEPT_ENTRY_BYTES + json_bytes(&result);
+        let done = Done {
+            result: result.clone(),
+            at: Instant::now(),
+            bytes,
+            generation,
+        };
+        // The map and the queue share the key: a long key is kept once.
+        let key: Arc<str> = Arc::from(key);
+        match entries.by_key.insert(Arc::clone(&key), Entry::Done(done)) {
+            Some(Entry::Running(_, sender)) => {
+                sender.send_replace(Some(Some(result)));
+            }
+            Some(Entry::Done(replaced)) => entries.forget(replaced.bytes),
+            None => {}
         }
+        entries.completed.push_back((key, generation));
+        entries.done += 1;
+        entries.bytes += bytes;
+        entries.evict(Instant::now(), None, self.max_keys, self.max_bytes);
     }
 
     fn release(&self, key: &str) {
@@ -153,6 +258,33 @@ impl IdempotencyStore for MemoryStore {
             sender.send_replace(Some(None));
         }
     }
+}
+
+/// What a kept result costs beyond its key and its JSON: the map's slot, the queue's
+/// entry, the key's shared header.
+const KEPT_ENTRY_BYTES: usize = 128;
+
+/// About what `value` takes as JSON text: its strings and keys, plus a few bytes per
+/// value. Walks with its own stack, so a deep value cannot overflow the thread's.
+fn json_bytes(value: &Value) -> usize {
+    let mut total = 0_usize;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        total += match value {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 24,
+            Value::String(text) => text.len() + 2,
+            Value::Array(items) => {
+                pending.extend(items);
+                2 + items.len()
+            }
+            Value::Object(entries) => {
+                pending.extend(entries.values());
+                2 + entries.keys().map(|key| key.len() + 4).sum::<usize>()
+            }
+        };
+    }
+    total
 }
 
 /// A run's claim on a key. It must end in [`complete`](Self::complete) or
@@ -219,6 +351,97 @@ mod tests {
         drop(guard);
         let claimed = tokio::time::timeout(Duration::from_secs(5), waiter).await;
         assert_eq!(claimed, Ok(Claim::Run), "the waiter runs instead");
+    }
+
+    /// Runs and completes `key` with `result`.
+    async fn store_result(store: &MemoryStore, key: &str, result: Value) {
+        assert_eq!(store.claim(key, WINDOW).await, Claim::Run, "{key} runs");
+        ClaimGuard::new(store, key).complete(result);
+    }
+
+    #[tokio::test]
+    async fn past_max_keys_the_oldest_results_go_first() {
+        let store = MemoryStore::new().max_keys(3);
+        for key in ["a", "b", "c", "d"] {
+            store_result(&store, key, Value::from(key)).await;
+        }
+        assert_eq!(
+            store.claim("a", WINDOW).await,
+            Claim::Run,
+            "the oldest went"
+        );
+        assert_eq!(
+            store.claim("c", WINDOW).await,
+            Claim::Replay(Value::from("c"))
+        );
+        assert_eq!(
+            store.claim("d", WINDOW).await,
+            Claim::Replay(Value::from("d"))
+        );
+        let entries = store.entries.lock().expect("not poisoned");
+        assert!(entries.done <= 3, "{} results kept", entries.done);
+    }
+
+    #[tokio::test]
+    async fn past_max_bytes_the_oldest_results_go_first_and_running_calls_stay() {
+        let store = MemoryStore::new().max_bytes(4_000);
+        let big = Value::from("x".repeat(1_500));
+        assert_eq!(store.claim("running", WINDOW).await, Claim::Run);
+        for key in ["a", "b", "c"] {
+            store_result(&store, key, big.clone()).await;
+        }
+        {
+            let entries = store.entries.lock().expect("not poisoned");
+            assert!(entries.bytes <= 4_000, "{} bytes kept", entries.bytes);
+            assert_eq!(entries.done, 2);
+            assert!(
+                matches!(entries.by_key.get("running"), Some(Entry::Running(..))),
+                "a running claim is never evicted"
+            );
+        }
+        assert_eq!(
+            store.claim("a", WINDOW).await,
+            Claim::Run,
+            "the oldest went"
+        );
+        assert_eq!(store.claim("c", WINDOW).await, Claim::Replay(big));
+        let huge = Value::from("y".repeat(10_000));
+        store_result(&store, "huge", huge).await;
+        assert_eq!(
+            store.claim("huge", WINDOW).await,
+            Claim::Run,
+            "a result over the whole bound is not kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_key_claimed_again_after_its_window_is_counted_once() {
+        let store = MemoryStore::new().max_keys(2);
+        store_result(&store, "k", Value::from(1)).await;
+        // A zero window: the result is past it at once, and the key runs again.
+        assert_eq!(store.claim("k", Duration::ZERO).await, Claim::Run);
+        ClaimGuard::new(&store, "k").complete(Value::from(2));
+        store_result(&store, "other", Value::from(3)).await;
+        assert_eq!(
+            store.claim("k", WINDOW).await,
+            Claim::Replay(Value::from(2))
+        );
+        let entries = store.entries.lock().expect("not poisoned");
+        assert_eq!(entries.done, 2, "the first result of `k` is not counted");
+    }
+
+    #[test]
+    fn json_bytes_counts_text_and_survives_depth() {
+        let value = serde_json::json!({"text": "x".repeat(1_000), "list": [1, 2, 3]});
+        let bytes = json_bytes(&value);
+        assert!((1_000..1_200).contains(&bytes), "{bytes}");
+        let mut deep = Value::Null;
+        for _ in 0..100_000 {
+            deep = Value::Array(vec![deep]);
+        }
+        assert!(json_bytes(&deep) > 100_000);
+        // Dropping a value this deep recurses in serde_json itself: leak it instead.
+        std::mem::forget(deep);
     }
 
     #[tokio::test]

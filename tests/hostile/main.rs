@@ -9,6 +9,8 @@
 //! - `http`: duplicate `Host`, slowloris, connection and session caps, body limits (413),
 //!   unknown sessions (404), duplicate ids, calls that outlive their clients, file
 //!   descriptors running out.
+//! - `stores`: stores a client can grow (idempotency keys, tasks), sprayed until they
+//!   would outgrow the process, each held to its memory bound.
 //! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
 //!   bounded inputs only, secrets of every length that never leak into messages, `_meta` or
 //!   logs.
@@ -19,3 +21,4 @@ mod support;
 mod http;
 mod inputs;
 mod stdio;
+mod stores;
