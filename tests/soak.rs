@@ -72,17 +72,6 @@ impl Drop for Server {
     }
 }
 
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|line| line.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 fn soak(calls: u64, deadline: Duration) {
     let binary = support::example_binary("faults");
     let child = Command::new(&binary)
@@ -184,7 +173,7 @@ fn soak(calls: u64, deadline: Duration) {
         let message = next("answers");
         handle(message, &mut expected, &mut answered, &mut parse_errors);
         if rss_after_warm_up.is_none() && sent >= warm_up {
-            rss_after_warm_up = rss_kib(pid);
+            rss_after_warm_up = support::rss_kib(pid);
         }
     }
     // Parse errors may trail the last call's answer.
@@ -192,7 +181,7 @@ fn soak(calls: u64, deadline: Duration) {
         let message = next("the -32700 answers");
         handle(message, &mut expected, &mut answered, &mut parse_errors);
     }
-    let rss_end = rss_kib(pid);
+    let rss_end = support::rss_kib(pid);
 
     // Alive at the end: one more call is answered.
     send(

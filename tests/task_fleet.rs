@@ -541,6 +541,7 @@ async fn the_redis_task_store_is_bounded_in_all_and_per_caller() {
     let record = |id: &str, owner: Option<&str>, ttl: Duration| {
         let mut record = TaskRecord::working(id, ttl, ttl);
         record.owner = owner.map(str::to_owned);
+        record.requestor = owner.map(|owner| format!("sub:{owner}"));
         record
     };
     let minute = Duration::from_secs(60);
@@ -587,6 +588,24 @@ async fn the_redis_task_store_is_bounded_in_all_and_per_caller() {
         .insert(record("a3", Some("alice"), minute), "runner")
         .await
         .expect("alice has room again, and the store too");
+    // Full again, of running tasks; once one finishes, the next task takes its place
+    // before its TTL (the task that finished first goes), and the rest still run.
+    let mut n1 = record("n1", None, minute);
+    n1.finish(TaskStatus::Completed, Some(json!({})), None);
+    assert_eq!(store.update(n1, "runner").await, Ok(true));
+    store
+        .insert(record("n3", None, minute), "runner")
+        .await
+        .expect("the finished task made room");
+    assert_eq!(store.get("n1").await, Ok(None), "forgotten to make room");
+    assert!(store.get("n2").await.expect("Redis").is_some(), "running");
+    assert!(
+        matches!(
+            store.insert(record("n4", None, minute), "runner").await,
+            Err(TaskStoreError::Full(_))
+        ),
+        "five running: full"
+    );
 }
 
 #[test]

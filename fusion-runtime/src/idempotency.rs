@@ -17,7 +17,7 @@ use std::{
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::future::BoxFuture;
+use crate::{future::BoxFuture, json_cost::json_bytes};
 
 /// What [`IdempotencyStore::claim`] found.
 #[derive(Clone, Debug, PartialEq)]
@@ -264,29 +264,6 @@ impl IdempotencyStore for MemoryStore {
 /// entry, the key's shared header.
 const KEPT_ENTRY_BYTES: usize = 128;
 
-/// About what `value` takes as JSON text: its strings and keys, plus a few bytes per
-/// value. Walks with its own stack, so a deep value cannot overflow the thread's.
-fn json_bytes(value: &Value) -> usize {
-    let mut total = 0_usize;
-    let mut pending = vec![value];
-    while let Some(value) = pending.pop() {
-        total += match value {
-            Value::Null | Value::Bool(_) => 5,
-            Value::Number(_) => 24,
-            Value::String(text) => text.len() + 2,
-            Value::Array(items) => {
-                pending.extend(items);
-                2 + items.len()
-            }
-            Value::Object(entries) => {
-                pending.extend(entries.values());
-                2 + entries.keys().map(|key| key.len() + 4).sum::<usize>()
-            }
-        };
-    }
-    total
-}
-
 /// A run's claim on a key. It must end in [`complete`](Self::complete) or
 /// [`release`](Self::release); if the call's future is dropped first (the client went away,
 /// the session closed, a test's timeout fired), `Drop` releases the key, so a waiter or a
@@ -428,20 +405,6 @@ mod tests {
         );
         let entries = store.entries.lock().expect("not poisoned");
         assert_eq!(entries.done, 2, "the first result of `k` is not counted");
-    }
-
-    #[test]
-    fn json_bytes_counts_text_and_survives_depth() {
-        let value = serde_json::json!({"text": "x".repeat(1_000), "list": [1, 2, 3]});
-        let bytes = json_bytes(&value);
-        assert!((1_000..1_200).contains(&bytes), "{bytes}");
-        let mut deep = Value::Null;
-        for _ in 0..100_000 {
-            deep = Value::Array(vec![deep]);
-        }
-        assert!(json_bytes(&deep) > 100_000);
-        // Dropping a value this deep recurses in serde_json itself: leak it instead.
-        std::mem::forget(deep);
     }
 
     #[tokio::test]

@@ -41,6 +41,7 @@ mod future;
 pub mod idempotency;
 pub mod identity;
 mod input;
+mod json_cost;
 pub mod middleware;
 mod observe;
 mod output;

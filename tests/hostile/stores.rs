@@ -153,3 +153,168 @@ fn three_hundred_keys_of_256_kib_keep_the_server_under_100_mb() {
     let spray = spray_idempotency_keys(KEYS, 256 * 1024);
     assert_bounded_and_oldest_evicted(&spray, KEYS, "300 idempotency keys of 256 KiB");
 }
+
+/// The `_meta` of a 2026-07-28 request that declares the tasks extension.
+fn tasks_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "task-spray", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    })
+}
+
+/// One 2026-07-28 request (no session) on a connection of its own: its JSON-RPC answer.
+fn stateless(addr: std::net::SocketAddr, method: &str, name: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+    ];
+    support::post_mcp(addr, &headers, &body, Duration::from_secs(20)).message()
+}
+
+/// A report as a task, taking `seconds`.
+fn report_task(addr: std::net::SocketAddr, seconds: f64) -> Value {
+    stateless(
+        addr,
+        "tools/call",
+        "quarterly_report",
+        json!({"name": "quarterly_report", "arguments": {"quarter": 1, "seconds": seconds},
+            "_meta": tasks_meta()}),
+    )
+}
+
+#[test]
+fn twenty_thousand_tasks_never_lock_the_store_and_keep_the_server_under_100_mb() {
+    const TASKS: usize = 20_000;
+    const CLIENTS: usize = 4;
+    let mut command = std::process::Command::new(support::example_binary("report_task"));
+    command.args(["--port", "0"]).env("RUST_LOG", "warn");
+    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    let addr = server.addr();
+    let pid = server.pid();
+    let rss = move || support::rss_kib(pid).unwrap_or_default();
+    let sprayers: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut last = String::new();
+                for index in 0..TASKS / CLIENTS {
+                    let created = report_task(addr, 0.0);
+                    assert_eq!(
+                        created["result"]["resultType"],
+                        "task",
+                        "task {index}: every task is created: {}",
+                        cut(&created)
+                    );
+                    last = created["result"]["taskId"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned();
+                }
+                last
+            })
+        })
+        .collect();
+    let mut peak_kib = 0;
+    while !sprayers.iter().all(thread::JoinHandle::is_finished) {
+        peak_kib = rss().max(peak_kib);
+        thread::sleep(Duration::from_millis(50));
+    }
+    peak_kib = rss().max(peak_kib);
+    let newest: Vec<String> = sprayers
+        .into_iter()
+        .map(|sprayer| sprayer.join().expect("a sprayer"))
+        .collect();
+    eprintln!("{TASKS} tasks: peak RSS {peak_kib} KiB");
+    assert!(
+        peak_kib < SPRAY_RSS_BOUND_KIB,
+        "RSS peaked at {peak_kib} KiB under {TASKS} tasks (bound {SPRAY_RSS_BOUND_KIB} KiB)"
+    );
+    // The newest tasks are still there, with their results.
+    for id in &newest {
+        let got = stateless(
+            addr,
+            "tasks/get",
+            id,
+            json!({"taskId": id, "_meta": tasks_meta()}),
+        );
+        assert_eq!(got["result"]["status"], "completed", "{}", cut(&got));
+    }
+    // Another client, after the spray: its task is created.
+    let after = report_task(addr, 0.0);
+    assert_eq!(after["result"]["resultType"], "task", "{}", cut(&after));
+}
+
+/// A session of the conformance server whose client declared the tasks extension.
+fn tasks_session(addr: std::net::SocketAddr) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "clientInfo": {"name": "task-hog", "version": "1"}}});
+    let answer = support::post_mcp(addr, &[], &init.to_string(), Duration::from_secs(20));
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let session = answer
+        .header("mcp-session-id")
+        .unwrap_or_else(|| panic!("no session id: {answer:?}"))
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ready = support::post_mcp(
+        addr,
+        &[("Mcp-Session-Id", &session)],
+        &initialized.to_string(),
+        Duration::from_secs(20),
+    );
+    assert_eq!(ready.status, 202, "{ready:?}");
+    session
+}
+
+/// `slow_compute` taking `seconds`, in `session`: its answer.
+fn slow_compute(addr: std::net::SocketAddr, session: &str, id: usize, seconds: f64) -> Value {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "slow_compute", "arguments": {"seconds": seconds}}});
+    support::post_mcp(
+        addr,
+        &[("Mcp-Session-Id", session)],
+        &call.to_string(),
+        Duration::from_secs(20),
+    )
+    .message()
+}
+
+/// The id of the task an answer created, if it created one.
+fn created_task(answer: &Value) -> Option<&str> {
+    answer["result"]["taskId"].as_str()
+}
+
+#[test]
+fn one_session_cannot_take_every_task_and_its_extra_call_runs_as_an_ordinary_call() {
+    const PER_CALLER: usize = 100;
+    let mut command = std::process::Command::new(support::example_binary("conformance"));
+    command.args(["--port", "0"]).env("RUST_LOG", "warn");
+    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    let addr = server.addr();
+    let hog = tasks_session(addr);
+    for id in 0..PER_CALLER {
+        let answer = slow_compute(addr, &hog, id, 60.0);
+        assert!(
+            created_task(&answer).is_some(),
+            "task {id}: {}",
+            cut(&answer)
+        );
+    }
+    // Over its cap: the tool's tasking is optional, so the call runs as an ordinary call.
+    let extra = slow_compute(addr, &hog, PER_CALLER, 0.0);
+    assert!(created_task(&extra).is_none(), "{}", cut(&extra));
+    assert_eq!(
+        extra["result"]["content"][0]["text"],
+        "Computed after 0 seconds",
+        "{}",
+        cut(&extra)
+    );
+    // Another client still gets its task.
+    let other = tasks_session(addr);
+    let answer = slow_compute(addr, &other, 0, 0.0);
+    assert!(created_task(&answer).is_some(), "{}", cut(&answer));
+}

@@ -7,7 +7,7 @@
 //!
 //! - [`process`]: [`example_binary`] and [`package_binary`] (paths of the built binaries),
 //!   [`run_with_timeout`] (run a command to completion with a hard deadline, capturing
-//!   output, into a [`RunOutput`]), [`send_signal`]; pipes drained on threads and process
+//!   output, into a [`RunOutput`]), [`send_signal`], [`rss_kib`]; pipes drained on threads and process
 //!   groups killed for the other helpers.
 //! - [`http`]: [`HttpServer`] (a server process on a free port, killed on drop), [`raw_http`]
 //!   and [`try_raw_http`] (raw HTTP/1.1 exchanges, into a [`RawResponse`]).
@@ -42,7 +42,7 @@ pub(crate) use auth_server::AuthServer;
 pub(crate) use http::{HttpServer, RawResponse, mcp_headers, post_mcp, raw_http, try_raw_http};
 #[allow(unused_imports)]
 pub(crate) use process::{
-    RunOutput, example_binary, package_binary, run_with_timeout, send_signal,
+    RunOutput, example_binary, package_binary, rss_kib, run_with_timeout, send_signal,
 };
 #[allow(unused_imports)]
 pub(crate) use toolchains::{nginx, node_bin, path_with, python, redis_server, target_dir};

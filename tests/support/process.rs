@@ -239,3 +239,13 @@ pub(super) fn kill_tree(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The resident memory of process `pid` in KiB (`VmRSS`), or `None` once it is gone.
+pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+}

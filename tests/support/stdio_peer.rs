@@ -353,11 +353,6 @@ impl StdioPeer {
 
     /// The server's resident memory in KiB (Linux), read from `/proc`.
     pub(crate) fn rss_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kib| kib.parse().ok())
+        super::process::rss_kib(self.pid())
     }
 }

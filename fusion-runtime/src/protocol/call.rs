@@ -94,12 +94,24 @@ impl<C: Send + Sync + 'static> Server<C> {
             if !tasking.is_started_by_tool()
                 && let Some(origin) = origin.take()
             {
-                return match self.inner.tasks.start(work, cancel, input, origin).await {
-                    Ok(task) => Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
-                    Err(error) => refusal(error).map(CallToolResponse::Complete),
-                };
+                match (self.inner.tasks)
+                    .start(work, cancel.clone(), input.clone(), origin)
+                    .await
+                {
+                    Ok(task) => return Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
+                    // A full store runs a tool whose tasking is optional as an ordinary
+                    // call: the client waits for it instead of being locked out.
+                    Err(refused) if refused.is_full() && !tasking.is_required() => {
+                        tracing::info!(target: "fusion::tasks", tool = %request.name, reason = %refused.error, "the task store is full; the call runs as an ordinary call");
+                        work = refused.work;
+                    }
+                    Err(refused) => {
+                        return refusal(refused.error).map(CallToolResponse::Complete);
+                    }
+                }
+            } else {
+                input.allow_task();
             }
-            input.allow_task();
         }
         // Await: the round. Holds `work` (the pipeline's future, with its guards): a drop
         // here drops it, as a cancelled call.
@@ -136,7 +148,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 };
                 match self.inner.tasks.start(work, cancel, input, origin).await {
                     Ok(task) => Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
-                    Err(error) => refusal(error).map(CallToolResponse::Complete),
+                    Err(refused) => refusal(refused.error).map(CallToolResponse::Complete),
                 }
             }
             Step::Cancelled => Err(ErrorData::internal_error("the request was cancelled", None)),
@@ -159,6 +171,10 @@ impl<C: Send + Sync + 'static> Server<C> {
             tool: tool.to_owned(),
             arguments: args.clone(),
             owner: caller.subject().map(str::to_owned),
+            // The per-caller cap counts by subject, else by session; a stateless request
+            // names neither and is held by the store's total cap only.
+            requestor: (caller.subject().is_some() || caller.session_id().is_some())
+                .then(|| caller.caller_key()),
             claims: caller
                 .claims()
                 .map(|claims| Value::Object(claims.all().clone())),

@@ -9,7 +9,8 @@
 //! | `task-lease:<id>` | the runner's token, expiring with its lease |
 //! | `task-signals:<id>` | a hash: `cancel`, and `a:<key>` for each answer sent |
 //! | `tasks:working` | the ids of unfinished tasks (the sweepers read it) |
-//! | `tasks:index`, `tasks:owner:<sha256>` | ids by expiry, in all and per caller (the caps) |
+//! | `tasks:index` | ids by expiry (`+inf` while running): the total cap; when full, the task that finished first is forgotten |
+//! | `tasks:owner:<sha256>` | a caller's ids, by the end of their grace (`+inf` while running): the per-caller cap |
 //!
 //! and the channel `task-signals`, where a replica that sends a task a cancel or answers
 //! publishes its id. Each change is one Lua script (atomic); the scripts name keys built
@@ -35,15 +36,21 @@ use crate::{
 /// How long the subscription waits before connecting again after it failed.
 const RESUBSCRIBE: Duration = Duration::from_millis(500);
 
-/// Inserts a task held by its runner, within the caps. -1: full; -2: the caller is.
+/// Inserts a task held by its runner, within the caps. -1: full of running tasks; -2: the
+/// caller is full. A store full in all forgets the task that finished first.
 const INSERT: &str = r"
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[5])
-if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[6]) then return -1 end
 if ARGV[8] == '1' then
   redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', ARGV[5])
   if redis.call('ZCARD', KEYS[5]) >= tonumber(ARGV[7]) then return -2 end
-  redis.call('ZADD', KEYS[5], '+inf', ARGV[1])
 end
+if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[6]) then
+  local oldest = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', ARGV[9], 'LIMIT', 0, 1)
+  if #oldest == 0 then return -1 end
+  redis.call('ZREM', KEYS[4], oldest[1])
+  redis.call('DEL', ARGV[10] .. 'task:' .. oldest[1])
+end
+if ARGV[8] == '1' then redis.call('ZADD', KEYS[5], '+inf', ARGV[1]) end
 redis.call('ZADD', KEYS[4], '+inf', ARGV[1])
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
@@ -60,7 +67,7 @@ if ARGV[4] == '1' then
   redis.call('DEL', KEYS[2], KEYS[6])
   redis.call('SREM', KEYS[3], ARGV[1])
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
-  if ARGV[7] == '1' then redis.call('ZADD', KEYS[5], ARGV[5], ARGV[1]) end
+  if ARGV[7] == '1' then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[1]) end
 else
   redis.call('SET', KEYS[1], ARGV[2])
 end
@@ -82,8 +89,11 @@ return orphans";
 
 impl RedisStore {
     /// The most tasks kept at once: `total` in all, `per_caller` for one caller (an OAuth
-    /// subject); by default 10,000 and 100. A finished task counts until it expires
-    /// (`task_ttl`). A caller over its cap, or a store over its own, is refused.
+    /// subject, else a session); by default 10,000 and 100. A finished task counts
+    /// against its caller for [`FINISHED_GRACE`](crate::tasks::FINISHED_GRACE), and in
+    /// all until it expires (`task_ttl`) or, once the store is full, until it is the one
+    /// that finished first: it is then forgotten to make room. A caller over its cap, or a
+    /// store full of running tasks, is refused.
     pub fn task_limits(mut self, total: usize, per_caller: usize) -> Self {
         self.task_limits = (total.max(1), per_caller.max(1));
         self
@@ -93,10 +103,10 @@ impl RedisStore {
         format!("{}{kind}{id}", self.prefix)
     }
 
-    fn owner_key(&self, owner: Option<&str>) -> String {
+    fn owner_key(&self, requestor: Option<&str>) -> String {
         let mut key = format!("{}tasks:owner:", self.prefix);
-        if let Some(owner) = owner {
-            for byte in Sha256::digest(owner.as_bytes()) {
+        if let Some(requestor) = requestor {
+            for byte in Sha256::digest(requestor.as_bytes()) {
                 let _ = write!(key, "{byte:02x}");
             }
         }
@@ -115,7 +125,7 @@ impl RedisStore {
             .key(self.key("task-lease:", &record.id))
             .key(format!("{}tasks:working", self.prefix))
             .key(format!("{}tasks:index", self.prefix))
-            .key(self.owner_key(record.owner.as_deref()));
+            .key(self.owner_key(record.requestor.as_deref()));
         invocation
     }
 
@@ -123,6 +133,10 @@ impl RedisStore {
         format!("{}task-signals", self.prefix)
     }
 }
+
+/// A score above every expiry (Unix milliseconds) and below `+inf`: the index's finished
+/// tasks score below it.
+const FINISHED_BELOW: u64 = 1 << 53;
 
 /// A record as stored.
 fn record_json(record: &TaskRecord) -> Result<String, TaskStoreError> {
@@ -156,7 +170,10 @@ impl TaskStore for RedisStore {
                 .arg(crate::tasks::now_ms())
                 .arg(total)
                 .arg(per_caller)
-                .arg(if record.owner.is_some() { "1" } else { "0" })
+                .arg(if record.requestor.is_some() { "1" } else { "0" })
+                // Below `+inf` (running) and above any expiry: the finished ones.
+                .arg(FINISHED_BELOW)
+                .arg(&self.prefix)
                 .invoke_async(&mut self.connection.clone())
                 .await
                 .map_err(|error| unavailable(&error))?;
@@ -202,7 +219,13 @@ impl TaskStore for RedisStore {
                 .arg(if finished { "1" } else { "0" })
                 .arg(expires_at)
                 .arg(record.ttl_ms.max(1))
-                .arg(if record.owner.is_some() { "1" } else { "0" })
+                .arg(if record.requestor.is_some() { "1" } else { "0" })
+                // The caller's place is free after the grace, or when the record expires.
+                .arg(
+                    crate::tasks::now_ms()
+                        .saturating_add(millis(crate::tasks::FINISHED_GRACE))
+                        .min(expires_at),
+                )
                 .invoke_async(&mut self.connection.clone())
                 .await
                 .map_err(|error| unavailable(&error))?;

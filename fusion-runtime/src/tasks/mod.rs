@@ -55,8 +55,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use outcome::TaskOutcome;
 pub(crate) use store::now_ms;
 pub use store::{
-    MemoryTaskStore, SignalListener, StoreFull, TaskRecord, TaskSignal, TaskSignals, TaskStore,
-    TaskStoreError,
+    FINISHED_GRACE, MemoryTaskStore, SignalListener, StoreFull, TaskRecord, TaskSignal,
+    TaskSignals, TaskStore, TaskStoreError,
 };
 pub(crate) use takeover::Relaunch;
 
@@ -160,6 +160,7 @@ pub(crate) struct TaskOrigin {
     pub(crate) tool: String,
     pub(crate) arguments: Value,
     pub(crate) owner: Option<String>,
+    pub(crate) requestor: Option<String>,
     pub(crate) claims: Option<Value>,
     pub(crate) capabilities: Option<Value>,
     pub(crate) rerunnable: bool,
@@ -193,24 +194,28 @@ impl Tasks {
 
     /// Creates a task and starts `work` in the background; returns the task as created,
     /// once `tasks/get` finds it. `cancel` is the token `work`'s call watches; `input`
-    /// is where its questions wait (parked).
+    /// is where its questions wait (parked from then on). A task the store refuses hands
+    /// `work` back unstarted, for the caller to run as an ordinary call if it may.
     pub(crate) async fn start(
         &self,
         work: BoxFuture<'static, TaskOutcome>,
         cancel: CancellationToken,
         input: Arc<InputState>,
         origin: TaskOrigin,
-    ) -> Result<Task, TaskStoreError> {
+    ) -> Result<Task, NotStarted> {
         if !self.shared.accepting.load(Ordering::SeqCst) {
-            return Err(TaskStoreError::Unavailable(
-                "this replica is stopping and takes no new task".to_owned(),
-            ));
+            return Err(NotStarted {
+                error: TaskStoreError::Unavailable(
+                    "this replica is stopping and takes no new task".to_owned(),
+                ),
+                work,
+            });
         }
-        input.park();
         let mut record = TaskRecord::working(task_id(), self.ttl, self.poll_interval);
         record.tool = origin.tool;
         record.arguments = origin.arguments;
         record.owner = origin.owner;
+        record.requestor = origin.requestor;
         record.claims = origin.claims;
         record.capabilities = origin.capabilities;
         record.rerunnable = origin.rerunnable;
@@ -218,7 +223,10 @@ impl Tasks {
         // Await: the store's insert, which starts the runner's lease. A drop here drops
         // `work` unstarted (its guards were never taken); a record already inserted is an
         // orphan once the lease lapses, and is taken over or ended as any other.
-        self.shared.store.insert(record.clone(), &runner).await?;
+        if let Err(error) = self.shared.store.insert(record.clone(), &runner).await {
+            return Err(NotStarted { error, work });
+        }
+        input.park();
         let task = task_of(&record);
         runner::launch(
             &self.shared,
@@ -387,6 +395,32 @@ impl Tasks {
     }
 }
 
+/// A task the store refused, with its work, not started.
+pub(crate) struct NotStarted {
+    pub(crate) error: TaskStoreError,
+    pub(crate) work: BoxFuture<'static, TaskOutcome>,
+}
+
+impl std::fmt::Debug for NotStarted {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("NotStarted")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NotStarted {
+    /// Whether the store was full (in all or for the caller): a tool whose tasking is
+    /// optional then runs as an ordinary call instead of being refused.
+    pub(crate) fn is_full(&self) -> bool {
+        matches!(
+            self.error,
+            TaskStoreError::Full(_) | TaskStoreError::CallerFull(_)
+        )
+    }
+}
+
 /// What a task that could not be created answers: a `-32603` for a full store, as before;
 /// a transient `isError` result when the store is unreachable or this replica is stopping
 /// (the same call may work in a moment, perhaps on another replica).
@@ -465,6 +499,7 @@ mod tests {
             tool: "report".to_owned(),
             arguments: Value::Null,
             owner: owner.map(str::to_owned),
+            requestor: owner.map(|owner| format!("sub:{owner}")),
             claims: None,
             capabilities: None,
             rerunnable: true,
@@ -526,8 +561,9 @@ mod tests {
             .start(work, CancellationToken::new(), input(), origin(None))
             .await
             .expect_err("stopping");
-        assert!(matches!(refused, TaskStoreError::Unavailable(_)));
-        let answer = refusal(refused).expect("a result, not an error");
+        assert!(matches!(refused.error, TaskStoreError::Unavailable(_)));
+        assert!(!refused.is_full(), "not a full store: the call is refused");
+        let answer = refusal(refused.error).expect("a result, not an error");
         assert_eq!(answer.is_error, Some(true));
     }
 }
@@ -554,6 +590,7 @@ mod ending {
             tool: "t".to_owned(),
             arguments: Value::Null,
             owner: None,
+            requestor: None,
             claims: None,
             capabilities: None,
             rerunnable: false,

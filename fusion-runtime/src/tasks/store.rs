@@ -16,7 +16,7 @@ use rmcp::model::{InputRequests, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::future::BoxFuture;
+use crate::{future::BoxFuture, json_cost::json_bytes};
 
 /// One task as stored: what `tasks/get` reports. Serializable, so a shared store (a
 /// database, a cache) can keep it as JSON.
@@ -47,6 +47,10 @@ pub struct TaskRecord {
     /// reaches it; `None`: whoever knows the (unguessable) id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// Who asked for it, for the per-caller cap: `sub:<subject>` under OAuth, else
+    /// `session:<id>`; `None` when the call named neither (a stateless request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requestor: Option<String>,
     /// The tool called, as the client named it.
     #[serde(default)]
     pub tool: String,
@@ -89,6 +93,7 @@ impl TaskRecord {
             error: None,
             expires_at_ms: None,
             owner: None,
+            requestor: None,
             tool: String::new(),
             arguments: Value::Null,
             claims: None,
@@ -120,6 +125,13 @@ impl TaskRecord {
     /// Whether it ended and its time is up.
     pub fn is_expired(&self) -> bool {
         self.expires_at_ms.is_some_and(|at| at <= now_ms())
+    }
+
+    /// When it ended (Unix milliseconds), if it did.
+    pub fn finished_at_ms(&self) -> Option<u64> {
+        self.expires_at_ms
+            .map(|at| at.saturating_sub(self.ttl_ms))
+            .filter(|_| self.is_finished())
     }
 }
 
@@ -262,44 +274,130 @@ pub trait TaskStore: Send + Sync + 'static {
     }
 }
 
-/// The in-process store: at most `capacity` tasks; a finished task is forgotten one TTL
-/// after it ends.
+/// How long a finished task whose result nobody read still counts against its caller's
+/// cap: a client that polls gets its result within this, and a client that never polls
+/// cannot hold its place for the whole TTL.
+pub const FINISHED_GRACE: Duration = Duration::from_secs(10);
+
+/// The in-process store, bounded three ways:
+/// - at most `capacity` tasks in all: when full, the task that finished first is forgotten
+///   to make room (before its TTL); only a store full of running tasks refuses a new one;
+/// - at most `per_caller` tasks held by one caller (an OAuth subject, else a session):
+///   running ones, and finished ones until their result is read or for
+///   [`FINISHED_GRACE`];
+/// - at most `max_bytes` of records (arguments and results), finished ones forgotten
+///   first in the same way.
+///
+/// A finished task is forgotten one TTL after it ends, if nothing made room before.
 pub struct MemoryTaskStore {
     capacity: usize,
-    records: Mutex<HashMap<String, TaskRecord>>,
+    per_caller: usize,
+    max_bytes: usize,
+    records: Mutex<HashMap<String, Kept>>,
+}
+
+/// A record as kept, with what it costs and whether its result was read.
+struct Kept {
+    record: TaskRecord,
+    bytes: usize,
+    read: bool,
+}
+
+impl Kept {
+    fn new(record: TaskRecord) -> Self {
+        let bytes = record_bytes(&record);
+        Self {
+            record,
+            bytes,
+            read: false,
+        }
+    }
+
+    /// Whether it counts against its caller's cap at `now`.
+    fn holds_a_place(&self, now: u64) -> bool {
+        match self.record.finished_at_ms() {
+            None => true,
+            Some(at) => !self.read && now < at.saturating_add(millis(FINISHED_GRACE)),
+        }
+    }
 }
 
 impl MemoryTaskStore {
     /// The default capacity: 1,000 tasks.
     pub const DEFAULT_CAPACITY: usize = 1_000;
+    /// The default cap per caller: 100 tasks.
+    pub const DEFAULT_PER_CALLER: usize = 100;
+    /// The default bound on what records take: 64 MiB.
+    pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 
-    /// A store of at most `capacity` tasks.
+    /// A store of at most `capacity` tasks, with the default cap per caller and bytes.
     ///
     /// ```
     /// use fusion_runtime::tasks::{MemoryTaskStore, TaskRecord, TaskStore};
     /// use std::time::Duration;
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = MemoryTaskStore::new(1);
+    /// let store = MemoryTaskStore::new(1).per_caller(10).max_bytes(1 << 20);
     /// let ttl = Duration::from_secs(60);
     /// // The runner's token: a store of one process has no leases and ignores it.
     /// store.insert(TaskRecord::working("a", ttl, ttl), "runner").await.unwrap();
+    /// // Full of running tasks: the next is refused.
     /// assert!(store.insert(TaskRecord::working("b", ttl, ttl), "runner").await.is_err());
     /// assert!(store.get("a").await.unwrap().is_some());
     /// # });
     /// ```
     pub fn new(capacity: usize) -> Self {
         Self {
-            capacity,
+            capacity: capacity.max(1),
+            per_caller: Self::DEFAULT_PER_CALLER,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
             records: Mutex::new(HashMap::new()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskRecord>> {
+    /// At most `tasks` held by one caller at once (at least 1).
+    pub fn per_caller(mut self, tasks: usize) -> Self {
+        self.per_caller = tasks.max(1);
+        self
+    }
+
+    /// Records (their arguments and results, as their JSON text would take) up to
+    /// `bytes`; finished ones are forgotten first to stay within it.
+    pub fn max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes;
+        self
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Kept>> {
         // Nothing panics while holding it; a poisoned map is still consistent.
         self.records
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Forgets the tasks that finished first until `records` has room for one more task
+    /// of `bytes` (none when `bytes` is 0 and only the byte bound is to be held); `false`
+    /// when only running tasks are left and there is still no room.
+    fn make_room(&self, records: &mut HashMap<String, Kept>, adding: Option<usize>) -> bool {
+        let extra = adding.unwrap_or(0);
+        let count_limit = if adding.is_some() {
+            self.capacity - 1
+        } else {
+            self.capacity
+        };
+        let mut total: usize = records.values().map(|kept| kept.bytes).sum();
+        while records.len() > count_limit || total.saturating_add(extra) > self.max_bytes {
+            let oldest = records
+                .iter()
+                .filter_map(|(id, kept)| Some((kept.record.finished_at_ms()?, id)))
+                .min()
+                .map(|(_, id)| id.clone());
+            let Some(kept) = oldest.and_then(|id| records.remove(&id)) else {
+                return false;
+            };
+            total = total.saturating_sub(kept.bytes);
+        }
+        true
     }
 }
 
@@ -316,22 +414,38 @@ impl TaskStore for MemoryTaskStore {
         _runner: &'a str,
     ) -> BoxFuture<'a, Result<(), TaskStoreError>> {
         let mut records = self.lock();
-        records.retain(|_, record| !record.is_expired());
-        let inserted = if records.len() >= self.capacity {
+        records.retain(|_, kept| !kept.record.is_expired());
+        let now = now_ms();
+        let caller_full = record.requestor.as_ref().is_some_and(|requestor| {
+            let held = records
+                .values()
+                .filter(|kept| kept.record.requestor.as_ref() == Some(requestor))
+                .filter(|kept| kept.holds_a_place(now))
+                .count();
+            held >= self.per_caller
+        });
+        let kept = Kept::new(record);
+        let inserted = if caller_full {
+            Err(TaskStoreError::CallerFull(self.per_caller))
+        } else if !self.make_room(&mut records, Some(kept.bytes)) {
             Err(StoreFull(self.capacity).into())
         } else {
-            records.insert(record.id.clone(), record);
+            records.insert(kept.record.id.clone(), kept);
             Ok(())
         };
         Box::pin(std::future::ready(inserted))
     }
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, TaskStoreError>> {
-        let found = self
-            .lock()
-            .get(id)
-            .filter(|record| !record.is_expired())
-            .cloned();
+        let mut records = self.lock();
+        let found = records
+            .get_mut(id)
+            .filter(|kept| !kept.record.is_expired())
+            .map(|kept| {
+                // A finished task read: its caller's place is free again.
+                kept.read |= kept.record.is_finished();
+                kept.record.clone()
+            });
         Box::pin(std::future::ready(Ok(found)))
     }
 
@@ -340,15 +454,40 @@ impl TaskStore for MemoryTaskStore {
         record: TaskRecord,
         _runner: &'a str,
     ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
-        let kept = match self.lock().get_mut(&record.id) {
+        let mut records = self.lock();
+        let kept = match records.get_mut(&record.id) {
             Some(stored) => {
-                *stored = record;
+                let read = stored.read;
+                *stored = Kept::new(record);
+                stored.read = read;
                 true
             }
             None => false,
         };
+        // A result may have grown the records past the byte bound.
+        self.make_room(&mut records, None);
         Box::pin(std::future::ready(Ok(kept)))
     }
+}
+
+/// What a record costs in memory: its arguments, result, error and claims, plus its
+/// fixed fields.
+fn record_bytes(record: &TaskRecord) -> usize {
+    const FIXED: usize = 512;
+    let optional = |value: &Option<Value>| value.as_ref().map_or(0, json_bytes);
+    FIXED
+        + record.id.len()
+        + record.tool.len()
+        + record.status_message.as_ref().map_or(0, String::len)
+        + json_bytes(&record.arguments)
+        + optional(&record.result)
+        + optional(&record.error)
+        + optional(&record.claims)
+        + optional(&record.capabilities)
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -367,6 +506,19 @@ fn now_rfc3339() -> String {
 mod tests {
     use super::*;
 
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    fn record(id: &str, requestor: Option<&str>) -> TaskRecord {
+        let mut record = TaskRecord::working(id, MINUTE, MINUTE);
+        record.requestor = requestor.map(str::to_owned);
+        record
+    }
+
+    async fn finish(store: &MemoryTaskStore, mut record: TaskRecord, result: Value) {
+        record.finish(TaskStatus::Completed, Some(result), None);
+        assert_eq!(store.update(record, "r").await, Ok(true));
+    }
+
     #[tokio::test]
     async fn finished_tasks_expire_and_free_their_place() {
         let store = MemoryTaskStore::new(1);
@@ -382,5 +534,85 @@ mod tests {
             )
             .await
             .expect("the expired task made room");
+    }
+
+    #[tokio::test]
+    async fn a_full_store_forgets_the_task_that_finished_first_and_refuses_only_when_all_run() {
+        let store = MemoryTaskStore::new(3);
+        for id in ["a", "b", "c"] {
+            store.insert(record(id, None), "r").await.expect("room");
+        }
+        assert_eq!(
+            store.insert(record("d", None), "r").await,
+            Err(TaskStoreError::Full(StoreFull(3))),
+            "three running"
+        );
+        finish(&store, record("b", None), serde_json::json!({})).await;
+        // Ends are kept to the millisecond: "a" ends in a later one.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        finish(&store, record("a", None), serde_json::json!({})).await;
+        store
+            .insert(record("d", None), "r")
+            .await
+            .expect("room made");
+        assert_eq!(store.get("b").await, Ok(None), "finished first, forgotten");
+        assert!(store.get("a").await.expect("in memory").is_some(), "kept");
+        assert!(
+            store.get("c").await.expect("in memory").is_some(),
+            "running"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_caller_holds_its_running_tasks_and_its_unread_results_only() {
+        let store = MemoryTaskStore::new(100).per_caller(2);
+        let alice = Some("sub:alice");
+        store.insert(record("a1", alice), "r").await.expect("first");
+        store
+            .insert(record("a2", alice), "r")
+            .await
+            .expect("second");
+        assert_eq!(
+            store.insert(record("a3", alice), "r").await,
+            Err(TaskStoreError::CallerFull(2))
+        );
+        store
+            .insert(record("b1", Some("sub:bob")), "r")
+            .await
+            .expect("bob is not alice");
+        store
+            .insert(record("n1", None), "r")
+            .await
+            .expect("no caller");
+        // Finished and unread: still hers, for the grace.
+        finish(&store, record("a1", alice), serde_json::json!({})).await;
+        assert!(store.insert(record("a3", alice), "r").await.is_err());
+        // Read: her place is free again, and the result still there.
+        assert!(store.get("a1").await.expect("in memory").is_some());
+        store.insert(record("a3", alice), "r").await.expect("freed");
+        assert!(store.get("a1").await.expect("in memory").is_some());
+    }
+
+    #[tokio::test]
+    async fn records_are_bounded_by_bytes_finished_ones_going_first() {
+        let store = MemoryTaskStore::new(100).max_bytes(10_000);
+        let big = serde_json::json!({"text": "x".repeat(4_000)});
+        for id in ["a", "b"] {
+            store.insert(record(id, None), "r").await.expect("room");
+            finish(&store, record(id, None), big.clone()).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        store.insert(record("c", None), "r").await.expect("room");
+        finish(&store, record("c", None), big.clone()).await;
+        assert_eq!(store.get("a").await, Ok(None), "the oldest result went");
+        assert!(store.get("c").await.expect("in memory").is_some());
+        let total: usize = store.lock().values().map(|kept| kept.bytes).sum();
+        assert!(total <= 10_000, "{total} bytes kept");
+        let mut huge = record("h", None);
+        huge.arguments = serde_json::json!("y".repeat(20_000));
+        assert!(
+            matches!(store.insert(huge, "r").await, Err(TaskStoreError::Full(_))),
+            "a task over the whole bound is refused"
+        );
     }
 }
