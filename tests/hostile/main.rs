@@ -9,6 +9,8 @@
 //! - `http`: duplicate `Host`, slowloris, connection and session caps, body limits (413),
 //!   unknown sessions (404), duplicate ids, calls that outlive their clients, file
 //!   descriptors running out.
+//! - `log_flood`: megabytes of client input reach stderr as kilobytes, over both
+//!   transports, with rmcp logging every message.
 //! - `stores`: stores a client can grow (idempotency keys, tasks), sprayed until they
 //!   would outgrow the process, each held to its memory bound.
 //! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
@@ -20,5 +22,6 @@ mod support;
 
 mod http;
 mod inputs;
+mod log_flood;
 mod stdio;
 mod stores;

@@ -343,8 +343,9 @@ pub(crate) struct SinkWriter(pub(crate) Arc<Sink>);
 
 impl Write for SinkWriter {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        // tracing-subscriber writes each event with one `write_all` of the whole line.
-        self.0.push(bytes);
+        // tracing-subscriber writes each event with one `write_all` of the whole line; a
+        // line quoting a client at length is cut first.
+        self.0.push(&super::line_cut::bounded(bytes));
         Ok(bytes.len())
     }
 
