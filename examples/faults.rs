@@ -52,6 +52,17 @@ const USAGE: cli::Usage = cli::Usage {
             "with --http: how long a request's headers may take",
         ),
         ("--max-connections", "N", "with --http: connections at once"),
+        (
+            "--max-connections-per-peer",
+            "N",
+            "with --http: connections at once from one address",
+        ),
+        ("--max-streams", "N", "with --http: event streams at once"),
+        (
+            "--max-streams-per-session",
+            "N",
+            "with --http: event streams at once in one session",
+        ),
         ("--max-sessions", "N", "with --http: sessions at once"),
         (
             "--session-idle-ms",
@@ -181,6 +192,15 @@ fn http_options(args: &[String]) -> Option<Result<fusion_runtime::HttpOptions, S
         }
         if let Some(n) = number("--max-connections")? {
             options = options.max_connections(count(n));
+        }
+        if let Some(n) = number("--max-connections-per-peer")? {
+            options = options.max_connections_per_peer(count(n));
+        }
+        if let Some(n) = number("--max-streams")? {
+            options = options.max_streams(count(n));
+        }
+        if let Some(n) = number("--max-streams-per-session")? {
+            options = options.max_streams_per_session(count(n));
         }
         if let Some(n) = number("--max-sessions")? {
             options = options.max_sessions(count(n));

@@ -13,6 +13,8 @@
 //!   transports, with rmcp logging every message.
 //! - `stores`: stores a client can grow (idempotency keys, tasks), sprayed until they
 //!   would outgrow the process, each held to its memory bound.
+//! - `streams`: idle event streams from one peer starve neither the probes nor other
+//!   clients; a session holds two, the server a bounded number.
 //! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
 //!   bounded inputs only, secrets of every length that never leak into messages, `_meta` or
 //!   logs.
@@ -25,3 +27,4 @@ mod inputs;
 mod log_flood;
 mod stdio;
 mod stores;
+mod streams;

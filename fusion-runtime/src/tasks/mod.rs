@@ -53,6 +53,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use outcome::TaskOutcome;
+#[cfg(feature = "redis")]
 pub(crate) use store::now_ms;
 pub use store::{
     FINISHED_GRACE, MemoryTaskStore, SignalListener, StoreFull, TaskRecord, TaskSignal,

@@ -24,6 +24,7 @@ mod literals;
 mod options;
 mod session_entry;
 mod sessions;
+mod streams;
 
 use std::{
     net::SocketAddr,
@@ -170,6 +171,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let limits = ConnLimits {
             header_read_timeout: options.header_read_timeout,
             max_connections: options.max_connections,
+            max_connections_per_peer: options.effective_connections_per_peer(),
         };
         let mut serving = tokio::spawn(conn::serve(listener, front, limits, stop.clone()));
         let url = url_of(bound, &options.path);
@@ -341,6 +343,10 @@ impl<C: Send + Sync + 'static> Server<C> {
             direct: Some(self.direct_calls(options)),
             reaper: std::sync::Once::new(),
             session_prefix: options.session_prefix.clone(),
+            streams: streams::StreamBudget::new(
+                options.effective_max_streams(),
+                options.max_streams_per_session,
+            ),
             #[cfg(feature = "oauth")]
             oauth,
         });

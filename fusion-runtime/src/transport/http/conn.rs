@@ -3,9 +3,16 @@
 //! (hyper's `header_read_timeout`, which also closes a keep-alive connection that sends
 //! no next request in that time), and at most `max_connections` connections are served
 //! at once: at the cap the loop stops accepting, so new connections wait in the kernel's
-//! backlog until one closes, instead of costing a file descriptor each.
+//! backlog until one closes, instead of costing a file descriptor each. One peer (an IP
+//! address) holds at most `max_connections_per_peer` of them (issue 35): its connections
+//! over that are closed at once, so that one client cannot take them all.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    net::IpAddr,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use hyper::{server::conn::http1, service::service_fn};
 use hyper_util::{
@@ -22,6 +29,45 @@ use super::front::FrontDoor;
 pub(super) struct ConnLimits {
     pub(super) header_read_timeout: Duration,
     pub(super) max_connections: usize,
+    pub(super) max_connections_per_peer: usize,
+}
+
+/// The connections each peer holds now.
+#[derive(Default)]
+struct Peers(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's count in [`Peers`], given back on drop.
+struct PeerSlot {
+    peers: Arc<Peers>,
+    peer: IpAddr,
+}
+
+impl Peers {
+    /// A slot for one more connection of `peer`, unless it holds `max` already.
+    fn take(self: &Arc<Self>, peer: IpAddr, max: usize) -> Option<PeerSlot> {
+        let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = held.entry(peer).or_default();
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(PeerSlot {
+            peers: Arc::clone(self),
+            peer,
+        })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut held = self.peers.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&self.peer) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.peer);
+            }
+        }
+    }
 }
 
 /// How long the loop waits after `accept` fails for want of resources (no file
@@ -40,6 +86,7 @@ pub(super) async fn serve(
 ) {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let peers = Arc::new(Peers::default());
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -58,12 +105,17 @@ pub(super) async fn serve(
             accepted = listener.accept() => accepted,
             () = stop.cancelled() => break,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => {
+        let (stream, peer_slot) = match accepted {
+            Ok((stream, peer)) => {
                 if let Some(since) = starved_since.take() {
                     tracing::info!(target: "fusion::server", starved_ms = since.elapsed().as_millis() as u64, "accepting connections again");
                 }
-                stream
+                let Some(peer_slot) = peers.take(peer.ip(), limits.max_connections_per_peer) else {
+                    // Closed at once (the stream is dropped): this peer holds its share.
+                    tracing::debug!(target: "fusion::server", peer = %peer.ip(), "a connection was closed: its peer holds as many as one may");
+                    continue;
+                };
+                (stream, peer_slot)
             }
             Err(error) => {
                 // A connection reset before it was accepted concerns that peer only.
@@ -95,8 +147,9 @@ pub(super) async fn serve(
         );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
-            // The slot is held for the connection's whole life and given back on drop.
+            // The slots are held for the connection's whole life and given back on drop.
             let _slot = slot;
+            let _peer_slot = peer_slot;
             if let Err(error) = connection.await {
                 tracing::debug!(target: "fusion::server", %error, "connection ended with an error");
             }

@@ -43,6 +43,8 @@ pub(super) struct HttpState {
     /// What this replica's session ids start with on the wire
     /// (`HttpOptions::session_prefix`).
     pub(super) session_prefix: Option<String>,
+    /// The places of the sessions' event streams (`streams.rs`).
+    pub(super) streams: Arc<super::streams::StreamBudget>,
 }
 
 impl HttpState {
@@ -231,7 +233,7 @@ pub(super) async fn guard(
     } else {
         let post = match check(&state, request).await {
             Ok(Checked::Post(post)) => post,
-            Ok(Checked::Other(request)) => return pass_on_other(request, next).await,
+            Ok(Checked::Other(request)) => return pass_on_other(&state, request, next).await,
             Err(refusal) => return refusal,
         };
         match serve_direct(&state, post).await {
@@ -242,8 +244,22 @@ pub(super) async fn guard(
     pass_on(&state, post, |request| next.run(request)).await
 }
 
-/// A request that is not a POST, once checked, to rmcp.
-async fn pass_on_other(request: Request, next: Next) -> Response {
+/// A request that is not a POST, once checked, to rmcp. A session's `GET` (an event
+/// stream) first takes a place in the stream budget, which its body then holds.
+async fn pass_on_other(state: &HttpState, request: Request, next: Next) -> Response {
+    if request.method() == Method::GET
+        && let Some(session) = session_of(request.headers())
+    {
+        let ticket = match state.streams.open(session) {
+            Ok(ticket) => ticket,
+            Err(full) => return full.into_response(),
+        };
+        let response = next.run(request).await;
+        if !super::streams::is_event_stream(&response) {
+            return response;
+        }
+        return ticket.hold(response);
+    }
     if request.method() == Method::DELETE {
         // rmcp ends a session with 202; the Python SDK expects 200 or 204 (and logs a
         // warning otherwise), and nothing is left to accept.

@@ -35,6 +35,9 @@ pub struct HttpConfigError(pub(super) String);
 /// |---|---|---|
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | the connection closes |
 /// | [`max_connections`](Self::max_connections) | 512 | new connections wait, unaccepted |
+/// | [`max_connections_per_peer`](Self::max_connections_per_peer) | a quarter of `max_connections` | the peer's new connections are closed at once |
+/// | [`max_streams`](Self::max_streams) | half of `max_connections` | a new `GET` event stream gets `503` with `Retry-After` |
+/// | [`max_streams_per_session`](Self::max_streams_per_session) | 2 | the session's oldest event stream ends |
 /// | [`max_sessions`](Self::max_sessions) | 1024 | `initialize` gets `503` |
 /// | [`session_idle_timeout`](Self::session_idle_timeout) | 10 min | the session ends (then `404`) |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 32 | the request waits its turn in the session's queue |
@@ -96,6 +99,9 @@ pub struct HttpOptions {
     pub(super) sse_keep_alive: Option<Duration>,
     pub(super) header_read_timeout: Duration,
     pub(super) max_connections: usize,
+    pub(super) max_connections_per_peer: Option<usize>,
+    pub(super) max_streams: Option<usize>,
+    pub(super) max_streams_per_session: usize,
     pub(super) max_sessions: usize,
     pub(super) session_idle_timeout: Option<Duration>,
     pub(super) max_calls_per_session: usize,
@@ -124,6 +130,9 @@ impl std::fmt::Debug for HttpOptions {
             .field("sse_keep_alive", &self.sse_keep_alive)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("max_connections", &self.max_connections)
+            .field("max_connections_per_peer", &self.max_connections_per_peer)
+            .field("max_streams", &self.max_streams)
+            .field("max_streams_per_session", &self.max_streams_per_session)
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_calls_per_session", &self.max_calls_per_session)
@@ -163,6 +172,9 @@ impl Default for HttpOptions {
             sse_keep_alive: Some(Duration::from_secs(15)),
             header_read_timeout: Duration::from_secs(10),
             max_connections: 512,
+            max_connections_per_peer: None,
+            max_streams: None,
+            max_streams_per_session: 2,
             max_sessions: 1024,
             session_idle_timeout: Some(Duration::from_secs(600)),
             max_calls_per_session: 32,
@@ -354,6 +366,71 @@ impl HttpOptions {
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections.max(1);
         self
+    }
+
+    /// The most connections one peer (an IP address) may hold at once; by default a
+    /// quarter of [`max_connections`](Self::max_connections), at least 1. A new connection
+    /// over it is closed at once, so that one client cannot take every connection and
+    /// starve the others and the health probes.
+    ///
+    /// Behind a proxy every client shares the proxy's address: raise this to
+    /// `max_connections` there, and bound clients at the proxy.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// // Behind nginx: one peer, the proxy.
+    /// let options = HttpOptions::default().max_connections(1024).max_connections_per_peer(1024);
+    /// # drop(options);
+    /// ```
+    pub fn max_connections_per_peer(mut self, connections: usize) -> Self {
+        self.max_connections_per_peer = Some(connections.max(1));
+        self
+    }
+
+    /// The most event streams open at once: the sessions' `GET` streams and their
+    /// resumptions (`Last-Event-ID`). By default half of
+    /// [`max_connections`](Self::max_connections), at least 1. A stream holds its
+    /// connection for as long as the client keeps it, and keep-alive pings keep it from
+    /// timing out; below the connection cap, streams alone cannot fill it. A new stream
+    /// over it gets `503 Service Unavailable` with `Retry-After`.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_streams(100);
+    /// # drop(options);
+    /// ```
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.max_streams = Some(streams.max(1));
+        self
+    }
+
+    /// The most event streams one session may hold (2 by default, at least 1): a new one
+    /// over it ends the session's oldest, so a client that reconnects gets its stream, and
+    /// one that opens streams in a loop only replaces its own.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_streams_per_session(1);
+    /// # drop(options);
+    /// ```
+    pub fn max_streams_per_session(mut self, streams: usize) -> Self {
+        self.max_streams_per_session = streams.max(1);
+        self
+    }
+
+    /// The connections one peer may hold, as configured or by default.
+    pub(super) fn effective_connections_per_peer(&self) -> usize {
+        self.max_connections_per_peer
+            .unwrap_or(self.max_connections / 4)
+            .max(1)
+    }
+
+    /// The streams open at once, as configured or by default.
+    pub(super) fn effective_max_streams(&self) -> usize {
+        self.max_streams.unwrap_or(self.max_connections / 2).max(1)
     }
 
     /// The most sessions open at once (1024 by default); over it, an `initialize` gets
