@@ -674,7 +674,9 @@ fn calls_over_a_sessions_cap_wait_their_turn_and_a_full_queue_gets_429_with_the_
 /// call gets its own answer, none is refused, none is answered twice.
 #[test]
 fn a_session_with_256_calls_at_once_answers_every_one() {
-    let server = faults(&[]);
+    // The session's queue is under test, not the cap on one peer's connections (half of
+    // the 512 by default): every caller here is 127.0.0.1.
+    let server = faults(&["--max-connections-per-peer", "512"]);
     let session = open_session(&server);
     let addr = server.addr();
     let callers: Vec<_> = (1000..1256)
@@ -900,4 +902,56 @@ fn running_out_of_file_descriptors_neither_crashes_nor_spins_and_serving_resumes
         server.stderr()
     );
     assert!(!server.stderr().contains("panicked"), "{}", server.stderr());
+}
+
+#[test]
+fn a_request_whose_params_rmcp_cannot_read_gets_invalid_params_with_its_id() {
+    let server = faults(&[]);
+    let session = open_session(&server);
+    let cases = [
+        (
+            7,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[]}"#,
+        ),
+        (
+            8,
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/list","params":[1]}"#,
+        ),
+        (
+            9,
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud800"}}}"#,
+        ),
+        (
+            10,
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"text":1e999999}}}"#,
+        ),
+        (
+            11,
+            r#"{"jsonrpc":"2.0","id":11,"method":"tools/list","params":{"cursor":-1e400}}"#,
+        ),
+    ];
+    for (id, body) in cases {
+        let answer = post_to(server.addr(), Some(&session), body, REQUEST);
+        assert_eq!(answer.status, 400, "{body}: {answer:?}");
+        let message = answer.message();
+        assert_eq!(
+            message["id"], id,
+            "{body}: the answer carries the id: {message}"
+        );
+        assert_eq!(message["error"]["code"], -32602, "{body}: {message}");
+        assert!(
+            message["error"]["message"]
+                .as_str()
+                .is_some_and(|text| text.contains("Invalid params")),
+            "{body}: {message}"
+        );
+    }
+    // The session serves on.
+    let answer = post_to(
+        server.addr(),
+        Some(&session),
+        &call(12, "echo", r#"{"text":"ok"}"#),
+        REQUEST,
+    );
+    assert!(answer.body.contains("\"ok\""), "{answer:?}");
 }

@@ -4,6 +4,11 @@
 //! client must still get its one answer: the pipeline catches the unwind, turns it into an
 //! internal failure, and logs the panic message under a correlation id that the model's
 //! message repeats, so a person can find the details.
+//!
+//! That needs unwinding. A binary built with `panic = "abort"` (a Cargo profile's
+//! `panic` setting) has no unwind to catch: a tool's panic ends the whole process, and
+//! every call in flight with it. Serving such a binary says so on stderr, once, at start-up
+//! ([`warn_if_panics_abort`]).
 
 use std::{
     any::Any,
@@ -14,6 +19,27 @@ use std::{
 };
 
 use futures_util::FutureExt as _;
+
+/// Says loudly, once a process, that panics cannot be contained when this build aborts
+/// on panic (`cfg(panic = "abort")`); nothing otherwise. Called as a transport starts.
+pub(crate) fn warn_if_panics_abort() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    if let Some(warning) = abort_warning(cfg!(panic = "abort")) {
+        WARNED.call_once(|| {
+            eprintln!("{warning}");
+            tracing::error!(target: "fusion::server", panic_strategy = "abort", "{warning}");
+        });
+    }
+}
+
+/// The warning for a build whose panics abort.
+fn abort_warning(aborts: bool) -> Option<&'static str> {
+    aborts.then_some(
+        "fusion: WARNING: this binary is built with panic = \"abort\": a tool that panics \
+         ends the whole process, with every call in flight, instead of answering isError. \
+         Build with panic = \"unwind\" (Cargo's default) for fusion to contain panics.",
+    )
+}
 
 /// Runs `future` behind the panic boundary: a panic becomes `Err` with its message.
 pub(crate) async fn catch<F: Future>(future: F) -> Result<F::Output, String> {
@@ -153,6 +179,15 @@ impl CorrelationText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_build_that_aborts_on_panic_is_warned_about() {
+        assert_eq!(abort_warning(false), None);
+        let warning = abort_warning(true).expect("a warning");
+        assert!(warning.contains("panic = \"abort\"") && warning.contains("isError"));
+        // This test binary unwinds (the test harness needs it): no warning here.
+        assert_eq!(abort_warning(cfg!(panic = "abort")), None);
+    }
 
     #[test]
     fn panic_payloads_become_text() {

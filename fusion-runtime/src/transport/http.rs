@@ -192,6 +192,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             self.name(),
             self.version()
         );
+        crate::failure::panic::warn_if_panics_abort();
         let mut signals = Signals::install();
         let code = tokio::select! {
             signal = signals.next() => {

@@ -78,6 +78,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             transport = if legacy { "stdio (rmcp)" } else { "stdio" },
             "serving"
         );
+        crate::failure::panic::warn_if_panics_abort();
         self.start_tasks();
         if legacy {
             return serve_exit_code(rmcp::serve_server(self, rmcp::transport::stdio_pipes()).await)

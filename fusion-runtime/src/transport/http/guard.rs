@@ -17,6 +17,7 @@ use axum::{
 };
 
 use super::{
+    super::decode::{Decoded, decode_line},
     body::collect_limited,
     hosts::{AllowedHosts, bad_request, bearer_matches, check_host, check_origin, normalize_host},
     literals::record_number_literals,
@@ -393,6 +394,8 @@ where
     }
     // One JSON-RPC message (not a batch): rmcp's SSE answer to it may become JSON.
     let single = bytes.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{');
+    // Kept (a reference count, not a copy) to answer a request rmcp refuses with its id.
+    let sent = bytes.clone();
     let bytes = if json_body {
         let recorded = record_number_literals(bytes);
         parts
@@ -416,8 +419,20 @@ where
         sessions.bind_owner(created, subject);
     }
     // rmcp answers JSON that is not a JSON-RPC message with 415, as if the media type
-    // were wrong; say what is wrong instead.
+    // were wrong; say what is wrong instead, with the request's id when it has one, as
+    // stdio does (params that do not fit a known method: `-32602`).
     if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        if single && let Decoded::Reply(reply) = decode_line(&sent) {
+            return (
+                StatusCode::BAD_REQUEST,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                serde_json::to_string(&reply).unwrap_or_default(),
+            )
+                .into_response();
+        }
         return jsonrpc_error(
             StatusCode::BAD_REQUEST,
             -32600,

@@ -35,7 +35,7 @@ pub struct HttpConfigError(pub(super) String);
 /// |---|---|---|
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | the connection closes |
 /// | [`max_connections`](Self::max_connections) | 512 | new connections wait, unaccepted |
-/// | [`max_connections_per_peer`](Self::max_connections_per_peer) | a quarter of `max_connections` | the peer's new connections are closed at once |
+/// | [`max_connections_per_peer`](Self::max_connections_per_peer) | half of `max_connections` | the peer's new connections are closed at once |
 /// | [`max_streams`](Self::max_streams) | half of `max_connections` | a new `GET` event stream gets `503` with `Retry-After` |
 /// | [`max_streams_per_session`](Self::max_streams_per_session) | 2 | the session's oldest event stream ends |
 /// | [`max_sessions`](Self::max_sessions) | 1024 | `initialize` gets `503` |
@@ -368,10 +368,10 @@ impl HttpOptions {
         self
     }
 
-    /// The most connections one peer (an IP address) may hold at once; by default a
-    /// quarter of [`max_connections`](Self::max_connections), at least 1. A new connection
-    /// over it is closed at once, so that one client cannot take every connection and
-    /// starve the others and the health probes.
+    /// The most connections one peer (an IP address) may hold at once; by default half of
+    /// [`max_connections`](Self::max_connections), at least 1. A new connection over it is
+    /// closed at once, so that one client cannot take every connection and starve the
+    /// others and the health probes.
     ///
     /// Behind a proxy every client shares the proxy's address: raise this to
     /// `max_connections` there, and bound clients at the proxy.
@@ -424,7 +424,7 @@ impl HttpOptions {
     /// The connections one peer may hold, as configured or by default.
     pub(super) fn effective_connections_per_peer(&self) -> usize {
         self.max_connections_per_peer
-            .unwrap_or(self.max_connections / 4)
+            .unwrap_or(self.max_connections / 2)
             .max(1)
     }
 
