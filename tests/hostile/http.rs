@@ -955,3 +955,66 @@ fn a_request_whose_params_rmcp_cannot_read_gets_invalid_params_with_its_id() {
     );
     assert!(answer.body.contains("\"ok\""), "{answer:?}");
 }
+
+#[test]
+fn at_256_open_files_300_half_sent_connections_leave_room_for_another_client() {
+    // The child gets a limit of 256 open files, as a small container would.
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", "ulimit -n 256 && exec \"$0\" \"$@\""])
+        .arg(support::example_binary("faults"))
+        .args(["--http", "0"])
+        .env("RUST_LOG", "info");
+    let server = HttpServer::start(command, START);
+    let addr = server.addr();
+    // Half-sent requests from 127.0.0.1 that never finish their headers.
+    let flood: Vec<TcpStream> = (0..300)
+        .filter_map(|_| {
+            let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+            stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127").ok()?;
+            Some(stream)
+        })
+        .collect();
+    assert!(flood.len() > 200, "only {} flood connections", flood.len());
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        server.stderr().contains("max_connections lowered"),
+        "the cap was not fitted to the limit:\n{}",
+        server.stderr()
+    );
+    // Another client, from another address, is served while the flood holds on.
+    let other = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 3));
+    let health = support::connect_from(other, addr).and_then(|stream| {
+        support::exchange(
+            stream,
+            &format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+            Duration::from_secs(5),
+        )
+    });
+    assert!(
+        health
+            .as_ref()
+            .is_ok_and(|health| health.starts_with("HTTP/1.1 200")),
+        "/healthz from another client: {health:?}\n{}",
+        server.stderr()
+    );
+    let initialize = support::connect_from(other, addr).and_then(|stream| {
+        support::exchange(
+            stream,
+            &format!(
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+                 Content-Length: {}\r\n\r\n{INITIALIZE}",
+                INITIALIZE.len()
+            ),
+            Duration::from_secs(10),
+        )
+    });
+    assert!(
+        initialize
+            .as_ref()
+            .is_ok_and(|answer| answer.starts_with("HTTP/1.1 200") && answer.contains("serverInfo")),
+        "initialize from another client: {initialize:?}"
+    );
+    drop(flood);
+}

@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::support::{self, HttpServer, post_mcp, try_raw_http};
+use crate::support::{self, HttpServer, connect_from, post_mcp, try_raw_http};
 
 const REQUEST: Duration = Duration::from_secs(20);
 
@@ -41,23 +41,6 @@ fn open_session(addr: SocketAddr) -> String {
     let ready = post_mcp(addr, &[("Mcp-Session-Id", &id)], INITIALIZED, REQUEST);
     assert_eq!(ready.status, 202, "{ready:?}");
     id
-}
-
-/// A connection to `addr` from `source` (bound before connecting).
-fn connect_from(source: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let stream = runtime.block_on(async {
-        let socket = tokio::net::TcpSocket::new_v4()?;
-        socket.bind(SocketAddr::new(source, 0))?;
-        tokio::time::timeout(Duration::from_secs(5), socket.connect(addr))
-            .await
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
-    })?;
-    let stream = stream.into_std()?;
-    stream.set_nonblocking(false)?;
-    Ok(stream)
 }
 
 /// A `GET /mcp` event stream of `session` from `source`, its headers sent, nothing read.

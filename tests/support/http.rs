@@ -311,3 +311,39 @@ pub(crate) fn try_raw_http(
         ),
     })
 }
+
+/// A connection to `addr` from `source` (bound before connecting).
+pub(crate) fn connect_from(
+    source: std::net::IpAddr,
+    addr: std::net::SocketAddr,
+) -> std::io::Result<std::net::TcpStream> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(std::net::SocketAddr::new(source, 0))?;
+        tokio::time::timeout(Duration::from_secs(5), socket.connect(addr))
+            .await
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
+    })?;
+    let stream = stream.into_std()?;
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// Sends `request` (a whole HTTP/1.1 request, with `Connection: close`) on `stream` and
+/// reads the response to its end, at most `limit`.
+pub(crate) fn exchange(
+    mut stream: std::net::TcpStream,
+    request: &str,
+    limit: Duration,
+) -> std::io::Result<String> {
+    use std::io::{Read as _, Write as _};
+    stream.set_read_timeout(Some(limit))?;
+    stream.set_write_timeout(Some(limit))?;
+    stream.write_all(request.as_bytes())?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    Ok(String::from_utf8_lossy(&response).into_owned())
+}

@@ -10,7 +10,8 @@
 //!   output, into a [`RunOutput`]), [`send_signal`], [`rss_kib`]; pipes drained on threads and process
 //!   groups killed for the other helpers.
 //! - [`http`]: [`HttpServer`] (a server process on a free port, killed on drop), [`raw_http`]
-//!   and [`try_raw_http`] (raw HTTP/1.1 exchanges, into a [`RawResponse`]).
+//!   and [`try_raw_http`] (raw HTTP/1.1 exchanges, into a [`RawResponse`]), [`connect_from`]
+//!   (a connection from another loopback address) and [`exchange`] (one request on it).
 //! - [`toolchains`]: [`target_dir`] (cargo's target directory, where `scripts/python-env`
 //!   and `scripts/node-env` put their tools), [`python`], [`node_bin`] with [`path_with`],
 //!   [`nginx`], [`redis_server()`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
@@ -39,7 +40,9 @@ pub(crate) mod toolchains;
 #[allow(unused_imports)]
 pub(crate) use auth_server::AuthServer;
 #[allow(unused_imports)]
-pub(crate) use http::{HttpServer, RawResponse, mcp_headers, post_mcp, raw_http, try_raw_http};
+pub(crate) use http::{
+    HttpServer, RawResponse, connect_from, exchange, mcp_headers, post_mcp, raw_http, try_raw_http,
+};
 #[allow(unused_imports)]
 pub(crate) use process::{
     RunOutput, example_binary, package_binary, rss_kib, run_with_timeout, send_signal,

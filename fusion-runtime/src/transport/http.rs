@@ -126,6 +126,15 @@ impl<C: Send + Sync + 'static> Server<C> {
             eprintln!("fusion: {problem}");
             return ExitCode::from(crate::exit::EXIT_CONFIG);
         }
+        // No more connections than the process may open files for, less a reserve: at the
+        // descriptor limit `accept` fails, and the server could answer nobody.
+        let within = conn::within_descriptor_limit(options.max_connections);
+        let options = if within < options.max_connections {
+            tracing::warn!(target: "fusion::server", configured = options.max_connections, max_connections = within, "max_connections lowered to fit the open-file limit (RLIMIT_NOFILE), keeping descriptors in reserve; raise the limit to serve more connections");
+            options.max_connections(within)
+        } else {
+            options
+        };
         let listener = match tokio::net::TcpListener::bind(options.addr).await {
             Ok(listener) => listener,
             Err(error) => {

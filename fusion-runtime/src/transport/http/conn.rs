@@ -70,6 +70,34 @@ impl Drop for PeerSlot {
     }
 }
 
+/// The most descriptors kept out of the connection cap for everything else a server
+/// opens: the listener, stdio, the tools' files, a Redis or database pool.
+const RESERVED_DESCRIPTORS: u64 = 64;
+
+/// `max_connections`, lowered to fit the process's open-file limit (`RLIMIT_NOFILE`'s soft
+/// limit) less a reserve: a quarter of the limit, at most [`RESERVED_DESCRIPTORS`].
+pub(super) fn within_descriptor_limit(max_connections: usize) -> usize {
+    match open_file_limit() {
+        Some(limit) => {
+            let reserve = (limit / 4).min(RESERVED_DESCRIPTORS);
+            let room = usize::try_from(limit.saturating_sub(reserve)).unwrap_or(usize::MAX);
+            max_connections.min(room).max(1)
+        }
+        None => max_connections,
+    }
+}
+
+/// The soft limit on open files, when the platform has one.
+#[cfg(unix)]
+fn open_file_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+}
+
+#[cfg(not(unix))]
+fn open_file_limit() -> Option<u64> {
+    None
+}
+
 /// How long the loop waits after `accept` fails for want of resources (no file
 /// descriptor left, no memory) before it tries again: long enough not to spin, short
 /// enough to serve again soon after the flood ends.

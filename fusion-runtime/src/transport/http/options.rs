@@ -355,7 +355,9 @@ impl HttpOptions {
     /// 512 is half the usual soft limit on open files (1024), which leaves descriptors
     /// for the tools' own files, sockets and database pools; a server that raises its
     /// limit can raise this one. Each open SSE stream (a session's `GET`, a call's
-    /// answer) holds a connection.
+    /// answer) holds a connection. Serving lowers it to what the open-file limit
+    /// (`RLIMIT_NOFILE`) allows, less a reserve of a quarter of that limit (at most 64
+    /// descriptors), and says so in the log.
     ///
     /// ```
     /// use fusion_runtime::HttpOptions;
