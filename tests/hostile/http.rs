@@ -1018,3 +1018,48 @@ fn at_256_open_files_300_half_sent_connections_leave_room_for_another_client() {
     );
     drop(flood);
 }
+
+#[test]
+fn a_host_or_origin_whose_port_is_not_a_number_and_a_request_without_host_are_refused() {
+    let server = faults(&[]);
+    let addr = server.addr();
+    for host in ["localhost:P.evil.com", "127.0.0.1:80x"] {
+        let answer = raw_http(
+            addr,
+            "POST",
+            "/mcp",
+            &mcp_headers(&[("Host", host)]),
+            INITIALIZE.as_bytes(),
+            REQUEST,
+        );
+        assert_eq!(answer.status, 400, "Host {host}: {answer:?}");
+    }
+    for origin in ["http://localhost:P.evil.com", "http://127.0.0.1:80x"] {
+        let answer = raw_http(
+            addr,
+            "POST",
+            "/mcp",
+            &mcp_headers(&[("Origin", origin)]),
+            INITIALIZE.as_bytes(),
+            REQUEST,
+        );
+        assert_eq!(answer.status, 403, "Origin {origin}: {answer:?}");
+    }
+    // An absolute-form target names the host, but HTTP/1.1 requires the header too.
+    let stream = TcpStream::connect_timeout(&addr, REQUEST).expect("connect");
+    let answer = support::exchange(
+        stream,
+        &format!(
+            "POST http://{addr}/mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n{INITIALIZE}",
+            INITIALIZE.len()
+        ),
+        REQUEST,
+    )
+    .expect("an answer");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    // A well-formed request still passes.
+    let fine = post_to(addr, None, INITIALIZE, REQUEST);
+    assert_eq!(fine.status, 200, "{fine:?}");
+}

@@ -276,7 +276,13 @@ async fn pass_on_other(state: &HttpState, request: Request, next: Next) -> Respo
 /// The guard's checks of a request, and a POST's body read.
 pub(super) async fn check(state: &HttpState, request: Request) -> Result<Checked, Response> {
     state.start_reaper();
-    check_host(&state.hosts, request.uri(), request.headers()).map_err(|refusal| *refusal)?;
+    check_host(
+        &state.hosts,
+        request.version(),
+        request.uri(),
+        request.headers(),
+    )
+    .map_err(|refusal| *refusal)?;
     if let Some(origins) = &state.origins {
         check_origin(origins, request.headers()).map_err(|refusal| *refusal)?;
     }

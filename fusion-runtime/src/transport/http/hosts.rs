@@ -69,8 +69,11 @@ impl AllowedHosts {
     }
 }
 
+/// Checks the request's `Host` (an HTTP/1.0 request may name its host in an
+/// absolute-form target instead; HTTP/1.1 requires the header, RFC 9112 §3.2).
 pub(super) fn check_host(
     allowed: &AllowedHosts,
+    version: axum::http::Version,
     uri: &axum::http::Uri,
     headers: &HeaderMap,
 ) -> Result<(), Box<Response>> {
@@ -83,12 +86,15 @@ pub(super) fn check_host(
                 .to_str()
                 .map_err(|_| bad_request("Bad Request: invalid Host header\n"))?;
             Authority::try_from(text)
-                .map_err(|_| bad_request("Bad Request: invalid Host header\n"))?
+                .ok()
+                .filter(|authority| has_a_valid_port(authority.as_str()))
+                .ok_or_else(|| bad_request("Bad Request: invalid Host header\n"))?
         }
-        None => uri
+        None if version == axum::http::Version::HTTP_10 => uri
             .authority()
             .cloned()
             .ok_or_else(|| bad_request("Bad Request: missing Host header\n"))?,
+        None => return Err(bad_request("Bad Request: missing Host header\n")),
     };
     if allowed.allow(authority.host(), authority.port_u16()) {
         Ok(())
@@ -115,12 +121,28 @@ pub(super) fn parse_origin(text: &str) -> Option<Origin> {
         return Some(Origin::Null);
     }
     let uri = axum::http::Uri::try_from(text).ok()?;
-    let authority = uri.authority()?;
+    let authority = uri
+        .authority()
+        .filter(|authority| has_a_valid_port(authority.as_str()))?;
     Some(Origin::Tuple {
         scheme: uri.scheme_str()?.to_ascii_lowercase(),
         host: normalize_host(authority.host()),
         port: authority.port_u16(),
     })
+}
+
+/// Whether an authority's port, if it has one, is a port: digits within `u16`.
+/// `localhost:P.evil.com` and `127.0.0.1:80x` parse as authorities (the `http` crate reads
+/// their port as absent), and were taken for loopback.
+fn has_a_valid_port(authority: &str) -> bool {
+    let after_host = match authority.rfind(']') {
+        Some(end) => &authority[end + 1..],
+        None => authority,
+    };
+    match after_host.rfind(':') {
+        None => true,
+        Some(colon) => after_host[colon + 1..].parse::<u16>().is_ok(),
+    }
 }
 
 pub(super) fn default_port(scheme: &str) -> Option<u16> {
@@ -214,6 +236,45 @@ mod tests {
         LOOPBACK_HOSTS.map(str::to_owned).to_vec()
     }
 
+    const HTTP_11: axum::http::Version = axum::http::Version::HTTP_11;
+
+    #[test]
+    fn a_port_that_is_not_a_number_is_no_loopback() {
+        let uri = axum::http::Uri::from_static("/mcp");
+        for host in [
+            "localhost:P.evil.com",
+            "127.0.0.1:80x",
+            "[::1]:x",
+            "localhost:99999",
+        ] {
+            let rejected = check_host(
+                &AllowedHosts::new(&loopback()),
+                HTTP_11,
+                &uri,
+                &headers(&[("host", host)]),
+            )
+            .expect_err("refused");
+            assert_eq!(rejected.status(), StatusCode::BAD_REQUEST, "{host}");
+        }
+        let allowed: Vec<String> = LOOPBACK_ORIGINS.map(str::to_owned).to_vec();
+        for origin in ["http://localhost:P.evil.com", "http://127.0.0.1:80x"] {
+            assert!(
+                check_origin(&allowed, &headers(&[("origin", origin)])).is_err(),
+                "{origin}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_http_1_1_request_without_host_is_refused_whatever_its_target() {
+        let absolute = axum::http::Uri::from_static("http://127.0.0.1:8931/mcp");
+        let loopback = AllowedHosts::new(&loopback());
+        let refused = check_host(&loopback, HTTP_11, &absolute, &headers(&[])).expect_err("400");
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+        let http_10 = axum::http::Version::HTTP_10;
+        assert!(check_host(&loopback, http_10, &absolute, &headers(&[])).is_ok());
+    }
+
     #[test]
     fn loopback_hosts_pass_and_others_do_not() {
         let uri = axum::http::Uri::from_static("/mcp");
@@ -227,6 +288,7 @@ mod tests {
             assert!(
                 check_host(
                     &AllowedHosts::new(&loopback()),
+                    HTTP_11,
                     &uri,
                     &headers(&[("host", host)])
                 )
@@ -242,6 +304,7 @@ mod tests {
         ] {
             let rejected = check_host(
                 &AllowedHosts::new(&loopback()),
+                HTTP_11,
                 &uri,
                 &headers(&[("host", host)]),
             )
@@ -252,6 +315,7 @@ mod tests {
         assert!(
             check_host(
                 &AllowedHosts::new(&ported),
+                HTTP_11,
                 &uri,
                 &headers(&[("host", "example.com:8080")])
             )
@@ -260,6 +324,7 @@ mod tests {
         assert!(
             check_host(
                 &AllowedHosts::new(&ported),
+                HTTP_11,
                 &uri,
                 &headers(&[("host", "example.com:9090")])
             )
@@ -268,6 +333,7 @@ mod tests {
         assert!(
             check_host(
                 &AllowedHosts::new(&[]),
+                HTTP_11,
                 &uri,
                 &headers(&[("host", "anything")])
             )
