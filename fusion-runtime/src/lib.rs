@@ -38,6 +38,9 @@ mod echo;
 mod exit;
 mod failure;
 mod future;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod idempotency;
 pub mod identity;
 mod input;

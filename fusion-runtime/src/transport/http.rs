@@ -16,6 +16,8 @@ mod conn;
 mod current;
 mod direct;
 mod front;
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzz_guard;
 mod guard;
 mod hang_up;
 mod hosts;

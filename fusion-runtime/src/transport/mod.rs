@@ -18,6 +18,12 @@ use std::{io::IsTerminal as _, process::ExitCode, sync::Arc, time::Duration};
 
 use rmcp::{RoleServer, service::ServerInitializeError};
 
+#[cfg(feature = "fuzzing")]
+pub(crate) use self::decode::{
+    Decoded, decode_by_envelope, decode_line, decode_tool_call_in_one_pass, said,
+};
+#[cfg(all(feature = "fuzzing", feature = "http"))]
+pub(crate) use self::http::fuzz_guard::check_guard;
 #[cfg(feature = "http")]
 pub use self::http::{HttpConfigError, HttpOptions};
 #[cfg(feature = "oauth")]

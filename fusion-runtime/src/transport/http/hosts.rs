@@ -87,7 +87,7 @@ pub(super) fn check_host(
                 .map_err(|_| bad_request("Bad Request: invalid Host header\n"))?;
             Authority::try_from(text)
                 .ok()
-                .filter(|authority| has_a_valid_port(authority.as_str()))
+                .filter(|authority| is_plain_authority(authority.as_str()))
                 .ok_or_else(|| bad_request("Bad Request: invalid Host header\n"))?
         }
         None if version == axum::http::Version::HTTP_10 => uri
@@ -123,7 +123,7 @@ pub(super) fn parse_origin(text: &str) -> Option<Origin> {
     let uri = axum::http::Uri::try_from(text).ok()?;
     let authority = uri
         .authority()
-        .filter(|authority| has_a_valid_port(authority.as_str()))?;
+        .filter(|authority| is_plain_authority(authority.as_str()))?;
     Some(Origin::Tuple {
         scheme: uri.scheme_str()?.to_ascii_lowercase(),
         host: normalize_host(authority.host()),
@@ -131,10 +131,17 @@ pub(super) fn parse_origin(text: &str) -> Option<Origin> {
     })
 }
 
+/// Whether an authority is fit for a `Host` or an `Origin`: no user info (RFC 9110 §7.2:
+/// `Host = uri-host [ ":" port ]`; `@localhost` parses as an authority, and the fuzz target
+/// `http_guard` found it taken for loopback), and a port, if any, of digits within `u16`.
+/// `localhost:P.evil.com` and `127.0.0.1:80x` parse as authorities too (the `http` crate
+/// reads their port as absent), and were taken for loopback.
+fn is_plain_authority(authority: &str) -> bool {
+    !authority.contains('@') && has_a_numeric_port(authority)
+}
+
 /// Whether an authority's port, if it has one, is a port: digits within `u16`.
-/// `localhost:P.evil.com` and `127.0.0.1:80x` parse as authorities (the `http` crate reads
-/// their port as absent), and were taken for loopback.
-fn has_a_valid_port(authority: &str) -> bool {
+fn has_a_numeric_port(authority: &str) -> bool {
     let after_host = match authority.rfind(']') {
         Some(end) => &authority[end + 1..],
         None => authority,

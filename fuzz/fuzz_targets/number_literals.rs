@@ -1,0 +1,8 @@
+//! Fuzz target `number_literals`: see `checks.rs`.
+#![no_main]
+
+#[path = "../checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::number_literals(data));
