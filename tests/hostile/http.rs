@@ -1063,3 +1063,58 @@ fn a_host_or_origin_whose_port_is_not_a_number_and_a_request_without_host_are_re
     let fine = post_to(addr, None, INITIALIZE, REQUEST);
     assert_eq!(fine.status, 200, "{fine:?}");
 }
+
+/// One 2026-07-28 `tools/call` of `multi_input` (no session) with `extra` params: its
+/// JSON-RPC answer.
+fn multi_input_round(server: &HttpServer, extra: serde_json::Value) -> serde_json::Value {
+    let mut params = serde_json::json!({
+        "name": "multi_input",
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "rounds", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        },
+    });
+    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+        params.extend(extra.clone());
+    }
+    let body =
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "multi_input"),
+    ];
+    post_mcp(server.addr(), &headers, &body.to_string(), REQUEST).message()
+}
+
+#[test]
+fn an_answer_sealed_in_an_earlier_round_cannot_be_replaced() {
+    let mut command = Command::new(support::example_binary("conformance"));
+    command.args(["--port", "0"]).env("RUST_LOG", "warn");
+    let server = HttpServer::start(command, START);
+    let answer = |value: &str| serde_json::json!({"action": "accept", "content": {"value": value}});
+    let first = multi_input_round(&server, serde_json::json!({}));
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    // Round 2 answers the first question only: the server seals it and asks the second.
+    let second = multi_input_round(
+        &server,
+        serde_json::json!({"inputResponses": {"first": answer("sealed")},
+            "requestState": first["result"]["requestState"]}),
+    );
+    assert_eq!(second["result"]["resultType"], "input_required", "{second}");
+    let state = second["result"]["requestState"].clone();
+    assert!(state.is_string(), "{second}");
+    // Round 3 tries to answer the first question again, differently.
+    let last = multi_input_round(
+        &server,
+        serde_json::json!({"inputResponses": {"first": answer("replaced"), "second": answer("two")},
+            "requestState": state}),
+    );
+    let text = last["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(
+        text.contains("sealed") && !text.contains("replaced"),
+        "the sealed answer stands: {last}"
+    );
+}

@@ -91,7 +91,11 @@ impl Round {
             if let Some(state) = request_state {
                 answers = sealer.open(state, &binding)?;
             }
-            answers.extend(responses.unwrap_or_default());
+            // An answer sealed in an earlier round stands: a response for the same key
+            // cannot replace what the server already acted on (issue 35).
+            for (key, answer) in responses.unwrap_or_default() {
+                answers.entry(key).or_insert(answer);
+            }
         }
         Ok(Self {
             input: InputState::rounds(answers, capabilities),
