@@ -1118,3 +1118,24 @@ fn an_answer_sealed_in_an_earlier_round_cannot_be_replaced() {
         "the sealed answer stands: {last}"
     );
 }
+
+#[test]
+fn initialize_sent_as_a_2026_07_28_request_is_no_method_and_opens_no_session() {
+    let server = faults(&[]);
+    let answer = raw_http(
+        server.addr(),
+        "POST",
+        "/mcp",
+        &mcp_headers(&[("MCP-Protocol-Version", "2026-07-28")]),
+        INITIALIZE.as_bytes(),
+        REQUEST,
+    );
+    assert_eq!(answer.status, 404, "{answer:?}");
+    assert!(answer.header("mcp-session-id").is_none(), "{answer:?}");
+    let message = answer.message();
+    assert_eq!(message["id"], 1, "{message}");
+    assert_eq!(message["error"]["code"], -32601, "{message}");
+    // Without the header, initialize opens a session as before.
+    let session = open_session(&server);
+    assert!(!session.is_empty());
+}

@@ -398,6 +398,30 @@ where
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return response;
     }
+    // `initialize` is no method of 2026-07-28 (clients of that revision send
+    // `server/discover`): sent as a request of that revision, it would open a session of
+    // an older one. `-32601` with its id, as the README's table of revisions says.
+    if json_body
+        && is_2026_07_28_or_later(&parts.headers)
+        && serde_json::from_slice::<MethodOnly>(&bytes)
+            .is_ok_and(|message| message.method.as_deref() == Some("initialize"))
+    {
+        let id = super::super::decode::find_id(&bytes);
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": -32601, "message": "Method not found: `initialize` is not a method of MCP 2026-07-28; send `server/discover`, or initialize without the 2026-07-28 `MCP-Protocol-Version` header"},
+        });
+        return (
+            StatusCode::NOT_FOUND,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body.to_string(),
+        )
+            .into_response();
+    }
     // One JSON-RPC message (not a batch): rmcp's SSE answer to it may become JSON.
     let single = bytes.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{');
     // Kept (a reference count, not a copy) to answer a request rmcp refuses with its id.
@@ -446,6 +470,20 @@ where
         );
     }
     response
+}
+
+/// Whether the request's `MCP-Protocol-Version` names 2026-07-28 or a later revision.
+fn is_2026_07_28_or_later(headers: &HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|value| value.to_str().ok())
+        .map(str::trim)
+        // A revision is a date: `YYYY-MM-DD` compares as text.
+        .is_some_and(|version| {
+            version.len() == 10
+                && version.starts_with(|first: char| first.is_ascii_digit())
+                && version >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+        })
 }
 
 /// The subject of the token the OAuth guard verified for this request, if any.
