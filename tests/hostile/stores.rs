@@ -318,3 +318,48 @@ fn one_session_cannot_take_every_task_and_its_extra_call_runs_as_an_ordinary_cal
     let answer = slow_compute(addr, &other, 0, 0.0);
     assert!(created_task(&answer).is_some(), "{}", cut(&answer));
 }
+
+#[test]
+fn two_thousand_sessions_keep_the_server_under_100_mb() {
+    const SESSIONS: usize = 2_000;
+    const CLIENTS: usize = 4;
+    let mut command = std::process::Command::new(support::example_binary("faults"));
+    command.args(["--http", "0"]).env("RUST_LOG", "warn");
+    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    let addr = server.addr();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"session-spray","version":"0"}}}"#;
+    let sprayers: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut opened = 0;
+                for _ in 0..SESSIONS / CLIENTS {
+                    let answer = support::post_mcp(addr, &[], init, Duration::from_secs(20));
+                    match answer.status {
+                        200 => opened += 1,
+                        // Over `max_sessions` (1024): refused, as the README says.
+                        503 => {}
+                        other => panic!("initialize answered {other}: {answer:?}"),
+                    }
+                }
+                opened
+            })
+        })
+        .collect();
+    let pid = server.pid();
+    let mut peak_kib = 0;
+    while !sprayers.iter().all(thread::JoinHandle::is_finished) {
+        peak_kib = support::rss_kib(pid).unwrap_or_default().max(peak_kib);
+        thread::sleep(Duration::from_millis(50));
+    }
+    peak_kib = support::rss_kib(pid).unwrap_or_default().max(peak_kib);
+    let opened: usize = sprayers
+        .into_iter()
+        .map(|sprayer| sprayer.join().expect("a sprayer"))
+        .sum();
+    eprintln!("{SESSIONS} initializes, {opened} sessions: peak RSS {peak_kib} KiB");
+    assert_eq!(opened, 1024, "the sessions are capped at max_sessions");
+    assert!(
+        peak_kib < SPRAY_RSS_BOUND_KIB,
+        "RSS peaked at {peak_kib} KiB under {SESSIONS} initializes (bound {SPRAY_RSS_BOUND_KIB} KiB)"
+    );
+}

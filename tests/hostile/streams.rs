@@ -98,6 +98,12 @@ fn five_hundred_idle_streams_from_one_peer_starve_neither_the_probes_nor_other_c
     let answer = post_mcp(addr, &[("Mcp-Session-Id", &session)], call, REQUEST);
     assert_eq!(answer.status, 200, "{answer:?}");
     assert!(answer.body.contains("still here"), "{answer:?}");
+    let rss = support::rss_kib(server.pid()).unwrap_or_default();
+    eprintln!("RSS with the streams held: {rss} KiB");
+    assert!(
+        rss < 100 * 1024,
+        "RSS {rss} KiB with 512 streams held (bound 100 MB)"
+    );
     drop(streams);
 }
 
