@@ -104,6 +104,44 @@ fn spray_idempotency_keys(keys: usize, key_bytes: usize) -> KeySpray {
     KeySpray { peak_kib, texts }
 }
 
+/// An example server over HTTP on a free port (`args` after the binary), quiet in its log.
+fn http_example(name: &str, args: &[&str]) -> support::HttpServer {
+    let mut command = std::process::Command::new(support::example_binary(name));
+    command.args(args).env("RUST_LOG", "warn");
+    support::HttpServer::start(command, Duration::from_secs(30))
+}
+
+/// Runs `spray` on `clients` threads against `server` and samples its RSS until they end:
+/// what each thread returned, and the peak RSS in KiB.
+fn spray_sampling_rss<T: Send + 'static>(
+    server: &support::HttpServer,
+    clients: usize,
+    spray: impl Fn(std::net::SocketAddr) -> T + Send + Sync + Clone + 'static,
+) -> (Vec<T>, u64) {
+    let addr = server.addr();
+    let sprayers: Vec<_> = (0..clients)
+        .map(|_| {
+            let spray = spray.clone();
+            thread::spawn(move || spray(addr))
+        })
+        .collect();
+    let mut peak_kib = 0;
+    while !sprayers.iter().all(thread::JoinHandle::is_finished) {
+        peak_kib = support::rss_kib(server.pid())
+            .unwrap_or_default()
+            .max(peak_kib);
+        thread::sleep(Duration::from_millis(50));
+    }
+    peak_kib = support::rss_kib(server.pid())
+        .unwrap_or_default()
+        .max(peak_kib);
+    let results = sprayers
+        .into_iter()
+        .map(|sprayer| sprayer.join().expect("a sprayer"))
+        .collect();
+    (results, peak_kib)
+}
+
 /// At most the first 300 characters of an answer, for a failure's message.
 fn cut(answer: &Value) -> String {
     answer.to_string().chars().take(300).collect()
@@ -190,43 +228,25 @@ fn report_task(addr: std::net::SocketAddr, seconds: f64) -> Value {
 fn twenty_thousand_tasks_never_lock_the_store_and_keep_the_server_under_100_mb() {
     const TASKS: usize = 20_000;
     const CLIENTS: usize = 4;
-    let mut command = std::process::Command::new(support::example_binary("report_task"));
-    command.args(["--port", "0"]).env("RUST_LOG", "warn");
-    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    let server = http_example("report_task", &["--port", "0"]);
+    let (newest, peak_kib) = spray_sampling_rss(&server, CLIENTS, |addr| {
+        let mut last = String::new();
+        for index in 0..TASKS / CLIENTS {
+            let created = report_task(addr, 0.0);
+            assert_eq!(
+                created["result"]["resultType"],
+                "task",
+                "task {index}: every task is created: {}",
+                cut(&created)
+            );
+            last = created["result"]["taskId"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+        }
+        last
+    });
     let addr = server.addr();
-    let pid = server.pid();
-    let rss = move || support::rss_kib(pid).unwrap_or_default();
-    let sprayers: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            thread::spawn(move || {
-                let mut last = String::new();
-                for index in 0..TASKS / CLIENTS {
-                    let created = report_task(addr, 0.0);
-                    assert_eq!(
-                        created["result"]["resultType"],
-                        "task",
-                        "task {index}: every task is created: {}",
-                        cut(&created)
-                    );
-                    last = created["result"]["taskId"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_owned();
-                }
-                last
-            })
-        })
-        .collect();
-    let mut peak_kib = 0;
-    while !sprayers.iter().all(thread::JoinHandle::is_finished) {
-        peak_kib = rss().max(peak_kib);
-        thread::sleep(Duration::from_millis(50));
-    }
-    peak_kib = rss().max(peak_kib);
-    let newest: Vec<String> = sprayers
-        .into_iter()
-        .map(|sprayer| sprayer.join().expect("a sprayer"))
-        .collect();
     eprintln!("{TASKS} tasks: peak RSS {peak_kib} KiB");
     assert!(
         peak_kib < SPRAY_RSS_BOUND_KIB,
@@ -291,9 +311,7 @@ fn created_task(answer: &Value) -> Option<&str> {
 #[test]
 fn one_session_cannot_take_every_task_and_its_extra_call_runs_as_an_ordinary_call() {
     const PER_CALLER: usize = 100;
-    let mut command = std::process::Command::new(support::example_binary("conformance"));
-    command.args(["--port", "0"]).env("RUST_LOG", "warn");
-    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    let server = http_example("conformance", &["--port", "0"]);
     let addr = server.addr();
     let hog = tasks_session(addr);
     for id in 0..PER_CALLER {
@@ -323,39 +341,22 @@ fn one_session_cannot_take_every_task_and_its_extra_call_runs_as_an_ordinary_cal
 fn two_thousand_sessions_keep_the_server_under_100_mb() {
     const SESSIONS: usize = 2_000;
     const CLIENTS: usize = 4;
-    let mut command = std::process::Command::new(support::example_binary("faults"));
-    command.args(["--http", "0"]).env("RUST_LOG", "warn");
-    let server = support::HttpServer::start(command, Duration::from_secs(30));
-    let addr = server.addr();
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"session-spray","version":"0"}}}"#;
-    let sprayers: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            thread::spawn(move || {
-                let mut opened = 0;
-                for _ in 0..SESSIONS / CLIENTS {
-                    let answer = support::post_mcp(addr, &[], init, Duration::from_secs(20));
-                    match answer.status {
-                        200 => opened += 1,
-                        // Over `max_sessions` (1024): refused, as the README says.
-                        503 => {}
-                        other => panic!("initialize answered {other}: {answer:?}"),
-                    }
-                }
-                opened
-            })
-        })
-        .collect();
-    let pid = server.pid();
-    let mut peak_kib = 0;
-    while !sprayers.iter().all(thread::JoinHandle::is_finished) {
-        peak_kib = support::rss_kib(pid).unwrap_or_default().max(peak_kib);
-        thread::sleep(Duration::from_millis(50));
-    }
-    peak_kib = support::rss_kib(pid).unwrap_or_default().max(peak_kib);
-    let opened: usize = sprayers
-        .into_iter()
-        .map(|sprayer| sprayer.join().expect("a sprayer"))
-        .sum();
+    let server = http_example("faults", &["--http", "0"]);
+    let (opened, peak_kib) = spray_sampling_rss(&server, CLIENTS, |addr| {
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"session-spray","version":"0"}}}"#;
+        let mut opened = 0;
+        for _ in 0..SESSIONS / CLIENTS {
+            let answer = support::post_mcp(addr, &[], init, Duration::from_secs(20));
+            match answer.status {
+                200 => opened += 1,
+                // Over `max_sessions` (1024): refused, as the README says.
+                503 => {}
+                other => panic!("initialize answered {other}: {answer:?}"),
+            }
+        }
+        opened
+    });
+    let opened: usize = opened.into_iter().sum();
     eprintln!("{SESSIONS} initializes, {opened} sessions: peak RSS {peak_kib} KiB");
     assert_eq!(opened, 1024, "the sessions are capped at max_sessions");
     assert!(
