@@ -90,6 +90,43 @@ fn one_key_sent_to_two_replicas_at_once_runs_once() {
 }
 
 #[test]
+fn a_key_reused_with_another_item_on_another_replica_is_a_conflict() {
+    let Some(fleet) = Fleet::start("conflict") else {
+        return;
+    };
+    let (a, b) = (fleet.replica(&[]), fleet.replica(&[]));
+    let tea = call(
+        a.addr(),
+        "place_order",
+        json!({"order_id": "k", "item": "tea"}),
+    );
+    assert!(!is_error(&tea), "{tea}");
+    // The same key with another item, on the other replica: not the tea's answer.
+    let coffee = call(
+        b.addr(),
+        "place_order",
+        json!({"order_id": "k", "item": "coffee"}),
+    );
+    assert!(is_error(&coffee), "{coffee}");
+    assert_eq!(
+        coffee["_meta"]["fusion/failure"]["code"], "conflict",
+        "{coffee}"
+    );
+    // The tea's own repeat still replays it.
+    let again = call(
+        b.addr(),
+        "place_order",
+        json!({"item": "tea", "order_id": "k"}),
+    );
+    assert_eq!(text(&again), text(&tea));
+    let effects = fleet.effects();
+    assert!(
+        effects.len() == 1 && effects[0].starts_with("k tea"),
+        "one order placed, the coffee never: {effects:?}"
+    );
+}
+
+#[test]
 fn a_replica_killed_mid_call_leaves_the_retry_to_the_other_after_the_lease() {
     let Some(fleet) = Fleet::start("lease") else {
         return;

@@ -135,6 +135,35 @@ async fn the_same_key_twice_creates_once() {
 }
 
 #[tokio::test]
+async fn a_key_reused_with_other_arguments_is_a_conflict_not_a_replay() {
+    let (tester, shop) = tester();
+    let first = tester
+        .call("place_order", json!({"item": "lamp", "request_id": "k"}))
+        .await;
+    assert_eq!(first.text(), "order #1 for lamp");
+    // Another item under the same key: the lamp's order must not be passed off as a desk's.
+    let other = tester
+        .call("place_order", json!({"item": "desk", "request_id": "k"}))
+        .await;
+    assert!(other.is_error, "{}", other.text());
+    assert_eq!(
+        shop.runs.load(Ordering::SeqCst),
+        1,
+        "the conflicting call did not run"
+    );
+    let failure = other.failure().expect("a failure entry");
+    assert_eq!(failure.code.as_deref(), Some("conflict"), "{failure:?}");
+    assert_eq!(failure.class, "invalid_input", "{failure:?}");
+    assert!(!failure.retryable, "{failure:?}");
+    assert!(other.text().contains("request_id"), "{}", other.text());
+    // The same arguments, sent in another order, still replay.
+    let again = tester
+        .call_json("place_order", r#"{"request_id": "k", "item": "lamp"}"#)
+        .await;
+    assert_eq!(again.text(), "order #1 for lamp");
+}
+
+#[tokio::test]
 async fn concurrent_calls_with_one_key_run_the_handler_once() {
     let (tester, shop) = tester();
     let calls = (0..10).map(|_| {

@@ -33,6 +33,7 @@
 
 mod argument;
 mod call;
+mod canonical_json;
 mod constraint;
 mod echo;
 mod exit;

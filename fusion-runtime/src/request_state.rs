@@ -136,31 +136,14 @@ pub(crate) fn binding(method: &str, name: &str, args: &Value, subject: Option<&s
     bytes.push(0);
     bytes.extend_from_slice(name.as_bytes());
     bytes.push(0);
-    bytes.extend_from_slice(canonical(args).to_string().as_bytes());
+    bytes.extend_from_slice(
+        crate::canonical_json::canonical(args)
+            .to_string()
+            .as_bytes(),
+    );
     bytes.push(0);
     bytes.extend_from_slice(subject.unwrap_or("").as_bytes());
     bytes
-}
-
-/// `value` with every object's keys in order, so that two clients' spellings of the same
-/// arguments bind the same.
-fn canonical(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> = map
-                .iter()
-                .map(|(key, value)| (key, canonical(value)))
-                .collect();
-            Value::Object(
-                sorted
-                    .into_iter()
-                    .map(|(key, value)| (key.clone(), value))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -155,9 +155,15 @@ impl<C: Send + Sync + 'static> Server<C> {
         // An idempotency key seen before returns the first call's result.
         let idempotency_key =
             handler.and_then(|index| self.idempotency_key(index, &target, &log.args));
+        // What the stored result is checked against: the same key with other arguments is
+        // a conflict, not a replay.
+        let fingerprint = idempotency_key
+            .as_ref()
+            .map(|_| crate::canonical_json::fingerprint(&log.args));
         let mut claim = None;
         let mut cancelled_early = false;
         let mut unavailable = None;
+        let mut conflict = false;
         if let Some(key) = &idempotency_key {
             let store = &*self.inner.idempotency;
             // Await: waits while another run of the key is in progress. Holds `in_flight`
@@ -169,7 +175,10 @@ impl<C: Send + Sync + 'static> Server<C> {
             };
             match claimed {
                 Some(Claim::Replay(stored)) => match CallReport::from_json(stored) {
-                    Some(report) => {
+                    Some((_, Some(first))) if Some(&first) != fingerprint.as_ref() => {
+                        conflict = true;
+                    }
+                    Some((report, _)) => {
                         let latency = log.finish(outcome::REPLAYED, 0, None, "");
                         if let Some(in_flight) = in_flight {
                             in_flight.finish(outcome::REPLAYED, latency, 0);
@@ -190,6 +199,11 @@ impl<C: Send + Sync + 'static> Server<C> {
         let ran = match resolved {
             Err(kind) => Ran::no_attempt(Failure::new(kind)),
             Ok(_) if cancelled_early => Ran::no_attempt(Failure::new(FailureKind::Cancelled)),
+            Ok((index, _)) if conflict => Ran::no_attempt(replay::idempotency_conflict(
+                &target,
+                self.idempotency_argument(index)
+                    .unwrap_or("idempotency key"),
+            )),
             Ok(_) if unavailable.is_some() => {
                 let reason = unavailable.as_deref().unwrap_or_default();
                 Ran::no_attempt(deduplication_unavailable(&target, reason))
@@ -212,7 +226,11 @@ impl<C: Send + Sync + 'static> Server<C> {
         if let Some(claim) = claim {
             // Successes are kept for the window; a failure frees the key for a new try.
             if rendered.failure.is_none() {
-                claim.complete(rendered.report.to_json());
+                claim.complete(
+                    rendered
+                        .report
+                        .to_json(fingerprint.as_deref().unwrap_or_default()),
+                );
             } else {
                 claim.release();
             }
