@@ -160,7 +160,7 @@ async fn codes_hints_and_warnings_have_stable_wording() {
     assert!(not_found.is_error);
     assert_eq!(
         not_found.text(),
-        "Not found: no record with key `k-42` Hint: call `list_keys` to see the keys that exist"
+        "Not found: no record with key `k-42`. Hint: call `list_keys` to see the keys that exist"
     );
     let unauthorized = tester
         .call("fail_with", json!({"kind": "unauthorized"}))

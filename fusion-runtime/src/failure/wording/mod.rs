@@ -134,6 +134,11 @@ impl Failure {
             }
         }
         if let Some(hint) = classification.hint {
+            // A message that does not end a sentence gets a period before the hint: "no
+            // note has id 1. Hint: …", not "no note has id 1 Hint: …".
+            if !text.ends_with(['.', '!', '?', ':']) {
+                text.push('.');
+            }
             text.push_str(&format!(" Hint: {hint}"));
         }
         text
