@@ -160,6 +160,25 @@ async fn invalid_arguments_carry_every_issue_in_both_keys() {
 }
 
 #[tokio::test]
+async fn a_tool_named_after_a_groups_action_points_to_the_group() {
+    for name in ["create_order", "orders_create", "order.create"] {
+        let result = tester().call(name, json!({})).await;
+        let entry = failed(&result, "invalid_input", Some("unknown_tool"), false);
+        assert_eq!(
+            entry["hint"], r#"call `orders` with `"action": "create"`"#,
+            "{name}"
+        );
+        assert!(
+            result
+                .text()
+                .contains("It is the action `create` of tool `orders`"),
+            "{name}: {}",
+            result.text()
+        );
+    }
+}
+
+#[tokio::test]
 async fn an_unknown_tool_suggests_the_closest_name() {
     let result = tester().call("ad", json!({})).await;
     let entry = failed(&result, "invalid_input", Some("unknown_tool"), false);

@@ -96,9 +96,15 @@ impl Failure {
             FailureKind::UnknownTool {
                 requested,
                 available,
+                action_of,
             } => {
                 entry.code = Some("unknown_tool".into());
-                entry.hint = suggestion(requested, available);
+                entry.hint = match action_of {
+                    Some((tool, action)) => {
+                        Some(format!("call `{tool}` with `\"action\": \"{action}\"`"))
+                    }
+                    None => suggestion(requested, available),
+                };
             }
             FailureKind::MissingAction { .. } => {
                 entry.code = Some("missing_action".into());

@@ -66,6 +66,9 @@ pub enum FailureKind {
         requested: String,
         /// The names that exist.
         available: Vec<String>,
+        /// The grouped tool and action the name looks like (`add_note`: tool `notes`,
+        /// action `add`), when one does.
+        action_of: Option<(String, String)>,
     },
     /// A grouped tool was called without an action.
     MissingAction {

@@ -215,6 +215,7 @@ impl<C> Registry<C> {
             return Err(FailureKind::UnknownTool {
                 requested: crate::echo::name(tool).into_owned(),
                 available: self.names(),
+                action_of: None,
             });
         }
         let action = action.map(|action| self.bounded_action(action));
@@ -252,6 +253,7 @@ impl<C> Registry<C> {
                 (None, _) => Err(FailureKind::UnknownTool {
                     requested: tool.to_owned(),
                     available: self.names(),
+                    action_of: self.action_named_like(tool),
                 }),
             },
         }
@@ -259,6 +261,27 @@ impl<C> Registry<C> {
 }
 
 impl<C> Registry<C> {
+    /// The grouped tool and action that `name` (not a tool) looks like: the action and the
+    /// group's name, or its singular, joined by `_`, `.` or `-` in either order
+    /// (`add_note`, `notes_add`, `note.add` for action `add` of tool `notes`).
+    fn action_named_like(&self, name: &str) -> Option<(String, String)> {
+        let mut groups: Vec<_> = self.groups.iter().collect();
+        // The same answer whatever the map's order.
+        groups.sort_by_key(|(group, _)| **group);
+        groups.into_iter().find_map(|(group, actions)| {
+            let singular = group.strip_suffix('s').unwrap_or(group);
+            actions.iter().find_map(|(action, _)| {
+                let names_it = [*group, singular].iter().any(|group| {
+                    ['_', '.', '-'].iter().any(|joint| {
+                        name == format!("{action}{joint}{group}")
+                            || name == format!("{group}{joint}{action}")
+                    })
+                });
+                names_it.then(|| ((*group).to_owned(), (*action).to_owned()))
+            })
+        })
+    }
+
     /// An action name as it is matched: whole when it could be one of ours, else cut (it
     /// can match none, and the cut form is what the message quotes).
     fn bounded_action<'a>(&self, action: &'a str) -> std::borrow::Cow<'a, str> {

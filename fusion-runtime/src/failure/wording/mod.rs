@@ -27,8 +27,17 @@ impl Failure {
         match &self.kind {
             FailureKind::InvalidArguments(issues) => args::render_issues(target, issues),
             FailureKind::UnknownTool {
+                action_of: Some((group, action)),
+                requested,
+                ..
+            } => format!(
+                "Unknown tool `{}`. It is the action `{action}` of tool `{group}`: call `{group}` with `\"action\": \"{action}\"` among the arguments.",
+                crate::echo::name(requested)
+            ),
+            FailureKind::UnknownTool {
                 requested,
                 available,
+                ..
             } => unknown_choice(
                 &format!("Unknown tool `{}`.", crate::echo::name(requested)),
                 "Available tools",
