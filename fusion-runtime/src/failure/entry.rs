@@ -99,7 +99,7 @@ impl Failure {
                 action_of,
             } => {
                 entry.code = Some("unknown_tool".into());
-                entry.hint = match action_of {
+                entry.hint = match action_of.as_deref() {
                     Some((tool, action)) => {
                         Some(format!("call `{tool}` with `\"action\": \"{action}\"`"))
                     }

@@ -68,7 +68,7 @@ pub enum FailureKind {
         available: Vec<String>,
         /// The grouped tool and action the name looks like (`add_note`: tool `notes`,
         /// action `add`), when one does.
-        action_of: Option<(String, String)>,
+        action_of: Option<Box<(String, String)>>,
     },
     /// A grouped tool was called without an action.
     MissingAction {

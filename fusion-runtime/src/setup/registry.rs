@@ -253,7 +253,7 @@ impl<C> Registry<C> {
                 (None, _) => Err(FailureKind::UnknownTool {
                     requested: tool.to_owned(),
                     available: self.names(),
-                    action_of: self.action_named_like(tool),
+                    action_of: self.action_named_like(tool).map(Box::new),
                 }),
             },
         }

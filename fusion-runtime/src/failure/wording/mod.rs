@@ -27,12 +27,14 @@ impl Failure {
         match &self.kind {
             FailureKind::InvalidArguments(issues) => args::render_issues(target, issues),
             FailureKind::UnknownTool {
-                action_of: Some((group, action)),
+                action_of: Some(action_of),
                 requested,
                 ..
             } => format!(
                 "Unknown tool `{}`. It is the action `{action}` of tool `{group}`: call `{group}` with `\"action\": \"{action}\"` among the arguments.",
-                crate::echo::name(requested)
+                crate::echo::name(requested),
+                group = action_of.0,
+                action = action_of.1,
             ),
             FailureKind::UnknownTool {
                 requested,
