@@ -46,7 +46,10 @@ fn a_missing_environment_variable_refuses_to_start_with_78() {
     let stderr = stderr(&server);
     assert_eq!(code, Some(78), "{stderr}");
     assert!(stderr.contains("FUSION_TEST_MISSING_API_KEY"), "{stderr}");
-    assert!(stderr.contains("cannot start"), "{stderr}");
+    assert!(
+        stderr.contains("faults: cannot start"),
+        "start-up errors name the server: {stderr}"
+    );
 }
 
 #[test]

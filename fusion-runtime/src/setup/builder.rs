@@ -514,6 +514,8 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         F: FnOnce(Server<C>) -> Fut,
         Fut: Future<Output = std::process::ExitCode>,
     {
+        // Start-up errors name the server, as its user knows it, not the framework.
+        let name = self.name.clone();
         match self.start().await {
             Ok(server) => {
                 let code = serve(server).await;
@@ -523,7 +525,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             Err(error) => {
                 crate::log::startup_failed(&error);
                 crate::log::flush();
-                eprintln!("fusion: cannot start: {error}");
+                eprintln!("{name}: cannot start: {error}");
                 std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
             }
         }

@@ -125,7 +125,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// ```
     pub async fn serve_http_with(self, options: HttpOptions) -> ExitCode {
         if let Err(problem) = options.check() {
-            eprintln!("fusion: {problem}");
+            eprintln!("{}: {problem}", self.name());
             return ExitCode::from(crate::exit::EXIT_CONFIG);
         }
         // No more connections than the process may open files for, less a reserve: at the
@@ -140,7 +140,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let listener = match tokio::net::TcpListener::bind(options.addr).await {
             Ok(listener) => listener,
             Err(error) => {
-                eprintln!("fusion: cannot listen on {}: {error}", options.addr);
+                eprintln!("{}: cannot listen on {}: {error}", self.name(), options.addr);
                 return ExitCode::FAILURE;
             }
         };
@@ -152,7 +152,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         } = match self.endpoint(&options, bound) {
             Ok(endpoint) => endpoint,
             Err(problem) => {
-                eprintln!("fusion: {problem}");
+                eprintln!("{}: {problem}", self.name());
                 return ExitCode::from(crate::exit::EXIT_CONFIG);
             }
         };
