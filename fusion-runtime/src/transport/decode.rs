@@ -21,9 +21,8 @@ use std::{borrow::Cow, fmt};
 use rmcp::{
     RoleServer,
     model::{
-        CallToolRequest, CallToolRequestParams, ClientNotification, ClientRequest, ErrorCode,
-        ErrorData, InputResponses, JsonObject, JsonRpcMessage, ProtocolVersion, RequestId,
-        RequestMetaObject,
+        CallToolRequest, CallToolRequestParams, ClientRequest, ErrorCode, ErrorData,
+        InputResponses, JsonObject, JsonRpcMessage, RequestId, RequestMetaObject,
     },
     service::RxJsonRpcMessage,
 };
@@ -562,61 +561,6 @@ pub(crate) fn find_id(bytes: &[u8]) -> Option<RequestId> {
     found
 }
 
-/// The request a message opens, when the transport must wait for its answer before
-/// shutting down. A `subscriptions/listen` request stays open by design, so it is not one.
-pub(crate) fn awaited_request(message: &ClientMessage) -> Option<&RequestId> {
-    match message {
-        JsonRpcMessage::Request(request)
-            if !matches!(
-                request.request,
-                ClientRequest::SubscriptionsListenRequest(_)
-            ) =>
-        {
-            Some(&request.id)
-        }
-        _ => None,
-    }
-}
-
-/// Whether rmcp leaves its handshake on this message, by rmcp's own rule
-/// (`serve_server`): an `initialize` request, or (MCP 2026-07-28, stateless) a request
-/// other than `ping` and `server/discover` whose `_meta` carries every key that revision
-/// requires and a protocol version the server supports. On anything else rmcp answers and
-/// stays in its handshake, where a notification would end the whole service: the transport
-/// must not take the handshake for over sooner than rmcp does.
-pub(crate) fn ends_handshake(message: &ClientMessage, supported: &[ProtocolVersion]) -> bool {
-    use rmcp::model::GetMeta as _;
-    let JsonRpcMessage::Request(request) = message else {
-        return false;
-    };
-    match &request.request {
-        ClientRequest::InitializeRequest(_) => true,
-        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
-        other => {
-            let meta = other.get_meta();
-            meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)
-                .is_empty()
-                && meta
-                    .protocol_version()
-                    .is_some_and(|version| supported.contains(&version))
-        }
-    }
-}
-
-/// The request a `notifications/cancelled` message gives up on: rmcp drops the answer of a
-/// cancelled request, so the transport stops waiting for it.
-pub(crate) fn cancelled_request(message: &ClientMessage) -> Option<&RequestId> {
-    match message {
-        JsonRpcMessage::Notification(notification) => match &notification.notification {
-            ClientNotification::CancelledNotification(cancelled) => {
-                cancelled.params.request_id.as_ref()
-            }
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// What a decoded line says, as JSON, for comparing two ways of decoding it (the unit
 /// tests, and the fuzz target that checks the one-pass read against the general one).
 #[cfg(any(test, feature = "fuzzing"))]
@@ -643,10 +587,11 @@ pub(crate) fn said(decoded: &Decoded) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::{ErrorCode, JsonRpcMessage, NumberOrString};
+    use rmcp::model::{ErrorCode, JsonRpcMessage, NumberOrString, ProtocolVersion};
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::transport::message::{cancelled_request, ends_handshake};
 
     /// rmcp stays in its handshake on a `ping`, a `server/discover` and a request whose
     /// 2026-07-28 `_meta` is incomplete or names a version the server does not serve; the

@@ -22,6 +22,7 @@ mod guard;
 mod hang_up;
 mod hosts;
 mod json_answer;
+mod limits;
 mod literals;
 mod options;
 mod session_entry;
@@ -140,7 +141,11 @@ impl<C: Send + Sync + 'static> Server<C> {
         let listener = match tokio::net::TcpListener::bind(options.addr).await {
             Ok(listener) => listener,
             Err(error) => {
-                eprintln!("{}: cannot listen on {}: {error}", self.name(), options.addr);
+                eprintln!(
+                    "{}: cannot listen on {}: {error}",
+                    self.name(),
+                    options.addr
+                );
                 return ExitCode::FAILURE;
             }
         };

@@ -10,6 +10,7 @@
 mod decode;
 #[cfg(feature = "http")]
 mod http;
+mod message;
 mod process_stdio;
 mod signals;
 mod stdio;

@@ -17,12 +17,12 @@ use axum::{
 };
 
 use super::{
-    super::decode::{Decoded, decode_line},
     body::collect_limited,
     hosts::{AllowedHosts, bad_request, bearer_matches, check_host, check_origin, normalize_host},
     literals::record_number_literals,
     sessions::{MethodOnly, Sessions, session_of},
 };
+use crate::transport::decode::{Decoded, decode_line, find_id};
 
 /// What the guard checks, shared by the routes it protects.
 pub(super) struct HttpState {
@@ -406,7 +406,7 @@ where
         && serde_json::from_slice::<MethodOnly>(&bytes)
             .is_ok_and(|message| message.method.as_deref() == Some("initialize"))
     {
-        let id = super::super::decode::find_id(&bytes);
+        let id = find_id(&bytes);
         let body = serde_json::json!({
             "jsonrpc": "2.0",
             "id": id,

@@ -55,7 +55,10 @@ use tokio::{
     time::Instant,
 };
 
-use super::decode::{self, ClientMessage, Decoded, ErrorReply};
+use super::{
+    decode::{self, ClientMessage, Decoded, ErrorReply},
+    message,
+};
 
 mod direct;
 mod framing;
@@ -91,7 +94,7 @@ pub(crate) struct StdioTransport {
     lines: Lines,
     /// The input reached its end (or failed).
     input_done: bool,
-    /// rmcp has left its handshake (see [`decode::ends_handshake`]).
+    /// rmcp has left its handshake (see [`message::ends_handshake`]).
     handshake_done: bool,
     /// The protocol versions the served handler supports: rmcp leaves its handshake on a
     /// 2026-07-28 request only when it names one of them.
@@ -284,7 +287,7 @@ impl StdioTransport {
                             },
                             None => message,
                         };
-                        if let Some(id) = decode::awaited_request(&message)
+                        if let Some(id) = message::awaited_request(&message)
                             && self.shared.opened(id, None).is_none()
                         {
                             // rmcp keys its answers by id: a second call under an id in
@@ -293,8 +296,8 @@ impl StdioTransport {
                             continue;
                         }
                         self.handshake_done |=
-                            decode::ends_handshake(&message, &self.supported_versions);
-                        if let Some(id) = decode::cancelled_request(&message) {
+                            message::ends_handshake(&message, &self.supported_versions);
+                        if let Some(id) = message::cancelled_request(&message) {
                             self.shared.cancelled(id);
                         }
                         self.handed_to_rmcp = true;
