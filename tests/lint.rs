@@ -129,11 +129,10 @@ pub async fn everything(
     Ok(filters)
 }
 
-/// A destructive tool with an idempotency key.
+/// A destructive tool with an idempotency key, which its body need not read (the runtime
+/// does): no unused-variable warning under `deny(warnings)`.
 #[mcp_tool(description = "Deletes.", destructive, idempotency_key = "request_id")]
-pub async fn delete(request_id: Option<String>) {
-    let _ = request_id;
-}
+pub async fn delete(request_id: Option<String>) {}
 
 #[test]
 fn the_lint_crate_builds_a_server() {

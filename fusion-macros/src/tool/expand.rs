@@ -292,6 +292,22 @@ fn body_fn(plan: &Plan<'_>) -> ItemFn {
     body_fn
         .attrs
         .push(syn::parse_quote!(#[allow(clippy::too_many_arguments)]));
+    // The idempotency key is read by the runtime, from the arguments; the body need not
+    // use it. Without this rustc warns it unused, and its advice (`_request_id`) renames
+    // the argument the attribute names (issue 36).
+    if let Some(key) = &plan.tool.attrs.idempotency_key {
+        let key = key.value();
+        for input in &mut body_fn.sig.inputs {
+            if let syn::FnArg::Typed(typed) = input
+                && let syn::Pat::Ident(pat) = &*typed.pat
+                && pat.ident == key
+            {
+                typed
+                    .attrs
+                    .push(syn::parse_quote!(#[allow(unused_variables)]));
+            }
+        }
+    }
     body_fn
 }
 
