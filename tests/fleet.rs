@@ -156,11 +156,8 @@ fn a_replica_killed_mid_call_leaves_the_retry_to_the_other_after_the_lease() {
     drop(doomed);
     let _ = first.join();
     let started = Instant::now();
-    let retry = call(
-        survivor.addr(),
-        "place_order",
-        json!({"order_id": "order-k", "item": "coffee", "delay_ms": 0}),
-    );
+    let quick = json!({"order_id": "order-k", "item": "coffee", "delay_ms": 0});
+    let retry = call(survivor.addr(), "place_order", quick.clone());
     let waited = started.elapsed();
     assert!(!is_error(&retry), "{retry}");
     assert!(text(&retry).contains("placed coffee as order-k"), "{retry}");
@@ -169,9 +166,15 @@ fn a_replica_killed_mid_call_leaves_the_retry_to_the_other_after_the_lease() {
         "the retry waited for the dead runner's lease ({waited:?})"
     );
     assert_eq!(fleet.effects().len(), 1, "{:?}", fleet.effects());
-    // And it is the one result from now on.
-    let again = call(survivor.addr(), "place_order", order);
+    // And it is the one result from now on, for the same arguments; the first call's
+    // (another `delay_ms`) are another call under a used key: a conflict, not a run.
+    let again = call(survivor.addr(), "place_order", quick);
     assert_eq!(text(&again), text(&retry));
+    let other = call(survivor.addr(), "place_order", order);
+    assert_eq!(
+        other["_meta"]["fusion/failure"]["code"], "conflict",
+        "{other}"
+    );
     assert_eq!(fleet.effects().len(), 1);
 }
 
