@@ -51,14 +51,14 @@ pub(crate) fn expand(tool: &ToolFn) -> TokenStream {
 }
 
 /// What several parts need, worked out once from the parsed function.
-struct Plan<'a> {
-    tool: &'a ToolFn,
+pub(super) struct Plan<'a> {
+    pub(super) tool: &'a ToolFn,
     /// `<crate>::__private`.
-    private: TokenStream,
+    pub(super) private: TokenStream,
     /// The function's name, which the unit struct takes over.
-    ident: &'a Ident,
+    pub(super) ident: &'a Ident,
     args_ident: Ident,
-    body_ident: Ident,
+    pub(super) body_ident: Ident,
     /// The tool's name on the wire.
     name: String,
     /// The return type (`()` when none is written).
@@ -79,7 +79,7 @@ struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    fn new(tool: &'a ToolFn) -> Self {
+    pub(super) fn new(tool: &'a ToolFn) -> Self {
         let private = krate::private(tool.attrs.krate.as_ref());
         let item = &tool.item;
         let ident = &item.sig.ident;
@@ -179,7 +179,7 @@ impl<'a> Plan<'a> {
 }
 
 /// The unit struct that stands for the tool, with the function's docs and visibility.
-fn unit_struct(plan: &Plan<'_>) -> TokenStream {
+pub(super) fn unit_struct(plan: &Plan<'_>) -> TokenStream {
     let item = &plan.tool.item;
     let docs: Vec<&Attribute> = item.attrs.iter().filter(|attr| is_doc(attr)).collect();
     let struct_doc = if docs.is_empty() {
@@ -201,7 +201,7 @@ fn unit_struct(plan: &Plan<'_>) -> TokenStream {
 /// A parameter named like the tool itself would be read as the unit struct in a pattern
 /// ("`name` is interpreted as a unit struct"); a function item of that name in the
 /// generated block shadows the struct's value, and bindings may shadow functions.
-fn shadow(plan: &Plan<'_>) -> Option<TokenStream> {
+pub(super) fn shadow(plan: &Plan<'_>) -> Option<TokenStream> {
     let ident = plan.ident;
     plan.tool
         .params
@@ -283,7 +283,7 @@ fn args_struct(plan: &Plan<'_>) -> TokenStream {
 
 /// The body, as written, under a hidden name. Its attributes other than the docs stay on
 /// it (`#[allow]`, `#[cfg_attr]`, `#[tracing::instrument]`), since they are about the code.
-fn body_fn(plan: &Plan<'_>) -> ItemFn {
+pub(super) fn body_fn(plan: &Plan<'_>) -> ItemFn {
     let mut body_fn = plan.tool.item.clone();
     body_fn.sig.ident = plan.body_ident.clone();
     body_fn.vis = syn::Visibility::Inherited;
@@ -313,7 +313,7 @@ fn body_fn(plan: &Plan<'_>) -> ItemFn {
 
 /// `Deref` from the unit struct to a function pointer that calls the body, so the tool
 /// stays callable as the function it was written as.
-fn direct_call(plan: &Plan<'_>) -> TokenStream {
+pub(super) fn direct_call(plan: &Plan<'_>) -> TokenStream {
     let private = &plan.private;
     let ident = plan.ident;
     let ret = &plan.ret;

@@ -2,16 +2,16 @@
 
 mod expand;
 mod parse;
+mod stand_in;
 mod valid;
 
 use proc_macro2::TokenStream;
-use quote::ToTokens;
 
 use crate::ctxt::Ctxt;
 
-/// The whole macro: tokens in, tokens out. On any user error the function is still
-/// emitted (with the macro's own parameter attributes removed) next to the errors, so
-/// its other uses do not cascade into more errors.
+/// The whole macro: tokens in, tokens out. On any user error a stand-in for the tool is
+/// emitted next to the errors (`stand_in.rs`), so that its registration and its direct
+/// calls do not cascade into more errors.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut cx = Ctxt::default();
     let Some(tool) = parse::parse(attr, item.clone(), &mut cx) else {
@@ -25,7 +25,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(()) => expand::expand(&tool),
         Err(errors) => {
             let mut out = errors.to_compile_error();
-            tool.item.to_tokens(&mut out);
+            out.extend(stand_in::stand_in(&tool));
             out
         }
     }
