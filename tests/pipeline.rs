@@ -19,6 +19,7 @@ pub struct Ctx {
 }
 
 /// A nested filter.
+#[mcp_type]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Filter {
@@ -29,6 +30,7 @@ pub struct Filter {
 }
 
 /// A user.
+#[mcp_type]
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct User {
     pub id: u32,

@@ -84,6 +84,7 @@ fn registration_mistakes_are_build_errors() {
     );
 }
 
+#[mcp_type]
 #[derive(Deserialize)]
 struct Row {
     table: String,
@@ -158,6 +159,7 @@ async fn templates_decode_their_variables_and_failures_are_masked() {
 
 #[tokio::test]
 async fn prompts_check_required_arguments_and_mask_failures() {
+    #[mcp_type]
     #[derive(Deserialize)]
     struct Args {
         city: String,

@@ -6,6 +6,7 @@ use fusion_runtime::{Server, ToolDefinition, prelude::*};
 use serde_json::Value;
 
 /// A point on a map.
+#[mcp_type]
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 pub struct Point {
     /// Latitude in degrees.
@@ -15,6 +16,7 @@ pub struct Point {
 }
 
 /// A filter with a nested struct and a list.
+#[mcp_type]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Filter {
@@ -25,6 +27,7 @@ pub struct Filter {
 }
 
 /// How to sort.
+#[mcp_type]
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Order {
@@ -35,6 +38,7 @@ pub enum Order {
 }
 
 /// A shape, with data.
+#[mcp_type]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Shape {

@@ -8,6 +8,7 @@ fn ui() {
     cases.compile_fail("tests/ui/mcp_tool/*.rs");
     cases.compile_fail("tests/ui/arg/*.rs");
     cases.compile_fail("tests/ui/classify/*.rs");
+    cases.compile_fail("tests/ui/mcp_type/*.rs");
     // Each of these registers (and some call) the tool they break: one error a mistake.
     cases.compile_fail("tests/ui/registered/*.rs");
     cases.pass("tests/ui/pass/*.rs");

@@ -12,6 +12,7 @@ use fusion_runtime::{Validator, prelude::*, schema::input_schema};
 use serde_json::{Value, json};
 
 /// Ten fields of the usual kinds, no declared constraints.
+#[mcp_type]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]

@@ -23,6 +23,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
 /// What the search returns: a summary of what it was asked.
+#[mcp_type]
 #[derive(Debug, Serialize, JsonSchema)]
 struct Page {
     query: String,
@@ -105,6 +106,7 @@ async fn echo(
 }
 
 /// The same ten fields for the hand-written handler (and the schema benchmark).
+#[mcp_type]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {

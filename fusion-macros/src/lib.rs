@@ -4,6 +4,7 @@
 //! Each macro is parse → validate → expand, one file a phase, with every user error
 //! collected and reported at once (the private `ctxt` module).
 
+mod bare_derive;
 mod classify;
 mod constraint;
 mod ctxt;
@@ -36,4 +37,25 @@ pub fn mcp_type(attr: TokenStream, item: TokenStream) -> TokenStream {
 )]
 pub fn derive_classify(input: TokenStream) -> TokenStream {
     classify::expand(input.into()).into()
+}
+
+/// The prelude's `Serialize`, met without `#[mcp_type]`: one error that says to add it.
+/// Documented in `fusion_runtime::mcp_type`.
+#[proc_macro_derive(Serialize, attributes(serde))]
+pub fn derive_serialize(input: TokenStream) -> TokenStream {
+    bare_derive::expand(input.into(), bare_derive::Derive::Serialize).into()
+}
+
+/// The prelude's `Deserialize`, met without `#[mcp_type]`: one error that says to add it.
+/// Documented in `fusion_runtime::mcp_type`.
+#[proc_macro_derive(Deserialize, attributes(serde))]
+pub fn derive_deserialize(input: TokenStream) -> TokenStream {
+    bare_derive::expand(input.into(), bare_derive::Derive::Deserialize).into()
+}
+
+/// The prelude's `JsonSchema`, met without `#[mcp_type]`: one error that says to add it.
+/// Documented in `fusion_runtime::mcp_type`.
+#[proc_macro_derive(JsonSchema, attributes(schemars, serde, validate, garde))]
+pub fn derive_json_schema(input: TokenStream) -> TokenStream {
+    bare_derive::expand(input.into(), bare_derive::Derive::JsonSchema).into()
 }

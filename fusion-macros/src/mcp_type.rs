@@ -3,13 +3,15 @@
 //!   parameters: each becomes a schemars `transform` (the constraint becomes a JSON Schema
 //!   keyword, which the runtime enforces) and a serde default;
 //! - the type's `Serialize`/`Deserialize`/`JsonSchema` derives are pointed at the copies of
-//!   serde and schemars that fusion re-exports, so users need neither crate themselves.
+//!   serde and schemars that fusion re-exports, so users need neither crate themselves
+//!   (without it, the prelude's derives of those names report that it is missing:
+//!   `bare_derive.rs`).
 //!
 //! It must come before the `#[derive(..)]` it adjusts.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
-use syn::{Fields, Item, Path, Token};
+use syn::{Fields, Item, Path, Token, punctuated::Punctuated, spanned::Spanned as _};
 
 use crate::{constraint, ctxt::Ctxt, symbol};
 
@@ -135,9 +137,12 @@ fn parse_attr(attr: TokenStream, cx: &mut Ctxt) -> Option<Path> {
     krate
 }
 
-/// Adds `#[serde(crate = ..)]` and `#[schemars(crate = ..)]` for the derives the item uses,
-/// unless it names a crate already. Appended after the item's attributes, because a derive
-/// helper must come after the derive that introduces it.
+/// Points the derives the item uses at fusion's re-exports: a bare `Serialize`,
+/// `Deserialize` or `JsonSchema` in the derive list becomes serde's or schemars' own derive
+/// through `__private` (the prelude's derives of those names only report that
+/// `#[mcp_type]` is missing), and `#[serde(crate = ..)]` and `#[schemars(crate = ..)]` are
+/// added, unless the item names a crate already. They are appended after the item's
+/// attributes, because a derive helper must come after the derive that introduces it.
 fn point_derives_at_reexports(item: &mut Item, private: &TokenStream) {
     let attrs = match item {
         Item::Struct(item) => &mut item.attrs,
@@ -145,13 +150,34 @@ fn point_derives_at_reexports(item: &mut Item, private: &TokenStream) {
         _ => return,
     };
     let mut derives = Vec::new();
-    for attr in attrs.iter().filter(|attr| attr.path().is_ident("derive")) {
-        let _ = attr.parse_nested_meta(|meta| {
-            if let Some(last) = meta.path.segments.last() {
+    for attr in attrs
+        .iter_mut()
+        .filter(|attr| attr.path().is_ident("derive"))
+    {
+        let Ok(paths) = attr.parse_args_with(Punctuated::<Path, Token![,]>::parse_terminated)
+        else {
+            continue;
+        };
+        let paths: Punctuated<Path, Token![,]> = paths
+            .into_iter()
+            .map(|path| {
+                let Some(last) = path.segments.last() else {
+                    return path;
+                };
                 derives.push(last.ident.to_string());
-            }
-            Ok(())
-        });
+                let reexport = match last.ident.to_string().as_str() {
+                    "Serialize" | "Deserialize" => quote!(serde),
+                    "JsonSchema" => quote!(schemars),
+                    _ => return path,
+                };
+                if path.segments.len() > 1 || path.leading_colon.is_some() {
+                    return path;
+                }
+                let ident = &last.ident;
+                syn::parse_quote_spanned!(ident.span()=> #private::#reexport::#ident)
+            })
+            .collect();
+        *attr = syn::parse_quote_spanned!(attr.span()=> #[derive(#paths)]);
     }
     let names_crate = |helper: &str| {
         attrs.iter().any(|attr| {

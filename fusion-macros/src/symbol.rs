@@ -81,6 +81,8 @@ pub(crate) const DOC: &str = "doc";
 
 /// `#[arg(...)]` on a parameter or field: its constraints.
 pub(crate) const ARG: &str = "arg";
+/// The attribute that points the prelude's derives at fusion's re-exports.
+pub(crate) const MCP_TYPE: &str = "mcp_type";
 /// `min = N`
 pub(crate) const MIN: &str = "min";
 /// `max = N`

@@ -94,7 +94,7 @@ pub use present::{Presentation, PresenterFn, UiBlock};
 pub use request_state::STATE_TTL;
 pub use server::Server;
 pub use setup::builder::ServerBuilder;
-pub use setup::error::{BuildError, StartupError};
+pub use setup::error::{BuildError, BuildWarning, StartupError};
 // `fusion_runtime::prompt` and `fusion_runtime::resource` are public modules whose files
 // live in `setup/`, beside the catalog that holds what they describe.
 pub use setup::group::ACTION_KEY;
@@ -162,7 +162,9 @@ pub use fusion_macros::mcp_tool;
 /// - its `Serialize`, `Deserialize` and `JsonSchema` derives use the serde and schemars that
 ///   fusion re-exports, so a crate needs neither as a dependency.
 ///
-/// Put it before the `#[derive(..)]`.
+/// Put it before the `#[derive(..)]`. The prelude's derives need it: without it they
+/// report, in one error, that `#[mcp_type]` is missing. A crate that depends on serde and
+/// schemars itself may import their derives by name instead and leave it out.
 ///
 /// ```
 /// use fusion_runtime::prelude::*;
@@ -195,8 +197,18 @@ pub mod prelude {
         Classify, IntoToolOutput, Server, ToolOutput, mcp_tool, mcp_type,
         testing::{TestResult, Tester},
     };
-    pub use schemars::JsonSchema;
-    pub use serde::{Deserialize, Serialize};
+    // The derive macros of these names are fusion's: under `#[mcp_type]` they become
+    // serde's and schemars' own, and bare they report that `#[mcp_type]` is missing rather
+    // than that the crate lacks a serde dependency. The traits come from the glob below,
+    // whose macros of the same names the explicit import shadows.
+    pub use fusion_macros::{Deserialize, JsonSchema, Serialize};
+    #[doc(no_inline)]
+    pub use traits::*;
+
+    mod traits {
+        pub use schemars::JsonSchema;
+        pub use serde::{Deserialize, Serialize};
+    }
 }
 
 /// Re-exports for users who name these crates through fusion (`rmcp` for its model types:

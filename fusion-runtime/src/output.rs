@@ -303,7 +303,7 @@ pub mod ladder {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be returned by a tool",
         label = "a tool returns a type that implements `IntoToolOutput`, or `Serialize` and `JsonSchema`, or a `Result` of one",
-        note = "return `String`, `()`, `ToolOutput` (or any `IntoToolOutput`), or a type with `#[derive(Serialize, JsonSchema)]` (structured content), or `Result<T, E>` of one with an error type that implements `std::error::Error`"
+        note = "return `String`, `()`, `ToolOutput` (or any `IntoToolOutput`), or a type with `#[mcp_type]` and `#[derive(Serialize, JsonSchema)]` (structured content), or `Result<T, E>` of one with an error type that implements `std::error::Error`"
     )]
     pub trait ToolResult {}
 

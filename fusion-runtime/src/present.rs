@@ -6,6 +6,7 @@
 //! ```
 //! use fusion_runtime::{Presentation, UiBlock, prelude::*};
 //!
+//! #[mcp_type]
 //! #[derive(Serialize, JsonSchema)]
 //! struct User {
 //!     name: String,

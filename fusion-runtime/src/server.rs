@@ -121,6 +121,38 @@ impl<C: Send + Sync + 'static> Server<C> {
         &self.inner.name
     }
 
+    /// What the server was built with but probably should not have been, such as a group
+    /// listed as one tool whose reads clients will see as destructive. Each is also logged
+    /// when the server is built and written to stderr when it starts serving.
+    ///
+    /// ```
+    /// use fusion_runtime::{BuildWarning, prelude::*};
+    ///
+    /// /// Find notes.
+    /// #[mcp_tool(group = "notes", action = "search", read_only)]
+    /// async fn search_notes(text: String) -> String {
+    ///     text
+    /// }
+    ///
+    /// /// Delete a note.
+    /// #[mcp_tool(group = "notes", action = "delete", destructive)]
+    /// async fn delete_note(id: i64) -> String {
+    ///     format!("deleted {id}")
+    /// }
+    ///
+    /// let server = Server::builder("notes", "1")
+    ///     .tool(search_notes)
+    ///     .tool(delete_note)
+    ///     .build();
+    /// assert!(matches!(
+    ///     server.warnings(),
+    ///     [BuildWarning::MixedGroupHints { group, .. }] if group == "notes"
+    /// ));
+    /// ```
+    pub fn warnings(&self) -> &[crate::BuildWarning] {
+        &self.inner.registry.warnings
+    }
+
     /// The server's version, as sent in `serverInfo`.
     pub fn version(&self) -> &str {
         &self.inner.version

@@ -251,7 +251,7 @@ pub async fn create(
 }
 
 /// An operation that is switched off for maintenance.
-#[mcp_tool(group = "system", action = "disabled_action")]
+#[mcp_tool(group = "system", action = "disabled_action", destructive = false)]
 pub async fn disabled_action() -> Result<String, SystemError> {
     Err(SystemError::Disabled)
 }
@@ -330,6 +330,9 @@ fn builder_with_roles(
         .tool(disabled_action)
         .tool(health)
         .group_middleware("db_user", middleware::require_role("admin"))
+        // `db_user` is a model's CRUD kept as one tool, the MCP Fusion way: clients see its
+        // reads as destructive too, because `create` writes. Said here, so it is a choice.
+        .allow_mixed_hints("db_user")
 }
 
 /// The demo server, grouped, for an admin (what the tests and `serve_stdio` use).

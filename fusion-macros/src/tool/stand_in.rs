@@ -79,8 +79,18 @@ fn callable_as_written(tool: &ToolFn) -> bool {
         && sig.variadic.is_none()
         && plain_inputs
         && tool.params.len() == sig.inputs.len()
-        && tool.params.iter().filter(|param| param.ctx.is_some()).count() <= 1
-        && tool.params.iter().filter(|param| param.call.is_some()).count() <= 1
+        && tool
+            .params
+            .iter()
+            .filter(|param| param.ctx.is_some())
+            .count()
+            <= 1
+        && tool
+            .params
+            .iter()
+            .filter(|param| param.call.is_some())
+            .count()
+            <= 1
         && params_fit
         && return_fits
 }

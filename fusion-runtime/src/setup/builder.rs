@@ -11,7 +11,7 @@ use crate::{
     middleware::Middleware,
     policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
     setup::catalog::Catalog,
-    setup::error::{BuildError, StartupError, describe_build_errors},
+    setup::error::{BuildError, BuildWarning, StartupError, describe_build_errors},
     setup::registry::{Exposure, Registry},
     tool::{Tool, ToolDefinition},
     validate::Limits,
@@ -32,6 +32,8 @@ pub struct ServerBuilder<C = ()> {
     startup: Startup,
     exposure: Exposure,
     group_descriptions: HashMap<String, String>,
+    /// Groups whose reads may be listed destructive ([`Self::allow_mixed_hints`]).
+    mixed_hints_allowed: Vec<String>,
     middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
     ok_level: tracing::Level,
     idempotency: Arc<dyn IdempotencyStore>,
@@ -88,6 +90,7 @@ impl Server<()> {
             startup: Startup::default(),
             exposure: Exposure::default(),
             group_descriptions: HashMap::new(),
+            mixed_hints_allowed: Vec::new(),
             middleware: Vec::new(),
             ok_level: tracing::Level::INFO,
             idempotency: Arc::new(MemoryStore::new()),
@@ -168,6 +171,7 @@ impl ServerBuilder<()> {
             startup: self.startup,
             exposure: self.exposure,
             group_descriptions: self.group_descriptions,
+            mixed_hints_allowed: self.mixed_hints_allowed,
             middleware: Vec::new(),
             ok_level: self.ok_level,
             idempotency: self.idempotency,
@@ -245,6 +249,39 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     pub fn group(mut self, group: impl Into<String>, description: impl Into<String>) -> Self {
         self.group_descriptions
             .insert(group.into(), description.into());
+        self
+    }
+
+    /// Accepts that `group`, listed as one tool, mixes read-only actions with actions that
+    /// may destroy, so that clients see every action as destructive: the server then
+    /// raises no [`BuildWarning::MixedGroupHints`](crate::BuildWarning::MixedGroupHints)
+    /// for it. For a group kept whole on purpose, as a model's CRUD (`db_user`). Only the
+    /// hints clients read are affected: each action keeps its own retry rules.
+    ///
+    /// ```
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// /// Find users.
+    /// #[mcp_tool(group = "db_user", action = "find_many", read_only)]
+    /// async fn find_users(name: String) -> String {
+    ///     name
+    /// }
+    ///
+    /// /// Delete a user.
+    /// #[mcp_tool(group = "db_user", action = "delete", destructive)]
+    /// async fn delete_user(id: i64) -> String {
+    ///     format!("deleted {id}")
+    /// }
+    ///
+    /// let server = Server::builder("users", "1")
+    ///     .tool(find_users)
+    ///     .tool(delete_user)
+    ///     .allow_mixed_hints("db_user")
+    ///     .build();
+    /// assert!(server.warnings().is_empty());
+    /// ```
+    pub fn allow_mixed_hints(mut self, group: impl Into<String>) -> Self {
+        self.mixed_hints_allowed.push(group.into());
         self
     }
 
@@ -381,7 +418,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         recover::install_panic_hook();
         let mut errors = self.errors;
         errors.extend(self.catalog.take_errors());
-        let registry = match Registry::build(
+        let mut registry = match Registry::build(
             self.tools,
             self.exposure,
             &self.group_descriptions,
@@ -393,7 +430,17 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 None
             }
         };
-        if let Some(registry) = &registry {
+        if let Some(registry) = &mut registry {
+            for group in &self.mixed_hints_allowed {
+                if !registry.has_group(group) {
+                    errors.push(BuildError::UnknownTarget(group.clone()));
+                }
+            }
+            registry.warnings.retain(|warning| match warning {
+                BuildWarning::MixedGroupHints { group, .. } => {
+                    !self.mixed_hints_allowed.contains(group)
+                }
+            });
             for (scope, _) in &self.middleware {
                 if let MiddlewareScope::Group(name) | MiddlewareScope::Tool(name) = scope
                     && !registry.knows(name)
@@ -455,6 +502,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             }
             None => crate::request_state::Sealer::random(),
         };
+        for warning in &registry.warnings {
+            tracing::warn!(target: "fusion::server", server = %self.name, "{warning}");
+        }
         Ok(Server {
             inner: Arc::new(Inner {
                 name: self.name,
@@ -518,6 +568,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         let name = self.name.clone();
         match self.start().await {
             Ok(server) => {
+                for warning in server.warnings() {
+                    eprintln!("{name}: warning: {warning}");
+                }
                 let code = serve(server).await;
                 crate::log::flush();
                 code

@@ -1,5 +1,42 @@
-//! The mistakes found while a server is put together ([`BuildError`]) and the reasons it
-//! refuses to start ([`StartupError`]).
+//! The mistakes found while a server is put together ([`BuildError`]), what it builds but
+//! probably should not ([`BuildWarning`]), and the reasons it refuses to start
+//! ([`StartupError`]).
+
+/// Something a server builds and serves, but probably not as meant. Each is logged when
+/// the server is built, written to stderr when it starts serving, and listed by
+/// [`Server::warnings`](crate::Server::warnings).
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildWarning {
+    /// A group listed as one tool has read-only actions and actions that may destroy. The
+    /// listed tool carries one set of hints, and MCP's rule makes it destructive for every
+    /// action: a client that confirms destructive calls asks before each read as well.
+    /// [`ServerBuilder::allow_mixed_hints`](crate::ServerBuilder::allow_mixed_hints)
+    /// accepts it for one group.
+    #[error(
+        "group `{group}` lists read-only actions ({}) with actions that may destroy ({}) as one tool, which clients see as destructive for every action: a client that confirms destructive calls will ask before each read too. Put the reads in a group of their own, serve groups flat with `.exposure(Exposure::Flat)`, mark a write that only adds `destructive = false`, or accept it with `.allow_mixed_hints(\"{group}\")`",
+        quoted(read_only),
+        quoted(destructive)
+    )]
+    MixedGroupHints {
+        /// The group.
+        group: String,
+        /// Its actions marked `read_only`.
+        read_only: Vec<String>,
+        /// Its actions that clients count as destructive: marked `destructive`, or neither
+        /// `read_only` nor `destructive = false` (MCP's default for a tool that writes).
+        destructive: Vec<String>,
+    },
+}
+
+/// `["a", "b"]` as "`a`, `b`".
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// A mistake in how a server was put together, found by
 /// [`ServerBuilder::try_build`](crate::ServerBuilder::try_build).

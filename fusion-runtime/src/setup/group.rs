@@ -18,7 +18,7 @@
 use serde_json::{Map, Value};
 
 use crate::{
-    setup::error::BuildError,
+    setup::error::{BuildError, BuildWarning},
     tool::{Annotations, ToolDefinition},
 };
 
@@ -30,6 +30,8 @@ pub(crate) struct GroupTool {
     pub(crate) description: String,
     pub(crate) schema: Map<String, Value>,
     pub(crate) hints: Annotations,
+    /// Set when read-only and destructive actions share the listed tool's hints.
+    pub(crate) warning: Option<BuildWarning>,
 }
 
 /// Keywords that describe a schema without constraining its values: two declarations that
@@ -223,23 +225,65 @@ pub(crate) fn group_tool<C>(
             action_lines.join("; ")
         )
     });
-    // Read-only only if every action is; destructive if any is; idempotent only if all are.
     let specs: Vec<Annotations> = actions
         .iter()
         .map(|(_, index)| handlers[*index].spec.annotations)
         .collect();
-    let every = |get: fn(&Annotations) -> Option<bool>| specs.iter().all(|a| get(a) == Some(true));
-    let any = |get: fn(&Annotations) -> Option<bool>| specs.iter().any(|a| get(a) == Some(true));
+    let (hints, warning) = listed_hints(group, actions, &specs);
     GroupTool {
         description,
         schema,
-        hints: Annotations {
-            read_only: every(|a| a.read_only).then_some(true),
-            destructive: any(|a| a.destructive).then_some(true),
-            idempotent: every(|a| a.idempotent).then_some(true),
-            open_world: any(|a| a.open_world).then_some(true),
-        },
+        hints,
+        warning,
     }
+}
+
+/// The hints of the one tool that lists a group, and the warning when they misstate its
+/// reads. Read-only only if every action is; idempotent only if all are; open-world if
+/// any is. Destructive if any action says so; not destructive when every action that
+/// writes says `destructive = false`; else unset, which MCP reads as destructive for a
+/// tool that is not read-only. So a group with reads and a write that may destroy is
+/// destructive for the reads too: [`BuildWarning::MixedGroupHints`].
+fn listed_hints(
+    group: &str,
+    actions: &[(&'static str, usize)],
+    specs: &[Annotations],
+) -> (Annotations, Option<BuildWarning>) {
+    let every = |get: fn(&Annotations) -> Option<bool>| specs.iter().all(|a| get(a) == Some(true));
+    let any = |get: fn(&Annotations) -> Option<bool>| specs.iter().any(|a| get(a) == Some(true));
+    let reads = |hints: &Annotations| hints.read_only == Some(true);
+    // As a client reads one tool's hints: a tool that is not read-only is destructive
+    // unless it says otherwise.
+    let may_destroy = |hints: &Annotations| !reads(hints) && hints.destructive != Some(false);
+    let named = |keep: &dyn Fn(&Annotations) -> bool| -> Vec<String> {
+        actions
+            .iter()
+            .zip(specs)
+            .filter(|(_, hints)| keep(hints))
+            .map(|((action, _), _)| (*action).to_owned())
+            .collect()
+    };
+    let (read_only, destructive) = (named(&reads), named(&may_destroy));
+    let all_read = every(|a| a.read_only);
+    let hints = Annotations {
+        read_only: all_read.then_some(true),
+        destructive: if any(|a| a.destructive) {
+            Some(true)
+        } else if !all_read && destructive.is_empty() {
+            Some(false)
+        } else {
+            None
+        },
+        idempotent: every(|a| a.idempotent).then_some(true),
+        open_world: any(|a| a.open_world).then_some(true),
+    };
+    let warning =
+        (!read_only.is_empty() && !destructive.is_empty()).then(|| BuildWarning::MixedGroupHints {
+            group: group.to_owned(),
+            read_only,
+            destructive,
+        });
+    (hints, warning)
 }
 
 fn first_line(text: &str) -> &str {

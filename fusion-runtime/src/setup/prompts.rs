@@ -23,6 +23,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// ```
     /// use fusion_runtime::{PromptInfo, prelude::*, prompt};
     ///
+    /// #[mcp_type]
     /// #[derive(Deserialize)]
     /// struct Topic {
     ///     topic: String,

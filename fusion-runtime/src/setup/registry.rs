@@ -14,7 +14,7 @@ use crate::{
     echo::MAX_NAME_BYTES,
     failure::FailureKind,
     setup::{
-        error::BuildError,
+        error::{BuildError, BuildWarning},
         group::{self, ACTION_KEY},
     },
     tool::{Annotations, ToolDefinition},
@@ -45,6 +45,8 @@ pub(crate) struct Registry<C> {
     groups: HashMap<&'static str, Vec<(&'static str, usize)>>,
     /// The `tools/list` answer, in registration order.
     pub(crate) wire: Vec<rmcp::model::Tool>,
+    /// What builds but probably should not (a group whose reads are listed destructive).
+    pub(crate) warnings: Vec<BuildWarning>,
     /// The longest tool name looked up ([`MAX_NAME_BYTES`], or the longest name this server
     /// has): a longer one cannot match, so it is refused before hashing it.
     max_tool_bytes: usize,
@@ -98,6 +100,7 @@ impl<C> Registry<C> {
         }
         let mut entries = HashMap::new();
         let mut wire = Vec::new();
+        let mut warnings = Vec::new();
         for listed in order {
             let (name, entry, tool) = match listed {
                 Listed::Single(index, name) => {
@@ -116,6 +119,7 @@ impl<C> Registry<C> {
                     if let Some(annotations) = annotations(listed.hints, None) {
                         tool = tool.with_annotations(annotations);
                     }
+                    warnings.extend(listed.warning);
                     (name.to_owned(), Entry::Group(actions), tool)
                 }
             };
@@ -144,6 +148,7 @@ impl<C> Registry<C> {
             entries,
             groups,
             wire,
+            warnings,
             max_tool_bytes,
             max_action_bytes,
         })
@@ -192,6 +197,11 @@ impl<C> Registry<C> {
 
     /// Whether `name` is a listed tool, a group or a handler's own name (for middleware
     /// targets).
+    /// Whether `name` is a group of this server, however it is listed.
+    pub(crate) fn has_group(&self, name: &str) -> bool {
+        self.groups.contains_key(name)
+    }
+
     pub(crate) fn knows(&self, name: &str) -> bool {
         self.entries.contains_key(name)
             || self.groups.contains_key(name)

@@ -86,6 +86,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// ```
     /// use fusion_runtime::prelude::*;
     ///
+    /// #[mcp_type]
     /// #[derive(Deserialize)]
     /// struct Page {
     ///     id: String,

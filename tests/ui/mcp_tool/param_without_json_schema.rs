@@ -1,6 +1,7 @@
 use fusion_runtime::prelude::*;
 
 /// Decodable, but without a schema: still not a tool parameter.
+#[mcp_type]
 #[derive(Deserialize)]
 struct Point {
     x: i64,
