@@ -1,6 +1,6 @@
 //! An inventory service whose tools declare constraints on their arguments: ranges,
-//! lengths, patterns, formats, literal lists, unique items, defaults, custom checks and
-//! nested structures. It is what `examples/inventory.rs` serves and what the validation
+//! lengths, patterns, formats, literal lists, unique items, constraints on each item,
+//! defaults, custom checks and nested structures. It is what `examples/inventory.rs` serves and what the validation
 //! tests call.
 
 use fusion_runtime::{Server, prelude::*};
@@ -69,8 +69,12 @@ pub async fn search_products(
     /// Lowest price in euros, not negative.
     #[arg(min = 0.0)]
     min_price: Option<f64>,
-    /// Tags that must all match, at most 5, no repeats.
-    #[arg(unique, length(max = 5))]
+    /// Tags that must all match, at most 5, no repeats; each 1 to 16 of `a-z`, `0-9`, `-`.
+    #[arg(
+        unique,
+        length(max = 5),
+        items(length(min = 1, max = 16), pattern = "^[a-z0-9-]+$")
+    )]
     tags: Option<Vec<String>>,
     /// The order of results.
     sort: Option<Sort>,

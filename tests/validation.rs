@@ -190,6 +190,25 @@ fn bad_cases() -> Vec<Case> {
             "tags[0]",
             "type",
         ),
+        // items(length(min = 1, max = 16), pattern = ..): each tag on its own
+        bad(
+            "search_products",
+            with(&s, "tags", json!(["ok", ""])),
+            "tags[1]",
+            "min_length",
+        ),
+        bad(
+            "search_products",
+            with(&s, "tags", json!([long(17)])),
+            "tags[0]",
+            "max_length",
+        ),
+        bad(
+            "search_products",
+            with(&s, "tags", json!(["lamp", "Desk"])),
+            "tags[1]",
+            "pattern",
+        ),
         bad(
             "search_products",
             with(&s, "sort", json!("random")),
@@ -467,6 +486,11 @@ fn bad_cases() -> Vec<Case> {
 fn good_cases() -> Vec<Case> {
     let (s, c, k) = (search(), create(), contact());
     vec![
+        // Each tag at the bounds of items(length(min = 1, max = 16), pattern = ..).
+        good(
+            "search_products",
+            json!({"query": "lamp", "tags": ["a", "0123456789-abcde"]}),
+        ),
         good("search_products", s.clone()),
         good("search_products", json!({"query": "a"})),
         good("search_products", json!({"query": "a".repeat(80)})),

@@ -114,6 +114,10 @@ pub(crate) const DEPRECATED: &str = "deprecated";
 /// `secret`: hidden in logs and messages
 pub(crate) const SECRET: &str = "secret";
 
+/// `items(..)`: constraints on each item of a list
+pub(crate) const ITEMS: &str = "items";
+/// The keys about a parameter as a whole, which `items(..)` refuses.
+pub(crate) const VALUE_ONLY_KEYS: &[&str] = &[DEFAULT, VALIDATE, DEPRECATED, SECRET, ITEMS];
 /// Every key of `#[arg(...)]`.
 pub(crate) const ARG_KEYS: &[&str] = &[
     MIN,
@@ -131,6 +135,7 @@ pub(crate) const ARG_KEYS: &[&str] = &[
     VALIDATE,
     DEPRECATED,
     SECRET,
+    ITEMS,
 ];
 
 /// The formats `format = "..."` accepts (the runtime checks exactly these).

@@ -19,6 +19,7 @@
 //! | `default = expr` | `default` (and the field becomes optional) | any `Serialize` type |
 //! | `deprecated` | `deprecated: true` | any |
 //! | `validate = path::to::check` | (none: a runtime check, `fn(&T) -> Result<(), E: Display>`) | any |
+//! | `items(length(max = 32), pattern = "..")` | the same keywords in `items` | lists (the keys apply to the item type) |
 
 use std::fmt::Display;
 
@@ -94,6 +95,8 @@ pub enum Constraint {
     Deprecated,
     /// `secret`: hidden in logs and messages; `writeOnly` in the schema.
     Secret,
+    /// `items(..)`: constraints on each item of a list, in its `items` schema.
+    Items(&'static [Constraint]),
 }
 
 /// Adds the keywords of `constraints` to a field's schema (a schemars `transform`).
@@ -135,6 +138,16 @@ pub fn apply(schema: &mut Schema, constraints: &[Constraint]) {
             Constraint::Unique => ("uniqueItems", Value::Bool(true)),
             Constraint::Deprecated => ("deprecated", Value::Bool(true)),
             Constraint::Secret => ("writeOnly", Value::Bool(true)),
+            Constraint::Items(each) => {
+                let items = object
+                    .entry("items")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Ok(mut item) = Schema::try_from(items.clone()) {
+                    apply(&mut item, each);
+                    *items = item.to_value();
+                }
+                continue;
+            }
         };
         object.insert(key.into(), value);
     }
@@ -258,6 +271,37 @@ pub mod kinds {
     impl<T> List for BTreeSet<T> {}
     impl<T, const N: usize> List for [T; N] {}
 
+    /// Lists, for `items(..)`: what their items are, to check each item's constraints on.
+    #[diagnostic::on_unimplemented(
+        message = "`items(..)` applies to lists, and `{Self}` is not a list",
+        label = "`items(..)` on a parameter of type `{Self}`",
+        note = "`items(..)` constrains each item of a `Vec<T>` or a set; on a single value, write the constraints without it"
+    )]
+    pub trait Items {
+        /// The type of each item.
+        type Item: ?Sized;
+    }
+    impl<T> Items for Vec<T> {
+        type Item = T;
+    }
+    impl<T> Items for VecDeque<T> {
+        type Item = T;
+    }
+    impl<T> Items for HashSet<T> {
+        type Item = T;
+    }
+    impl<T> Items for BTreeSet<T> {
+        type Item = T;
+    }
+    impl<T, const N: usize> Items for [T; N] {
+        type Item = T;
+    }
+    impl<T: Items> Items for Option<T> {
+        type Item = T::Item;
+    }
+
+    /// Checks that `items(..)` applies to `T`.
+    pub const fn items<T: Items + ?Sized>() {}
     /// Checks that a numeric constraint applies to `T`.
     pub const fn numeric<T: Numeric + ?Sized>() {}
     /// Checks that a text constraint applies to `T`.

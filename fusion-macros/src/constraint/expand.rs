@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, Type};
 
-use super::parse::{Constraints, Kind, Literal, Number};
+use super::parse::{Constraint, Constraints, Kind, Literal, Number};
 
 /// What the constraints of one field contribute to the generated code.
 #[derive(Default)]
@@ -37,62 +37,9 @@ pub(crate) fn field_code(
     }
     let mut schema_constraints = Vec::new();
     for constraint in &constraints.list {
-        let key = &constraint.key;
-        let kind_check = |check: &str| {
-            let check = format_ident!("{check}");
-            quote_spanned!(key.span()=> #private::kinds::#check::<#ty>();)
-        };
-        let (check, tokens) = match &constraint.kind {
-            Kind::Min(n) => (kind_check("numeric"), {
-                let n = literal_number(private, n);
-                Some(quote!(Minimum(#n)))
-            }),
-            Kind::Max(n) => (kind_check("numeric"), {
-                let n = literal_number(private, n);
-                Some(quote!(Maximum(#n)))
-            }),
-            Kind::ExclusiveMin(n) => (kind_check("numeric"), {
-                let n = literal_number(private, n);
-                Some(quote!(ExclusiveMinimum(#n)))
-            }),
-            Kind::ExclusiveMax(n) => (kind_check("numeric"), {
-                let n = literal_number(private, n);
-                Some(quote!(ExclusiveMaximum(#n)))
-            }),
-            Kind::MultipleOf(n) => (kind_check("numeric"), {
-                let n = literal_number(private, n);
-                Some(quote!(MultipleOf(#n)))
-            }),
-            Kind::Length { min, max } => {
-                let count = |n: &Option<Number>| match n.as_ref().and_then(|n| n.int) {
-                    Some(int) => {
-                        let int = int as u64;
-                        quote!(::core::option::Option::Some(#int))
-                    }
-                    None => quote!(::core::option::Option::None),
-                };
-                let (min, max) = (count(min), count(max));
-                (
-                    kind_check("has_length"),
-                    Some(quote!(Length { min: #min, max: #max })),
-                )
-            }
-            Kind::NonEmpty => (kind_check("has_length"), Some(quote!(NonEmpty))),
-            Kind::Pattern(pattern) => (kind_check("text"), Some(quote!(Pattern(#pattern)))),
-            Kind::Format(format) => (kind_check("text"), Some(quote!(Format(#format)))),
-            Kind::OneOf(values) => {
-                let values = values.iter().map(|(value, _)| literal(private, value));
-                (quote!(), Some(quote!(OneOf(&[#(#values),*]))))
-            }
-            Kind::Unique => (kind_check("list"), Some(quote!(Unique))),
-            Kind::Deprecated => (quote!(), Some(quote!(Deprecated))),
-            Kind::Secret => (quote!(), Some(quote!(Secret))),
-            Kind::Default(_) | Kind::Validate(_) => (quote!(), None),
-        };
+        let (check, tokens) = constraint_code(private, &quote!(#ty), constraint);
         code.checks.extend(check);
-        if let Some(tokens) = tokens {
-            schema_constraints.push(quote!(#private::Constraint::#tokens));
-        }
+        schema_constraints.extend(tokens);
     }
     if !schema_constraints.is_empty() {
         code.attrs.extend(quote! {
@@ -121,6 +68,84 @@ pub(crate) fn field_code(
         });
     }
     code
+}
+
+/// One constraint: the rustc check that `ty` can carry it (spanned at its key), and the
+/// runtime `Constraint` it becomes in the schema (`None` for `default` and `validate`,
+/// which are not schema keywords).
+fn constraint_code(
+    private: &TokenStream,
+    ty: &TokenStream,
+    constraint: &Constraint,
+) -> (TokenStream, Option<TokenStream>) {
+    let key = &constraint.key;
+    let kind_check = |check: &str| {
+        let check = format_ident!("{check}");
+        quote_spanned!(key.span()=> #private::kinds::#check::<#ty>();)
+    };
+    let (check, tokens) = match &constraint.kind {
+        Kind::Min(n) => (kind_check("numeric"), {
+            let n = literal_number(private, n);
+            Some(quote!(Minimum(#n)))
+        }),
+        Kind::Max(n) => (kind_check("numeric"), {
+            let n = literal_number(private, n);
+            Some(quote!(Maximum(#n)))
+        }),
+        Kind::ExclusiveMin(n) => (kind_check("numeric"), {
+            let n = literal_number(private, n);
+            Some(quote!(ExclusiveMinimum(#n)))
+        }),
+        Kind::ExclusiveMax(n) => (kind_check("numeric"), {
+            let n = literal_number(private, n);
+            Some(quote!(ExclusiveMaximum(#n)))
+        }),
+        Kind::MultipleOf(n) => (kind_check("numeric"), {
+            let n = literal_number(private, n);
+            Some(quote!(MultipleOf(#n)))
+        }),
+        Kind::Length { min, max } => {
+            let count = |n: &Option<Number>| match n.as_ref().and_then(|n| n.int) {
+                Some(int) => {
+                    let int = int as u64;
+                    quote!(::core::option::Option::Some(#int))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            let (min, max) = (count(min), count(max));
+            (
+                kind_check("has_length"),
+                Some(quote!(Length { min: #min, max: #max })),
+            )
+        }
+        Kind::NonEmpty => (kind_check("has_length"), Some(quote!(NonEmpty))),
+        Kind::Pattern(pattern) => (kind_check("text"), Some(quote!(Pattern(#pattern)))),
+        Kind::Format(format) => (kind_check("text"), Some(quote!(Format(#format)))),
+        Kind::OneOf(values) => {
+            let values = values.iter().map(|(value, _)| literal(private, value));
+            (quote!(), Some(quote!(OneOf(&[#(#values),*]))))
+        }
+        Kind::Unique => (kind_check("list"), Some(quote!(Unique))),
+        Kind::Deprecated => (quote!(), Some(quote!(Deprecated))),
+        Kind::Secret => (quote!(), Some(quote!(Secret))),
+        Kind::Default(_) | Kind::Validate(_) => (quote!(), None),
+        // Each item's constraints are checked against the item type.
+        Kind::Items(each) => {
+            let item = quote_spanned!(key.span()=> <#ty as #private::kinds::Items>::Item);
+            let mut checks = kind_check("items");
+            let mut inner = Vec::new();
+            for constraint in &each.list {
+                let (check, tokens) = constraint_code(private, &item, constraint);
+                checks.extend(check);
+                inner.extend(tokens);
+            }
+            (checks, Some(quote!(Items(&[#(#inner),*]))))
+        }
+    };
+    (
+        check,
+        tokens.map(|tokens| quote!(#private::Constraint::#tokens)),
+    )
 }
 
 fn literal_number(private: &TokenStream, number: &Number) -> TokenStream {

@@ -47,6 +47,8 @@ pub(crate) enum Kind {
     Validate(Path),
     Deprecated,
     Secret,
+    /// `items(..)`: constraints on each item of a list.
+    Items(Constraints),
 }
 
 /// Everything `#[arg(...)]` said about one parameter or field.
@@ -83,80 +85,9 @@ pub(crate) fn parse_arg_attrs(attrs: &[Attribute], cx: &mut Ctxt) -> Constraints
         .filter(|attr| attr.path().is_ident(symbol::ARG))
     {
         let result = attr.parse_nested_meta(|meta| {
-            let Some(key) = meta.path.get_ident().cloned() else {
-                cx.error_spanned_by(&meta.path, unknown_key_message(&meta));
-                return skip_value(&meta);
-            };
-            let kind = match key.to_string().as_str() {
-                // min = 1 | min = -0.5
-                symbol::MIN => Kind::Min(number_value(&meta)?),
-                // max = 50
-                symbol::MAX => Kind::Max(number_value(&meta)?),
-                // exclusive_min = 0
-                symbol::EXCLUSIVE_MIN => Kind::ExclusiveMin(number_value(&meta)?),
-                // exclusive_max = 1.0
-                symbol::EXCLUSIVE_MAX => Kind::ExclusiveMax(number_value(&meta)?),
-                // multiple_of = 5
-                symbol::MULTIPLE_OF => Kind::MultipleOf(number_value(&meta)?),
-                // length(min = 1, max = 80) | length(max = 80)
-                symbol::LENGTH => {
-                    let (mut min, mut max) = (None, None);
-                    meta.parse_nested_meta(|inner| {
-                        if inner.path.is_ident(symbol::MIN) {
-                            min = Some(count_value(&inner)?);
-                        } else if inner.path.is_ident(symbol::MAX) {
-                            max = Some(count_value(&inner)?);
-                        } else {
-                            cx.error_spanned_by(
-                                &inner.path,
-                                "`length(..)` takes `min = N` and `max = N`, e.g. `length(min = 1, max = 80)`",
-                            );
-                            skip_value(&inner)?;
-                        }
-                        Ok(())
-                    })?;
-                    if min.is_none() && max.is_none() {
-                        cx.error_spanned_by(&key, "`length(..)` needs `min = N`, `max = N` or both");
-                    }
-                    Kind::Length { min, max }
-                }
-                // non_empty
-                symbol::NON_EMPTY => Kind::NonEmpty,
-                // pattern = "^[a-z]+$"
-                symbol::PATTERN => Kind::Pattern(meta.value()?.parse()?),
-                // format = "email"
-                symbol::FORMAT => Kind::Format(meta.value()?.parse()?),
-                // one_of = ["a", "b"] | one_of = [1, 2, 3]
-                symbol::ONE_OF => {
-                    let list: syn::ExprArray = meta.value()?.parse()?;
-                    let mut values = Vec::new();
-                    for element in &list.elems {
-                        match literal(element) {
-                            Some(value) => values.push((value, syn::spanned::Spanned::span(element))),
-                            None => cx.error_spanned_by(
-                                element,
-                                "`one_of` lists literals: strings, numbers or booleans",
-                            ),
-                        }
-                    }
-                    Kind::OneOf(values)
-                }
-                // unique
-                symbol::UNIQUE => Kind::Unique,
-                // default = expr
-                symbol::DEFAULT => Kind::Default(meta.value()?.parse()?),
-                // validate = path::to::check
-                symbol::VALIDATE => Kind::Validate(meta.value()?.parse()?),
-                // deprecated
-                symbol::DEPRECATED => Kind::Deprecated,
-                // secret
-                symbol::SECRET => Kind::Secret,
-                _ => {
-                    cx.error_spanned_by(&key, unknown_key_message(&meta));
-                    return skip_value(&meta);
-                }
-            };
-            constraints.list.push(Constraint { key, kind });
+            if let Some(constraint) = parse_key(&meta, cx, Place::Value)? {
+                constraints.list.push(constraint);
+            }
             Ok(())
         });
         if let Err(error) = result {
@@ -164,6 +95,121 @@ pub(crate) fn parse_arg_attrs(attrs: &[Attribute], cx: &mut Ctxt) -> Constraints
         }
     }
     constraints
+}
+
+/// Where a key is written: on the value itself, or inside `items(..)`, on each item.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Value,
+    Items,
+}
+
+/// One key of `#[arg(..)]` (or of `items(..)` in it); `None` after an error reported to
+/// `cx`, so the other keys are still read.
+fn parse_key(
+    meta: &ParseNestedMeta<'_>,
+    cx: &mut Ctxt,
+    place: Place,
+) -> syn::Result<Option<Constraint>> {
+    let Some(key) = meta.path.get_ident().cloned() else {
+        cx.error_spanned_by(&meta.path, unknown_key_message(meta));
+        skip_value(meta)?;
+        return Ok(None);
+    };
+    let name = key.to_string();
+    if place == Place::Items && symbol::VALUE_ONLY_KEYS.contains(&name.as_str()) {
+        cx.error_spanned_by(
+            &key,
+            format!("`{name}` applies to the parameter as a whole, not to each item; write it outside `items(..)`"),
+        );
+        skip_value(meta)?;
+        return Ok(None);
+    }
+    let kind = match name.as_str() {
+        // min = 1 | min = -0.5
+        symbol::MIN => Kind::Min(number_value(meta)?),
+        // max = 50
+        symbol::MAX => Kind::Max(number_value(meta)?),
+        // exclusive_min = 0
+        symbol::EXCLUSIVE_MIN => Kind::ExclusiveMin(number_value(meta)?),
+        // exclusive_max = 1.0
+        symbol::EXCLUSIVE_MAX => Kind::ExclusiveMax(number_value(meta)?),
+        // multiple_of = 5
+        symbol::MULTIPLE_OF => Kind::MultipleOf(number_value(meta)?),
+        // length(min = 1, max = 80) | length(max = 80)
+        symbol::LENGTH => {
+            let (mut min, mut max) = (None, None);
+            meta.parse_nested_meta(|inner| {
+                if inner.path.is_ident(symbol::MIN) {
+                    min = Some(count_value(&inner)?);
+                } else if inner.path.is_ident(symbol::MAX) {
+                    max = Some(count_value(&inner)?);
+                } else {
+                    cx.error_spanned_by(
+                        &inner.path,
+                        "`length(..)` takes `min = N` and `max = N`, e.g. `length(min = 1, max = 80)`",
+                    );
+                    skip_value(&inner)?;
+                }
+                Ok(())
+            })?;
+            if min.is_none() && max.is_none() {
+                cx.error_spanned_by(&key, "`length(..)` needs `min = N`, `max = N` or both");
+            }
+            Kind::Length { min, max }
+        }
+        // non_empty
+        symbol::NON_EMPTY => Kind::NonEmpty,
+        // pattern = "^[a-z]+$"
+        symbol::PATTERN => Kind::Pattern(meta.value()?.parse()?),
+        // format = "email"
+        symbol::FORMAT => Kind::Format(meta.value()?.parse()?),
+        // one_of = ["a", "b"] | one_of = [1, 2, 3]
+        symbol::ONE_OF => {
+            let list: syn::ExprArray = meta.value()?.parse()?;
+            let mut values = Vec::new();
+            for element in &list.elems {
+                match literal(element) {
+                    Some(value) => values.push((value, syn::spanned::Spanned::span(element))),
+                    None => cx.error_spanned_by(
+                        element,
+                        "`one_of` lists literals: strings, numbers or booleans",
+                    ),
+                }
+            }
+            Kind::OneOf(values)
+        }
+        // unique
+        symbol::UNIQUE => Kind::Unique,
+        // default = expr
+        symbol::DEFAULT => Kind::Default(meta.value()?.parse()?),
+        // validate = path::to::check
+        symbol::VALIDATE => Kind::Validate(meta.value()?.parse()?),
+        // deprecated
+        symbol::DEPRECATED => Kind::Deprecated,
+        // secret
+        symbol::SECRET => Kind::Secret,
+        // items(length(max = 32), pattern = "^[a-z]+$"): the same keys, on each item
+        symbol::ITEMS if place == Place::Value => {
+            let mut each = Constraints::default();
+            meta.parse_nested_meta(|inner| {
+                if let Some(constraint) = parse_key(&inner, cx, Place::Items)? {
+                    each.list.push(constraint);
+                }
+                Ok(())
+            })?;
+            if each.is_empty() {
+                cx.error_spanned_by(&key, "`items(..)` needs the constraints of each item, e.g. `items(length(max = 32))`");
+            }
+            Kind::Items(each)
+        }
+        _ => {
+            cx.error_spanned_by(&key, unknown_key_message(meta));
+            skip_value(meta)?;
+            return Ok(None);
+        }
+    };
+    Ok(Some(Constraint { key, kind }))
 }
 
 fn unknown_key_message(meta: &ParseNestedMeta<'_>) -> String {

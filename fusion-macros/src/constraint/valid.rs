@@ -101,6 +101,8 @@ pub(crate) fn check(constraints: &Constraints, cx: &mut Ctxt) {
             Kind::OneOf(values) if values.is_empty() => {
                 cx.error_spanned_by(&constraint.key, "`one_of` needs at least one value");
             }
+            // Each item's constraints obey the same rules among themselves.
+            Kind::Items(each) => check(each, cx),
             _ => {}
         }
     }
