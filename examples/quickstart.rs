@@ -158,20 +158,6 @@ async fn main() -> ExitCode {
         .tool(weather)
         .tool(greet)
         .tool(crash);
-    let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|arg| arg == "--http") {
-        None => builder.serve_stdio().await,
-        Some(at) => match args.get(at + 1).and_then(|port| port.parse::<u16>().ok()) {
-            Some(port) => {
-                let options = fusion_runtime::HttpOptions::default()
-                    .port(port)
-                    .stateless(args.iter().any(|arg| arg == "--stateless"));
-                builder.serve_http_with(options).await
-            }
-            None => {
-                eprintln!("quickstart: --http takes a port number");
-                ExitCode::from(fusion_runtime::EXIT_CONFIG)
-            }
-        },
-    }
+    // stdio, or Streamable HTTP with `--http PORT` (and `--stateless`).
+    builder.serve().await
 }

@@ -32,3 +32,30 @@ fn a_terminal_gets_the_banner() {
         );
     }
 }
+
+/// The snippets name the variables the server requires (issue 36, item 7): pasted without
+/// them, the server would exit 78 at once.
+#[test]
+fn the_banner_snippets_carry_the_required_variables() {
+    let binary = support::example_binary("faults");
+    let mut command = Command::new("script");
+    let line = format!("{} --require-env FUSION_BANNER_TOKEN", binary.display());
+    command
+        .args(["-qec", &line, "/dev/null"])
+        .env("FUSION_BANNER_TOKEN", "set")
+        .env("RUST_LOG", "off");
+    let out = support::run_with_timeout(command, Duration::from_secs(30));
+    assert!(!out.timed_out, "{}", out.report());
+    let text = format!("{}{}", out.stdout, out.stderr);
+    for expected in [
+        "--cli -e FUSION_BANNER_TOKEN='<your FUSION_BANNER_TOKEN>' ",
+        "\"env\": {",
+        "\"FUSION_BANNER_TOKEN\": \"<your FUSION_BANNER_TOKEN>\"",
+    ] {
+        assert!(
+            text.contains(expected),
+            "missing `{expected}` in:\n{}",
+            out.report()
+        );
+    }
+}

@@ -183,3 +183,35 @@ fn an_unknown_flag_is_a_usage_error_with_exit_64() {
         );
     }
 }
+
+/// `ServerBuilder::serve` picks the transport from the command line (issue 36, item 8); a
+/// value it cannot read is a usage error (64) that says what it expected, and nothing is
+/// served.
+#[test]
+fn serve_refuses_a_transport_it_cannot_read() {
+    let binary = support::example_binary("quickstart");
+    for (args, expected) in [
+        (
+            &["--http", "eighty"][..],
+            "expected a port (0 to 65535) or an address",
+        ),
+        (
+            &["--stateless"][..],
+            "`--stateless` goes with `--http PORT`",
+        ),
+    ] {
+        let out = run(&binary, args);
+        assert!(!out.timed_out, "{args:?} served instead:\n{}", out.report());
+        assert_eq!(
+            out.status.and_then(|status| status.code()),
+            Some(64),
+            "{args:?}:\n{}",
+            out.report()
+        );
+        assert!(
+            out.stderr.starts_with("quickstart: ") && out.stderr.contains(expected),
+            "{args:?}:\n{}",
+            out.report()
+        );
+    }
+}

@@ -5,6 +5,10 @@
 /// event logged, and the process ends instead of limping on.
 pub const EXIT_FATAL: u8 = 70;
 
+/// Exit code when the command line cannot be read (`EX_USAGE`):
+/// [`ServerBuilder::serve`](crate::ServerBuilder::serve) given `--http` without a port.
+pub const EXIT_USAGE: u8 = 64;
+
 /// Exit code when the server cannot start because of its configuration (`EX_CONFIG`).
 pub const EXIT_CONFIG: u8 = 78;
 

@@ -77,7 +77,7 @@ pub use call::{
     ask::{Ask, ClientRequestError, Elicitation, ElicitationAction, Root},
 };
 pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
-pub use exit::{EXIT_CONFIG, EXIT_FATAL};
+pub use exit::{EXIT_CONFIG, EXIT_FATAL, EXIT_USAGE};
 pub use failure::classify::{
     Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
 };
@@ -102,13 +102,13 @@ pub use setup::prompt::{self, IntoPromptMessages, PromptArg, PromptInfo};
 pub use setup::registry::Exposure;
 pub use setup::resource::{self, IntoResourceContents, ResourceContent, ResourceInfo};
 pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
-pub use transport::StdioOptions;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use transport::{HttpConfigError, HttpOptions};
 #[cfg(feature = "oauth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub use transport::{JwtAlgorithm, OAuth};
+pub use transport::{StdioOptions, Transport};
 pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};
 
 /// Turns an `async fn` into an MCP tool.

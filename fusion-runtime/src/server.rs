@@ -108,6 +108,8 @@ pub(crate) struct Inner<C> {
     pub(crate) sealer: crate::request_state::Sealer,
     /// The tools that run as tasks, and the tasks.
     pub(crate) tasks: crate::tasks::Tasks,
+    /// The environment variables `require_env` declared, for the banner's snippets.
+    pub(crate) required_env: Vec<String>,
 }
 
 pub(crate) struct ToolRuntime {

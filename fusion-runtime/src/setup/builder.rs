@@ -22,7 +22,7 @@ use crate::server::{ContextFactory, Inner, Server, ToolRuntime};
 /// Builds a [`Server`]: `Server::builder(name, version).context(..).tool(..).build()`.
 #[must_use = "a builder does nothing until it is built or served"]
 pub struct ServerBuilder<C = ()> {
-    name: String,
+    pub(crate) name: String,
     version: String,
     instructions: Option<String>,
     context: ContextFactory<C>,
@@ -61,6 +61,10 @@ type SetupStep = Box<dyn FnOnce() -> crate::future::BoxFuture<'static, Result<()
 struct Startup {
     pub(crate) required_env: Vec<String>,
     pub(crate) steps: Vec<SetupStep>,
+    /// The per-call context is made from what a setup step opens
+    /// ([`ServerBuilder::context_from_setup`]): only [`ServerBuilder::start`] (and the
+    /// `serve_*` methods) can build the server.
+    pub(crate) context_in_setup: bool,
 }
 
 impl Server<()> {
@@ -115,6 +119,89 @@ impl ServerBuilder<()> {
         F: Fn() -> C + Send + Sync + 'static,
     {
         self.context_from_request(move |_: &RequestInfo| factory())
+    }
+
+    /// Sets the per-call context from what a start-up step opens: `open` runs once, as a
+    /// [`setup`](ServerBuilder::setup) step (after the [`require_env`](ServerBuilder::require_env)
+    /// checks and the steps declared before it), and its error stops the start with exit
+    /// code 78; `make` then builds each call's context from the opened value and what the
+    /// transport knows about the caller. So a pool opened at start reaches every call
+    /// without a global.
+    ///
+    /// Such a server is built by [`start`](ServerBuilder::start) or a `serve_*` method,
+    /// which run the steps; [`build`](ServerBuilder::build) and
+    /// [`try_build`](ServerBuilder::try_build) refuse it
+    /// ([`BuildError::ContextNeedsStart`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use fusion_runtime::{prelude::*, testing::Tester};
+    ///
+    /// /// What the server opens once (a connection pool, a client).
+    /// struct Notes {
+    ///     path: String,
+    /// }
+    ///
+    /// /// What each call gets.
+    /// struct App {
+    ///     notes: Arc<Notes>,
+    /// }
+    ///
+    /// /// Where the notes live.
+    /// #[mcp_tool(read_only)]
+    /// async fn where_notes(#[ctx] app: &App) -> String {
+    ///     app.notes.path.clone()
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("notes", "1")
+    ///     .context_from_setup(
+    ///         || async {
+    ///             // Read the configuration, open the database: an error here is exit 78.
+    ///             let path = std::env::var("NOTES_DB").unwrap_or_else(|_| "notes.db".into());
+    ///             Ok::<_, std::io::Error>(Arc::new(Notes { path }))
+    ///         },
+    ///         |notes, _request| App { notes: Arc::clone(notes) },
+    ///     )
+    ///     .tool(where_notes)
+    ///     .start()
+    ///     .await
+    ///     .expect("the notes open");
+    /// let result = Tester::new(server).call("where_notes", serde_json::json!({})).await;
+    /// assert!(!result.is_error);
+    /// # });
+    /// ```
+    pub fn context_from_setup<S, C, Open, Opening, E, Make>(
+        self,
+        open: Open,
+        make: Make,
+    ) -> ServerBuilder<C>
+    where
+        S: Send + Sync + 'static,
+        C: Send + Sync + 'static,
+        Open: FnOnce() -> Opening + Send + 'static,
+        Opening: Future<Output = Result<S, E>> + Send + 'static,
+        E: std::fmt::Display,
+        Make: Fn(&S, &RequestInfo) -> C + Send + Sync + 'static,
+    {
+        let opened: Arc<std::sync::OnceLock<S>> = Arc::new(std::sync::OnceLock::new());
+        let reader = Arc::clone(&opened);
+        let mut builder = self.context_from_request(move |request: &RequestInfo| {
+            match reader.get() {
+                Some(state) => make(state, request),
+                // `start` runs the step before it returns the server, and `try_build`
+                // refuses a server whose context comes from setup.
+                None => unreachable!("the context's setup step runs before any call"),
+            }
+        });
+        builder.startup.context_in_setup = true;
+        builder.setup(move || async move {
+            let state = open().await?;
+            // The step runs once a start; a second start would build a second server.
+            let _ = opened.set(state);
+            Ok::<(), E>(())
+        })
     }
 
     /// Sets the factory that builds the context of each call from what the transport
@@ -382,7 +469,11 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// first `require_env` variable that is missing or empty; [`StartupError::Setup`] for the
     /// first `setup` step that fails (the steps run in order; a failure stops them).
     pub async fn start(mut self) -> Result<Server<C>, StartupError> {
+        // Taken out first: with it gone, `try_build` does not refuse a context made in
+        // setup, whose step runs below, before the server is returned.
         let startup = std::mem::take(&mut self.startup);
+        // Kept on the server too, for the banner's client configuration.
+        self.startup.required_env = startup.required_env.clone();
         let server = self.try_build().map_err(StartupError::Build)?;
         for name in startup.required_env {
             if std::env::var_os(&name).is_none_or(|value| value.is_empty()) {
@@ -417,6 +508,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     pub fn try_build(mut self) -> Result<Server<C>, Vec<BuildError>> {
         recover::install_panic_hook();
         let mut errors = self.errors;
+        if self.startup.context_in_setup {
+            errors.push(BuildError::ContextNeedsStart);
+        }
         errors.extend(self.catalog.take_errors());
         let mut registry = match Registry::build(
             self.tools,
@@ -524,6 +618,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 catalog: self.catalog,
                 sealer,
                 tasks: crate::tasks::Tasks::new(self.revision.tasks),
+                required_env: self.startup.required_env,
             }),
             session_peers: None,
         })

@@ -84,6 +84,13 @@ pub enum BuildError {
     /// Middleware or a description names a tool or group that does not exist.
     #[error("`{0}` names no tool or group of this server; check the spelling or register it")]
     UnknownTarget(String),
+    /// The per-call context comes from a setup step
+    /// ([`ServerBuilder::context_from_setup`](crate::ServerBuilder::context_from_setup)),
+    /// which only `start` and the `serve_*` methods run.
+    #[error(
+        "the context is made from a setup step (`.context_from_setup(..)`), which `build` and `try_build` do not run; build the server with `.start().await` or serve it with a `serve_*` method"
+    )]
+    ContextNeedsStart,
     /// `.context(..)` was called after tools were registered for the unit context.
     #[error(
         "`.context(..)` was called after {0} tool(s) were registered; call `.context(..)` first, right after `Server::builder(..)`"

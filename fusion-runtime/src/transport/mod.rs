@@ -7,6 +7,7 @@
 //! - Streamable HTTP (`http`, feature `http`): rmcp's service behind the Host, Origin and
 //!   token guard, with session and connection caps.
 
+mod choice;
 mod decode;
 #[cfg(feature = "http")]
 mod http;
@@ -19,6 +20,7 @@ use std::{io::IsTerminal as _, process::ExitCode, sync::Arc, time::Duration};
 
 use rmcp::{RoleServer, service::ServerInitializeError};
 
+pub use self::choice::Transport;
 #[cfg(feature = "fuzzing")]
 pub(crate) use self::decode::{
     Decoded, decode_by_envelope, decode_line, decode_tool_call_in_one_pass, said,
@@ -161,12 +163,26 @@ impl<C: Send + Sync + 'static> Server<C> {
             let first_line = description.lines().next().unwrap_or("");
             text.push_str(&format!("  {:<20} {first_line}\n", tool.name));
         }
-        let config = serde_json::json!({
-            "mcpServers": { self.name(): { "command": exe, "args": [] } }
-        });
+        // The variables the server requires, with placeholders: a snippet without them
+        // would start a server that exits 78 at once.
+        let required = &self.inner.required_env;
+        let placeholder = |name: &String| format!("<your {name}>");
+        let mut entry = serde_json::json!({ "command": exe, "args": [] });
+        if !required.is_empty() {
+            let env: serde_json::Map<String, serde_json::Value> = required
+                .iter()
+                .map(|name| (name.clone(), placeholder(name).into()))
+                .collect();
+            entry["env"] = env.into();
+        }
+        let config = serde_json::json!({ "mcpServers": { self.name(): entry } });
         let config = serde_json::to_string_pretty(&config).unwrap_or_default();
+        let inspector_env: String = required
+            .iter()
+            .map(|name| format!("-e {name}='{}' ", placeholder(name)))
+            .collect();
         text.push_str(&format!(
-            "\nTry it with the MCP Inspector:\n  npx -y @modelcontextprotocol/inspector@2.12.0 --cli {exe} --method tools/list\n\n\
+            "\nTry it with the MCP Inspector:\n  npx -y @modelcontextprotocol/inspector@2.12.0 --cli {inspector_env}{exe} --method tools/list\n\n\
              Claude Desktop (claude_desktop_config.json):\n{config}\n\n\
              Waiting for JSON-RPC on stdin (Ctrl-D to quit)."
         ));
