@@ -101,6 +101,7 @@ fn check_word(word: &str) -> Result<(), String> {
     group = "lint",
     action = "everything",
     presenter = present,
+    scopes = ["lint:read"],
     crate = "::fusion_runtime"
 )]
 pub async fn everything(
@@ -115,8 +116,12 @@ pub async fn everything(
     /// A format.
     #[arg(format = "uuid", deprecated)]
     id: Option<String>,
-    /// A list.
-    #[arg(unique, length(max = 3))]
+    /// A list, with constraints on each item.
+    #[arg(
+        unique,
+        length(max = 3),
+        items(length(min = 1, max = 8), pattern = "^[a-z]+$")
+    )]
     tags: Vec<String>,
     /// A choice.
     #[arg(one_of = ["a", "b"], default = "a".to_owned(), validate = check_word)]

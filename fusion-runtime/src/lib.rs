@@ -111,49 +111,7 @@ pub use transport::{JwtAlgorithm, OAuth};
 pub use transport::{StdioOptions, Transport};
 pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};
 
-/// Turns an `async fn` into an MCP tool.
-///
-/// ```
-/// use fusion_runtime::prelude::*;
-///
-/// /// Current weather for a city.
-/// #[mcp_tool(name = "get_weather", read_only, title = "Weather")]
-/// async fn weather(
-///     /// The city, e.g. "Lisbon".
-///     city: String,
-///     /// Celsius unless set.
-///     fahrenheit: Option<bool>,
-/// ) -> String {
-///     let unit = if fahrenheit == Some(true) { "°F" } else { "°C" };
-///     format!("20{unit} in {city}")
-/// }
-///
-/// let server = Server::builder("weather", "1.0.0").tool(weather).build();
-/// let tool = &server.tools()[0];
-/// assert_eq!(tool.name, "get_weather");
-/// assert_eq!(tool.input_schema["required"], serde_json::json!(["city"]));
-/// ```
-///
-/// What it generates:
-/// - the tool **name**: the function's name, or `name = "..."` (1–128 characters of
-///   `A-Za-z0-9_-.`, checked at compile time);
-/// - the **description**: the doc comment, or `description = "..."` (one is required:
-///   clients reject tools without one);
-/// - the **input schema** (JSON Schema 2020-12): one property per parameter, described by
-///   the parameter's doc comment, `required` unless the type is an `Option`,
-///   `additionalProperties: false`;
-/// - the **output schema** when the return type is a structured (`Serialize + JsonSchema`)
-///   type; text types and `()` render as text;
-/// - **annotations**: `read_only`, `destructive`, `idempotent`, `open_world` (each may be
-///   written `key` or `key = false`) and `title = "..."`.
-///
-/// A parameter marked `#[ctx]` (`#[ctx] app: &App`) receives the per-call context built by
-/// [`ServerBuilder::context`] and is not part of the schema. The function stays callable
-/// as written: the macro replaces it by a unit struct of the same name that implements
-/// [`Tool`] and dereferences to a function pointer, so `add(2, 3).await` still runs the
-/// body and `.tool(add)` registers it.
-///
-/// `crate = "path"` names this crate when it is not reachable as `::fusion_runtime`.
+#[doc = include_str!("../docs/mcp_tool.md")]
 pub use fusion_macros::mcp_tool;
 
 /// Prepares a struct or enum used in tool arguments or results:
@@ -161,6 +119,8 @@ pub use fusion_macros::mcp_tool;
 ///   on tool parameters (each becomes a JSON Schema keyword that the runtime enforces);
 /// - its `Serialize`, `Deserialize` and `JsonSchema` derives use the serde and schemars that
 ///   fusion re-exports, so a crate needs neither as a dependency.
+///
+/// Its fields take the keys of `#[arg(..)]` listed under [`mcp_tool`](macro@mcp_tool#every-key-of-arg).
 ///
 /// Put it before the `#[derive(..)]`. The prelude's derives need it: without it they
 /// report, in one error, that `#[mcp_type]` is missing. A crate that depends on serde and

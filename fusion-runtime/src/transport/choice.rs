@@ -11,6 +11,10 @@ use crate::ServerBuilder;
 /// command line.
 #[derive(Debug)]
 #[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value a process, read once at start: boxing the options buys nothing"
+)]
 pub enum Transport {
     /// JSON-RPC lines on stdin and stdout: what a client that starts the server uses.
     Stdio,
