@@ -1,5 +1,5 @@
-//! The builder: tools, context, middleware, policies, limits and start-up checks, then
-//! `try_build`, `build`, `start` and `serve_stdio`.
+//! The builder: tools, context, middleware, policies and limits, then `try_build` and
+//! `build` (the start-up checks, `start` and `serve_stdio` are in `startup.rs`).
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -11,7 +11,7 @@ use crate::{
     middleware::Middleware,
     policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
     setup::catalog::Catalog,
-    setup::error::{BuildError, BuildWarning, StartupError, describe_build_errors},
+    setup::error::{BuildError, BuildWarning, describe_build_errors},
     setup::registry::{Exposure, Registry},
     tool::{Tool, ToolDefinition},
     validate::Limits,
@@ -29,7 +29,8 @@ pub struct ServerBuilder<C = ()> {
     tools: Vec<ToolDefinition<C>>,
     limits: Limits,
     policy: Policy,
-    startup: Startup,
+    /// The start-up checks (`startup.rs`).
+    pub(crate) startup: Startup,
     exposure: Exposure,
     group_descriptions: HashMap<String, String>,
     /// Groups whose reads may be listed destructive ([`Self::allow_mixed_hints`]).
@@ -58,7 +59,7 @@ type SetupStep = Box<dyn FnOnce() -> crate::future::BoxFuture<'static, Result<()
 
 /// What must hold before a server starts serving.
 #[derive(Default)]
-struct Startup {
+pub(crate) struct Startup {
     pub(crate) required_env: Vec<String>,
     pub(crate) steps: Vec<SetupStep>,
     /// The per-call context is made from what a setup step opens
@@ -119,89 +120,6 @@ impl ServerBuilder<()> {
         F: Fn() -> C + Send + Sync + 'static,
     {
         self.context_from_request(move |_: &RequestInfo| factory())
-    }
-
-    /// Sets the per-call context from what a start-up step opens: `open` runs once, as a
-    /// [`setup`](ServerBuilder::setup) step (after the [`require_env`](ServerBuilder::require_env)
-    /// checks and the steps declared before it), and its error stops the start with exit
-    /// code 78; `make` then builds each call's context from the opened value and what the
-    /// transport knows about the caller. So a pool opened at start reaches every call
-    /// without a global.
-    ///
-    /// Such a server is built by [`start`](ServerBuilder::start) or a `serve_*` method,
-    /// which run the steps; [`build`](ServerBuilder::build) and
-    /// [`try_build`](ServerBuilder::try_build) refuse it
-    /// ([`BuildError::ContextNeedsStart`]).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    ///
-    /// use fusion_runtime::{prelude::*, testing::Tester};
-    ///
-    /// /// What the server opens once (a connection pool, a client).
-    /// struct Notes {
-    ///     path: String,
-    /// }
-    ///
-    /// /// What each call gets.
-    /// struct App {
-    ///     notes: Arc<Notes>,
-    /// }
-    ///
-    /// /// Where the notes live.
-    /// #[mcp_tool(read_only)]
-    /// async fn where_notes(#[ctx] app: &App) -> String {
-    ///     app.notes.path.clone()
-    /// }
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let server = Server::builder("notes", "1")
-    ///     .context_from_setup(
-    ///         || async {
-    ///             // Read the configuration, open the database: an error here is exit 78.
-    ///             let path = std::env::var("NOTES_DB").unwrap_or_else(|_| "notes.db".into());
-    ///             Ok::<_, std::io::Error>(Arc::new(Notes { path }))
-    ///         },
-    ///         |notes, _request| App { notes: Arc::clone(notes) },
-    ///     )
-    ///     .tool(where_notes)
-    ///     .start()
-    ///     .await
-    ///     .expect("the notes open");
-    /// let result = Tester::new(server).call("where_notes", serde_json::json!({})).await;
-    /// assert!(!result.is_error);
-    /// # });
-    /// ```
-    pub fn context_from_setup<S, C, Open, Opening, E, Make>(
-        self,
-        open: Open,
-        make: Make,
-    ) -> ServerBuilder<C>
-    where
-        S: Send + Sync + 'static,
-        C: Send + Sync + 'static,
-        Open: FnOnce() -> Opening + Send + 'static,
-        Opening: Future<Output = Result<S, E>> + Send + 'static,
-        E: std::fmt::Display,
-        Make: Fn(&S, &RequestInfo) -> C + Send + Sync + 'static,
-    {
-        let opened: Arc<std::sync::OnceLock<S>> = Arc::new(std::sync::OnceLock::new());
-        let reader = Arc::clone(&opened);
-        let mut builder = self.context_from_request(move |request: &RequestInfo| {
-            match reader.get() {
-                Some(state) => make(state, request),
-                // `start` runs the step before it returns the server, and `try_build`
-                // refuses a server whose context comes from setup.
-                None => unreachable!("the context's setup step runs before any call"),
-            }
-        });
-        builder.startup.context_in_setup = true;
-        builder.setup(move || async move {
-            let state = open().await?;
-            // The step runs once a start; a second start would build a second server.
-            let _ = opened.set(state);
-            Ok::<(), E>(())
-        })
     }
 
     /// Sets the factory that builds the context of each call from what the transport
@@ -438,54 +356,6 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         self
     }
 
-    /// Refuses to start unless the environment variable `name` is set and not empty: a
-    /// missing credential is a fatal start-up error (exit code 78), not a failure on the
-    /// first call.
-    pub fn require_env(mut self, name: impl Into<String>) -> Self {
-        self.startup.required_env.push(name.into());
-        self
-    }
-
-    /// A fallible step run once before serving (check a database, load configuration).
-    /// An error stops the start with exit code 78 and the error on stderr.
-    pub fn setup<F, Fut, E>(mut self, step: F) -> Self
-    where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Result<(), E>> + Send + 'static,
-        E: std::fmt::Display,
-    {
-        self.startup.steps.push(Box::new(move || {
-            Box::pin(async move { step().await.map_err(|error| error.to_string()) })
-        }));
-        self
-    }
-
-    /// Builds the server and runs the start-up checks (`require_env`, `setup`): what the
-    /// `serve_*` methods do before serving.
-    ///
-    /// # Errors
-    /// In this order, the first that happens: [`StartupError::Build`] with every
-    /// [`BuildError`] of [`try_build`](Self::try_build); [`StartupError::MissingEnv`] for the
-    /// first `require_env` variable that is missing or empty; [`StartupError::Setup`] for the
-    /// first `setup` step that fails (the steps run in order; a failure stops them).
-    pub async fn start(mut self) -> Result<Server<C>, StartupError> {
-        // Taken out first: with it gone, `try_build` does not refuse a context made in
-        // setup, whose step runs below, before the server is returned.
-        let startup = std::mem::take(&mut self.startup);
-        // Kept on the server too, for the banner's client configuration.
-        self.startup.required_env = startup.required_env.clone();
-        let server = self.try_build().map_err(StartupError::Build)?;
-        for name in startup.required_env {
-            if std::env::var_os(&name).is_none_or(|value| value.is_empty()) {
-                return Err(StartupError::MissingEnv(name));
-            }
-        }
-        for step in startup.steps {
-            step().await.map_err(StartupError::Setup)?;
-        }
-        Ok(server)
-    }
-
     /// Size limits on arguments (depth, string bytes, items), checked before decoding.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -634,48 +504,6 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         match self.try_build() {
             Ok(server) => server,
             Err(errors) => panic!("{}", describe_build_errors(&errors)),
-        }
-    }
-
-    /// Builds the server and serves it over stdio until the client disconnects.
-    ///
-    /// Returns the process exit code: `0` after a normal end, `78` (`EX_CONFIG`) when the
-    /// server could not be built, `1` when the transport failed.
-    pub async fn serve_stdio(self) -> std::process::ExitCode {
-        self.serve_stdio_with(crate::StdioOptions::default()).await
-    }
-
-    /// [`serve_stdio`](Self::serve_stdio) with other limits (line size, shutdown grace).
-    pub async fn serve_stdio_with(self, options: crate::StdioOptions) -> std::process::ExitCode {
-        self.start_and_serve(|server| server.serve_stdio_with(options))
-            .await
-    }
-
-    /// Starts the server and serves it with `serve` (a transport), flushing the log at the
-    /// end; a server that cannot start is logged and exits with
-    /// [`EXIT_CONFIG`](crate::EXIT_CONFIG).
-    pub(crate) async fn start_and_serve<F, Fut>(self, serve: F) -> std::process::ExitCode
-    where
-        F: FnOnce(Server<C>) -> Fut,
-        Fut: Future<Output = std::process::ExitCode>,
-    {
-        // Start-up errors name the server, as its user knows it, not the framework.
-        let name = self.name.clone();
-        match self.start().await {
-            Ok(server) => {
-                for warning in server.warnings() {
-                    eprintln!("{name}: warning: {warning}");
-                }
-                let code = serve(server).await;
-                crate::log::flush();
-                code
-            }
-            Err(error) => {
-                crate::log::startup_failed(&error);
-                crate::log::flush();
-                eprintln!("{name}: cannot start: {error}");
-                std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
-            }
         }
     }
 }

@@ -11,4 +11,5 @@ mod prompts;
 pub(crate) mod registry;
 pub mod resource;
 mod resources;
+pub(crate) mod startup;
 pub(crate) mod uri_template;
