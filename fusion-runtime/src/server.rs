@@ -8,8 +8,8 @@ use crate::{
     failure::Failure,
     failure::panic as recover,
     idempotency::IdempotencyStore,
-    metrics::{MetricsSnapshot, ToolMetrics},
     middleware::Middleware,
+    observe::metrics::{MetricsSnapshot, ToolMetrics},
     policy::{Circuit, Policy},
     setup::catalog::Catalog,
     setup::registry::Registry,
@@ -151,7 +151,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     ///     [BuildWarning::MixedGroupHints { group, .. }] if group == "notes"
     /// ));
     /// ```
-    pub fn warnings(&self) -> &[crate::BuildWarning] {
+    pub fn warnings(&self) -> &[crate::setup::error::BuildWarning] {
         &self.inner.registry.warnings
     }
 

@@ -102,8 +102,13 @@ impl TestResult {
     /// assert!(tester.call("add", serde_json::json!({"a": 1, "b": 2})).await.failure().is_none());
     /// # });
     /// ```
-    pub fn failure(&self) -> Option<crate::FailureEntry> {
-        let entry = self.raw.meta.as_ref()?.0.get(crate::FAILURE_META_KEY)?;
+    pub fn failure(&self) -> Option<crate::failure::entry::FailureEntry> {
+        let entry = self
+            .raw
+            .meta
+            .as_ref()?
+            .0
+            .get(crate::failure::entry::FAILURE_META_KEY)?;
         serde_json::from_value(entry.clone()).ok()
     }
 

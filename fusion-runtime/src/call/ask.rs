@@ -466,10 +466,12 @@ pub enum ClientRequestError {
     Failed(String),
 }
 
-impl crate::Classify for ClientRequestError {
-    fn classification(&self) -> crate::Classification {
+impl crate::failure::classify::Classify for ClientRequestError {
+    fn classification(&self) -> crate::failure::classify::Classification {
         // The model can act on each (answer without the feature, ask differently); a
         // request that reached a user is never repeated by a retry.
-        crate::Classification::of(crate::ErrorClass::InvalidInput)
+        crate::failure::classify::Classification::of(
+            crate::failure::classify::ErrorClass::InvalidInput,
+        )
     }
 }

@@ -6,10 +6,10 @@ use std::{any::Any, time::Duration};
 use serde_json::Value;
 
 use crate::{
-    BoxFuture,
     failure::Failure,
     failure::FailureKind,
     failure::classify::{Classification, ErrorClass, ErrorCode},
+    future::BoxFuture,
     identity::RequestInfo,
 };
 

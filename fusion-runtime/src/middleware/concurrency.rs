@@ -10,7 +10,7 @@ use std::{
 };
 
 use super::base::{CallInfo, Guard, Middleware, Verdict, busy};
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 
 /// Lets at most `running` calls run at once and `queued` more wait; beyond that, calls
 /// fail fast with a "busy, retry" error instead of piling up. The limit is shared by

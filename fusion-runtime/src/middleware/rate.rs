@@ -7,8 +7,8 @@ use tokio::time::Instant;
 
 use super::base::{CallInfo, Middleware, Verdict, busy};
 use crate::{
-    BoxFuture,
     failure::{Failure, FailureKind},
+    future::BoxFuture,
 };
 
 /// Allows `per_second` calls a second on average, with bursts of up to `burst` (a token

@@ -103,7 +103,7 @@ impl Serialize for Shown<'_> {
                 // object keeps one entry a key, so such an object is built as one, the
                 // slow way (rare: keys over 256 bytes).
                 if kept().any(|(key, _)| {
-                    key.len() > crate::MAX_KEY_BYTES || (more > 0 && key == MORE_KEY)
+                    key.len() > crate::echo::MAX_KEY_BYTES || (more > 0 && key == MORE_KEY)
                 }) {
                     return shrink(self.value, self.depth, self.redactor).serialize(serializer);
                 }

@@ -7,8 +7,8 @@ use crate::{
     call::Call,
     failure::panic as recover,
     failure::{Failure, FailureKind, Target},
-    log::Redactor,
     middleware::{CallInfo, Guard, missing_scopes},
+    observe::log::Redactor,
 };
 
 use crate::server::Server;

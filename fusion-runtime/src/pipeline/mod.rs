@@ -26,7 +26,7 @@ use crate::{
     failure::{Failure, FailureKind, Target},
     idempotency::{Claim, ClaimGuard},
     identity::RequestInfo,
-    log::Redactor,
+    observe::log::Redactor,
 };
 
 use crate::server::Server;
@@ -66,8 +66,8 @@ pub(crate) fn request_info(extensions: &rmcp::model::Extensions) -> RequestInfo 
 fn deduplication_unavailable(target: &Target<'_>, reason: &str) -> Failure {
     tracing::warn!(target: "fusion::idempotency", tool = target.tool, reason, "the idempotency store is unavailable; the keyed call did not run");
     crate::middleware::refuse(
-        crate::Classification {
-            class: crate::ErrorClass::Transient,
+        crate::failure::classify::Classification {
+            class: crate::failure::classify::ErrorClass::Transient,
             code: None,
             hint: Some("the call did not run; call again in a moment with the same key"),
             retry_after: Some(std::time::Duration::from_secs(1)),
@@ -249,7 +249,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             .as_ref()
             .filter(|failure| failure.is_fatal())
         {
-            crate::log::fatal_event(tool, correlation_id.as_str(), failure, &log.redactor);
+            crate::observe::log::fatal_event(tool, correlation_id.as_str(), failure, &log.redactor);
             rendered.report.fatal = true;
             // The answer goes out first; whoever serves the server ends the process.
             self.inner.fatal.send_replace(true);

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::{
     failure::panic as recover,
     failure::{Failure, FailureKind, Target, entry::FAILURE_META_KEY},
-    log::Redactor,
+    observe::log::Redactor,
     output::Outcome,
     present::UiBlock,
 };

@@ -50,9 +50,9 @@ impl CallReport {
 /// when it never ran (issue 36: `delete_note {id: 2}` answered "deleted note 1").
 pub(super) fn idempotency_conflict(target: &Target<'_>, key_argument: &str) -> Failure {
     crate::middleware::refuse(
-        crate::Classification {
-            class: crate::ErrorClass::InvalidInput,
-            code: Some(crate::ErrorCode::Conflict),
+        crate::failure::classify::Classification {
+            class: crate::failure::classify::ErrorClass::InvalidInput,
+            code: Some(crate::failure::classify::ErrorCode::Conflict),
             hint: Some(
                 "send a new idempotency key for a call with other arguments, or the same arguments to get the earlier call's result",
             ),

@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Call,
+    call::Call,
     future::BoxFuture,
     identity::{Claims, RequestInfo},
     pipeline::request_info,

@@ -7,7 +7,7 @@ use redis::Script;
 
 use super::RedisStore;
 use crate::{
-    BoxFuture,
+    future::BoxFuture,
     middleware::{
         CallInfo, Middleware, Verdict,
         rate::{Per, RateLimit},

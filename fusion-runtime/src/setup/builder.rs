@@ -7,8 +7,8 @@ use crate::{
     failure::panic as recover,
     idempotency::{IdempotencyStore, MemoryStore},
     identity::RequestInfo,
-    metrics::ToolMetrics,
     middleware::Middleware,
+    observe::metrics::ToolMetrics,
     policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
     setup::catalog::Catalog,
     setup::error::{BuildError, BuildWarning, describe_build_errors},
@@ -351,7 +351,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
 
     /// Makes errors of type `E` recognisable inside `Box<dyn Error>` and `anyhow::Error`
     /// returned by handlers (errors returned as themselves need nothing).
-    pub fn classify<E: crate::Classify + std::error::Error + 'static>(self) -> Self {
+    pub fn classify<E: crate::failure::classify::Classify + std::error::Error + 'static>(
+        self,
+    ) -> Self {
         crate::failure::classify::register::<E>();
         self
     }

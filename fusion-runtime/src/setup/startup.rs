@@ -20,7 +20,7 @@ impl ServerBuilder<()> {
     /// Such a server is built by [`start`](ServerBuilder::start) or a `serve_*` method,
     /// which run the steps; [`build`](ServerBuilder::build) and
     /// [`try_build`](ServerBuilder::try_build) refuse it
-    /// ([`BuildError::ContextNeedsStart`]).
+    /// ([`BuildError::ContextNeedsStart`](crate::BuildError::ContextNeedsStart)).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -122,7 +122,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     ///
     /// # Errors
     /// In this order, the first that happens: [`StartupError::Build`] with every
-    /// [`BuildError`] of [`try_build`](Self::try_build); [`StartupError::MissingEnv`] for the
+    /// [`BuildError`](crate::BuildError) of [`try_build`](Self::try_build); [`StartupError::MissingEnv`] for the
     /// first `require_env` variable that is missing or empty; [`StartupError::Setup`] for the
     /// first `setup` step that fails (the steps run in order; a failure stops them).
     pub async fn start(mut self) -> Result<Server<C>, StartupError> {
@@ -148,11 +148,15 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Returns the process exit code: `0` after a normal end, `78` (`EX_CONFIG`) when the
     /// server could not be built, `1` when the transport failed.
     pub async fn serve_stdio(self) -> std::process::ExitCode {
-        self.serve_stdio_with(crate::StdioOptions::default()).await
+        self.serve_stdio_with(crate::transport::StdioOptions::default())
+            .await
     }
 
     /// [`serve_stdio`](Self::serve_stdio) with other limits (line size, shutdown grace).
-    pub async fn serve_stdio_with(self, options: crate::StdioOptions) -> std::process::ExitCode {
+    pub async fn serve_stdio_with(
+        self,
+        options: crate::transport::StdioOptions,
+    ) -> std::process::ExitCode {
         self.start_and_serve(|server| server.serve_stdio_with(options))
             .await
     }
@@ -173,12 +177,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     eprintln!("{name}: warning: {warning}");
                 }
                 let code = serve(server).await;
-                crate::log::flush();
+                crate::observe::log::flush();
                 code
             }
             Err(error) => {
-                crate::log::startup_failed(&error);
-                crate::log::flush();
+                crate::observe::log::startup_failed(&error);
+                crate::observe::log::flush();
                 eprintln!("{name}: cannot start: {error}");
                 std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
             }

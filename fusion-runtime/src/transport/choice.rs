@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 #[cfg(feature = "http")]
-use crate::HttpOptions;
-use crate::ServerBuilder;
+use super::HttpOptions;
+use crate::setup::builder::ServerBuilder;
 
 /// The transport a server is served on, as [`ServerBuilder::serve`] picks it from the
 /// command line.
@@ -122,7 +122,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             Ok(transport) => self.serve_on(transport).await,
             Err(problem) => {
                 eprintln!("{}: {problem}", self.name);
-                ExitCode::from(crate::EXIT_USAGE)
+                ExitCode::from(crate::exit::EXIT_USAGE)
             }
         }
     }

@@ -794,7 +794,7 @@ mod tests {
         if let ClientRequest::CallToolRequest(call) = &mut request.request
             && let Some(meta) = call.extensions.get_mut::<RequestMetaObject>()
         {
-            meta.0.remove(crate::NUMBER_LITERALS_META_KEY);
+            meta.0.remove(crate::validate::NUMBER_LITERALS_META_KEY);
             if meta.0.is_empty() {
                 call.extensions.remove::<RequestMetaObject>();
             }
@@ -876,9 +876,11 @@ mod tests {
         let ClientRequest::CallToolRequest(call) = request.request else {
             panic!("a tool call");
         };
-        call.extensions
-            .get::<RequestMetaObject>()
-            .and_then(|meta| meta.0.get(crate::NUMBER_LITERALS_META_KEY).cloned())
+        call.extensions.get::<RequestMetaObject>().and_then(|meta| {
+            meta.0
+                .get(crate::validate::NUMBER_LITERALS_META_KEY)
+                .cloned()
+        })
     }
 
     /// Numbers a JSON value cannot hold exactly keep their text in `_meta`; a value a

@@ -243,7 +243,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             () = self.fatal_error() => {
                 state.draining.store(true, Ordering::SeqCst);
                 self.drain(crate::exit::FATAL_ANSWER_WAIT).await;
-                ExitCode::from(crate::EXIT_FATAL)
+                ExitCode::from(crate::exit::EXIT_FATAL)
             }
             ended = &mut serving => {
                 match ended {
@@ -584,7 +584,7 @@ mod tests {
         let error = both.check().expect_err("refused");
         assert!(error.to_string().contains("cannot be combined"), "{error}");
         // An OAuth configuration that cannot serve is a configuration error of the router.
-        let server = crate::Server::builder("t", "1").build();
+        let server = crate::server::Server::builder("t", "1").build();
         let unreachable = HttpOptions::default()
             .addr(([0, 0, 0, 0], 8080))
             .oauth(oauth.clone());

@@ -128,7 +128,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         // A fatal error that raced the end of the input still decides the exit code; then
         // a failed stdout (the client can no longer hear the server) does.
         let code = if watched.has_failed_fatally() {
-            ExitCode::from(crate::EXIT_FATAL)
+            ExitCode::from(crate::exit::EXIT_FATAL)
         } else if let Some(error) = handle.output_error() {
             tracing::error!(
                 target: "fusion::server",
@@ -312,8 +312,8 @@ async fn fatal_exit(handle: &StdioHandle) -> ExitCode {
     while handle.any_pending(&in_flight) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    exit_soon(ABANDON_EXIT_DELAY, i32::from(crate::EXIT_FATAL));
-    ExitCode::from(crate::EXIT_FATAL)
+    exit_soon(ABANDON_EXIT_DELAY, i32::from(crate::exit::EXIT_FATAL));
+    ExitCode::from(crate::exit::EXIT_FATAL)
 }
 
 /// Exits the process with `code` after `delay` unless it ended before: the handlers of
@@ -327,7 +327,7 @@ fn exit_soon(delay: Duration, code: i32) {
             eprintln!("fusion: a tool call blocked the runtime's shutdown; exiting");
             // `exit` skips the flush that `serve_*` does on the way out: the log's last
             // lines (the fatal event among them) are written first.
-            crate::log::flush();
+            crate::observe::log::flush();
             std::process::exit(code);
         });
     if let Err(error) = spawned {
