@@ -37,30 +37,35 @@ fn table_keys(doc: &str, heading: &str) -> String {
         .join(" ")
 }
 
-#[test]
-fn every_mcp_tool_key_is_documented() {
+/// Every key the macro's unknown-key error in `stderr_file` lists (at least `least` of
+/// them) stands, in backticks, in a row of the table under `heading`.
+fn assert_documented(heading: &str, stderr_file: &str, least: usize) {
     let doc = read("fusion-runtime/docs/mcp_tool.md");
-    let documented = table_keys(&doc, "# Every key of `#[mcp_tool(..)]`");
-    let keys = valid_keys(&read("tests/ui/mcp_tool/unknown_key.stderr"));
-    assert!(keys.len() >= 17, "{keys:?}");
+    let documented = table_keys(&doc, heading);
+    let keys = valid_keys(&read(stderr_file));
+    assert!(keys.len() >= least, "{keys:?}");
     for key in keys {
         assert!(
-            documented.contains(&format!("`{key}`")),
-            "`{key}` is missing from the table of #[mcp_tool] keys"
+            documented.contains(&format!("`{key}")),
+            "`{key}` is missing from the table under `{heading}`"
         );
     }
 }
 
 #[test]
+fn every_mcp_tool_key_is_documented() {
+    assert_documented(
+        "# Every key of `#[mcp_tool(..)]`",
+        "tests/ui/mcp_tool/unknown_key.stderr",
+        17,
+    );
+}
+
+#[test]
 fn every_arg_key_is_documented() {
-    let doc = read("fusion-runtime/docs/mcp_tool.md");
-    let documented = table_keys(&doc, "# Every key of `#[arg(..)]`");
-    let keys = valid_keys(&read("tests/ui/arg/unknown_key.stderr"));
-    assert!(keys.len() >= 16, "{keys:?}");
-    for key in keys {
-        assert!(
-            documented.contains(&format!("`{key}")),
-            "`{key}` is missing from the table of #[arg] keys"
-        );
-    }
+    assert_documented(
+        "# Every key of `#[arg(..)]`",
+        "tests/ui/arg/unknown_key.stderr",
+        16,
+    );
 }
