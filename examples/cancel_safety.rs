@@ -2,7 +2,7 @@
 //! idempotency key, a timeout, retries with a reconnect, plus tools that panic and hang,
 //! and `in_flight`, which reports the calls the server's metrics count as running
 //! (`src/cancel_safety.rs` defines them). Served over stdio for the cancellation storm
-//! (`tests/cancel_storm.rs`).
+//! (`tests/stdio/cancel_storm.rs`).
 //!
 //! `cargo run --example cancel_safety`
 

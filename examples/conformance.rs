@@ -8,7 +8,7 @@
 //!
 //! `--port 0` picks a free port; the URL is printed on stderr either way. `--stateless`
 //! serves without sessions (the suite's sampling, elicitation and subscription scenarios
-//! need a session, so they fail that way). `tests/conformance.rs` runs the suite against it.
+//! need a session, so they fail that way). `tests/clients/conformance.rs` runs the suite against it.
 //!
 //! Every tool, resource and prompt below is named and shaped as the suite's scenario
 //! descriptions (`src/scenarios/server/` in the suite) ask.

@@ -7,7 +7,7 @@
 //! `--no-log` serves without installing a log subscriber.
 //!
 //! `--http PORT` serves Streamable HTTP on 127.0.0.1:PORT instead (`0`: a free port, reported
-//! on stderr), for the HTTP tests (tests/http.rs), with `--bearer-token T`,
+//! on stderr), for the HTTP tests (tests/http/http.rs), with `--bearer-token T`,
 //! `--max-body-bytes N`, `--shutdown-grace-ms N` and `--stateless`. Small limits for the
 //! hostile-peer tests (tests/hostile/http.rs): `--header-timeout-ms N`,
 //! `--max-connections N`, `--max-sessions N`, `--session-idle-ms N`,

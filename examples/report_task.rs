@@ -7,7 +7,7 @@
 //! cargo run --example report_task -- --port 8932 [--seconds 3]
 //! ```
 //!
-//! `tests/report_task.rs` drives it over raw HTTP with 2026-07-28 requests.
+//! `tests/http/report_task.rs` drives it over raw HTTP with 2026-07-28 requests.
 
 use std::{process::ExitCode, time::Duration};
 

@@ -1,5 +1,5 @@
 //! What each fuzz target checks, shared by the targets (`fuzz_targets/`, cargo-fuzz on
-//! nightly) and by `tests/fuzz_corpus.rs`, which replays the committed corpus on stable.
+//! nightly) and by `tests/hostile/fuzz_corpus.rs`, which replays the committed corpus on stable.
 //! Each function takes the fuzzer's bytes and panics on a broken promise.
 
 use std::sync::OnceLock;

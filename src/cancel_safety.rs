@@ -4,8 +4,8 @@
 //! cancelled at any await point must give that state back.
 //!
 //! Served over stdio by `examples/cancel_safety.rs` for the cancellation storm
-//! (`tests/cancel_storm.rs`); called in memory, one await point at a time, by
-//! `tests/cancel_safety.rs`. Every wait is a `tokio::time` sleep, so tokio's paused clock
+//! (`tests/stdio/cancel_storm.rs`); called in memory, one await point at a time, by
+//! `tests/pipeline/cancel_safety.rs`. Every wait is a `tokio::time` sleep, so tokio's paused clock
 //! drives them in tests.
 
 use std::{

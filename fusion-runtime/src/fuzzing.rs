@@ -1,5 +1,5 @@
 //! Entry points of the fuzz targets (`fuzz/`), and of the test that replays their corpus on
-//! stable (`tests/fuzz_corpus.rs`). Each takes arbitrary bytes, runs one piece of the
+//! stable (`tests/hostile/fuzz_corpus.rs`). Each takes arbitrary bytes, runs one piece of the
 //! runtime that reads client input, and panics when that piece breaks its promise.
 //! Behind the `fuzzing` feature and hidden from the docs: not part of the API.
 

@@ -22,6 +22,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod fuzz_corpus;
 mod http;
 mod inputs;
 mod log_flood;

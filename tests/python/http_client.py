@@ -5,7 +5,7 @@ Usage:
   python http_client.py conformance URL   # examples/conformance.rs: resources, prompts, ...
   python http_client.py demo URL          # the demo, e.g. stateless replicas behind nginx
 
-Run by tests/python_client.rs (quickstart, conformance) and tests/scale_out.rs (demo) with
+Run by tests/clients/python_client.rs (quickstart, conformance) and tests/fleet/scale_out.rs (demo) with
 the venv that scripts/python-env creates.
 
 quickstart: the low-level `ClientSession` over `streamable_http_client(URL)` (initialize,

@@ -3,7 +3,7 @@
 Usage:
   python oauth_client.py URL ISSUER ADMIN_TOKEN GUEST_TOKEN EXPIRED_TOKEN
 
-Run by tests/oauth.rs against `fusion-demo --http 0 --oauth-issuer ISSUER`, with tokens the
+Run by tests/http/oauth.rs against `fusion-demo --http 0 --oauth-issuer ISSUER`, with tokens the
 test authorization server minted for the audience URL.
 
 - Discovery as the SDK's OAuth client does it: a request without a token gets 401, the

@@ -2,7 +2,7 @@
 
 Usage: python stdio_client.py PATH/TO/quickstart
 
-Run by tests/python_client.rs with the venv that scripts/python-env creates. Two parts:
+Run by tests/clients/python_client.rs with the venv that scripts/python-env creates. Two parts:
 
   a. the low-level `ClientSession` over `stdio_client(...)`: classic initialize handshake,
      tools/list, and tools/call for successes, validation errors, a panic and an unknown tool;

@@ -108,7 +108,7 @@ pub(crate) fn path_with(dir: &Path) -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap_or_else(|_| dir.as_os_str().to_owned())
 }
 
-/// The nginx binary, if there is one (for `tests/scale_out.rs` and `tests/fleet.rs`).
+/// The nginx binary, if there is one (for `tests/fleet/scale_out.rs` and `tests/fleet/fleet.rs`).
 ///
 /// Looks at `$FUSION_NGINX` first (it must then exist, or this panics), then at `nginx` on
 /// `PATH`, then at `/usr/sbin/nginx` (where the Debian package puts it; `scripts/nginx-env`
@@ -123,7 +123,7 @@ pub(crate) fn nginx() -> Option<PathBuf> {
     )
 }
 
-/// The redis-server binary, if there is one (for `tests/fleet.rs`): `$FUSION_REDIS`, then
+/// The redis-server binary, if there is one (for `tests/fleet/fleet.rs`): `$FUSION_REDIS`, then
 /// `redis-server` on `PATH`, then `/usr/bin/redis-server` (`scripts/redis-env` installs the
 /// Debian package); missing, as for [`nginx`].
 pub(crate) fn redis_server() -> Option<PathBuf> {

@@ -7,7 +7,7 @@
 //! into the sink's text buffer, next to the lines queued before it: no allocation a call,
 //! nothing of the call's own memory kept past it (so nothing for another thread to free).
 //! The writer escapes and frames it. The line is byte for byte what the `tracing` path
-//! writes (`tests/call_log_format.rs` compares both with lines captured before), and it is
+//! writes (`tests/stdio/call_log_format.rs` compares both with lines captured before), and it is
 //! used only where that path would have gone to fusion's own JSON layer
 //! (`log::defer_success` says when).
 

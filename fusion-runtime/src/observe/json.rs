@@ -2,7 +2,7 @@
 //! fatal, ...) written by serde_json straight into a reused buffer; every other event (and
 //! one of ours inside a span, whose `spans` list tracing-subscriber keeps) by
 //! tracing-subscriber's JSON formatter. Both write the same line, field for field
-//! (`tests/call_log_format.rs` compares them), to the same [`Sink`].
+//! (`tests/stdio/call_log_format.rs` compares them), to the same [`Sink`].
 //!
 //! Why: tracing-subscriber's formatter goes through `fmt::Write` adaptors (a UTF-8 check a
 //! fragment), formats the timestamp's calendar on every event and copies each line into a

@@ -1,0 +1,106 @@
+//! The official MCP Python SDK (mcp==2.3.0) drives the example servers: the quickstart over
+//! stdio and over Streamable HTTP, the conformance example's resources, prompts, completion
+//! and client requests over HTTP, and the seed's checks against the demo over stdio.
+//!
+//! Needs the venv from `scripts/python-env` (or `FUSION_PYTHON`) and the built examples and
+//! binaries (`cargo build --workspace --bins --examples`). Without the venv the tests are
+//! skipped with a note, except when `CI=true`, where they fail. The checks themselves live in
+//! `tests/python/stdio_client.py`, `http_client.py` and `seed_client.py`.
+
+use crate::support;
+
+use std::{path::Path, process::Command, time::Duration};
+
+/// Hard limit for the whole Python run (the script bounds each of its own waits at 20 s).
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs `tests/python/<script> ARGS..` with the venv's Python for at most [`TIMEOUT`] and
+/// asserts it passed every check; `context` goes into the failure message.
+fn run_script(
+    python: &Path,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    context: &dyn Fn() -> String,
+) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("python")
+        .join(script);
+    let mut command = Command::new(python);
+    command
+        .arg(&path)
+        .args(args)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = support::run_with_timeout(command, TIMEOUT);
+    assert!(
+        out.success() && out.stdout.contains("ok: all checks passed"),
+        "{} {script} failed (or exited 0 without finishing its checks)\n{}{}",
+        python.display(),
+        out.report(),
+        context()
+    );
+    // Shown with `--nocapture`.
+    println!("{}", out.stdout.trim_end());
+}
+
+#[test]
+fn python_sdk_drives_quickstart_over_stdio() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::example_binary("quickstart");
+    run_script(
+        &python,
+        "stdio_client.py",
+        &[server.as_os_str()],
+        &String::new,
+    );
+}
+
+#[test]
+fn python_sdk_runs_the_seed_checks_against_the_demo() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::package_binary("fusion-demo");
+    run_script(
+        &python,
+        "seed_client.py",
+        &[server.as_os_str()],
+        &String::new,
+    );
+}
+
+/// Runs `tests/python/http_client.py KIND URL` against `server`.
+fn run_http_client(python: &Path, kind: &str, server: &support::HttpServer) {
+    let url = server.url();
+    run_script(
+        python,
+        "http_client.py",
+        &[std::ffi::OsStr::new(kind), std::ffi::OsStr::new(url)],
+        &|| format!("\n--- server stderr ---\n{}", server.stderr()),
+    );
+}
+
+#[test]
+fn python_sdk_drives_quickstart_over_http() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mut command = Command::new(support::example_binary("quickstart"));
+    command.args(["--http", "0"]);
+    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    run_http_client(&python, "quickstart", &server);
+}
+
+#[test]
+fn python_sdk_uses_resources_prompts_and_client_requests_over_http() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mut command = Command::new(support::example_binary("conformance"));
+    command.args(["--port", "0"]);
+    let server = support::HttpServer::start(command, Duration::from_secs(30));
+    run_http_client(&python, "conformance", &server);
+}

@@ -1,0 +1,325 @@
+//! Fleets that share state on Redis (`fusion_runtime::redis`, `examples/fleet.rs`): a Redis
+//! of the test's own on a loopback port, replicas as processes, nginx in front.
+//!
+//! - the same idempotency key sent to two replicas at once runs once (effects counted in a
+//!   file every replica appends to);
+//! - a replica killed mid-call: the retry on the other runs once, after the lease;
+//! - the fleet's rate limit holds over 5 s, through nginx to two replicas: never more than
+//!   rate × time + burst, and at least half the rate while calls keep coming;
+//! - Redis stopped mid-run: every call is still answered, keyed calls with a transient
+//!   error, the others normally; once Redis is back, keyed calls run again without a
+//!   restart.
+//!
+//! Needs `redis-server` (`scripts/redis-env`) and nginx (`scripts/nginx-env`); without them
+//! the tests skip loudly, except under `CI=true`, where they fail.
+
+use crate::support;
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use support::{fleet::Fleet, nginx_proxy::Nginx};
+
+/// The limit of one HTTP exchange.
+const REQUEST: Duration = Duration::from_secs(20);
+
+/// One `tools/call` to a stateless endpoint; its `result` (or the whole answer when there
+/// is none).
+fn call(addr: SocketAddr, tool: &str, arguments: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let answer = support::post_mcp(
+        addr,
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        &body.to_string(),
+        REQUEST,
+    );
+    assert_eq!(answer.status, 200, "{tool}: {answer:?}");
+    let message: Value = serde_json::from_str(answer.body.trim())
+        .unwrap_or_else(|error| panic!("not JSON ({error}): {answer:?}"));
+    message.get("result").cloned().unwrap_or(message)
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+fn is_error(result: &Value) -> bool {
+    result["isError"] == true
+}
+
+#[test]
+fn one_key_sent_to_two_replicas_at_once_runs_once() {
+    let Some(fleet) = Fleet::start("once") else {
+        return;
+    };
+    let (a, b) = (fleet.replica(&[]), fleet.replica(&[]));
+    for round in 0..5 {
+        let order = json!({"order_id": format!("order-{round}"), "item": "tea", "delay_ms": 300});
+        let answers: Vec<Value> = thread::scope(|scope| {
+            let calls: Vec<_> = [a.addr(), b.addr(), a.addr(), b.addr()]
+                .into_iter()
+                .map(|addr| {
+                    let order = order.clone();
+                    scope.spawn(move || call(addr, "place_order", order))
+                })
+                .collect();
+            calls
+                .into_iter()
+                .map(|call| call.join().expect("a caller thread"))
+                .collect()
+        });
+        for answer in &answers {
+            assert!(!is_error(answer), "{answer}");
+            assert_eq!(
+                text(answer),
+                text(&answers[0]),
+                "every caller gets the one result"
+            );
+        }
+    }
+    let effects = fleet.effects();
+    assert_eq!(effects.len(), 5, "one order placed per key: {effects:?}");
+}
+
+#[test]
+fn a_key_reused_with_another_item_on_another_replica_is_a_conflict() {
+    let Some(fleet) = Fleet::start("conflict") else {
+        return;
+    };
+    let (a, b) = (fleet.replica(&[]), fleet.replica(&[]));
+    let tea = call(
+        a.addr(),
+        "place_order",
+        json!({"order_id": "k", "item": "tea"}),
+    );
+    assert!(!is_error(&tea), "{tea}");
+    // The same key with another item, on the other replica: not the tea's answer.
+    let coffee = call(
+        b.addr(),
+        "place_order",
+        json!({"order_id": "k", "item": "coffee"}),
+    );
+    assert!(is_error(&coffee), "{coffee}");
+    assert_eq!(
+        coffee["_meta"]["fusion/failure"]["code"], "conflict",
+        "{coffee}"
+    );
+    // The tea's own repeat still replays it.
+    let again = call(
+        b.addr(),
+        "place_order",
+        json!({"item": "tea", "order_id": "k"}),
+    );
+    assert_eq!(text(&again), text(&tea));
+    let effects = fleet.effects();
+    assert!(
+        effects.len() == 1 && effects[0].starts_with("k tea"),
+        "one order placed, the coffee never: {effects:?}"
+    );
+}
+
+#[test]
+fn a_replica_killed_mid_call_leaves_the_retry_to_the_other_after_the_lease() {
+    let Some(fleet) = Fleet::start("lease") else {
+        return;
+    };
+    let lease = ["--lease-ms", "1500"];
+    let doomed = fleet.replica(&lease);
+    let survivor = fleet.replica(&lease);
+    let order = json!({"order_id": "order-k", "item": "coffee", "delay_ms": 5000});
+    let doomed_addr = doomed.addr();
+    let first = {
+        let order = order.clone();
+        thread::spawn(move || {
+            support::try_raw_http(
+                doomed_addr,
+                "POST",
+                "/mcp",
+                &support::mcp_headers(&[("MCP-Protocol-Version", "2025-06-18")]),
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "place_order", "arguments": order}})
+                    .to_string()
+                    .as_bytes(),
+                REQUEST,
+            )
+        })
+    };
+    // The doomed replica holds the claim and is killed before its order is placed.
+    thread::sleep(Duration::from_millis(500));
+    drop(doomed);
+    let _ = first.join();
+    let started = Instant::now();
+    let quick = json!({"order_id": "order-k", "item": "coffee", "delay_ms": 0});
+    let retry = call(survivor.addr(), "place_order", quick.clone());
+    let waited = started.elapsed();
+    assert!(!is_error(&retry), "{retry}");
+    assert!(text(&retry).contains("placed coffee as order-k"), "{retry}");
+    assert!(
+        waited >= Duration::from_millis(500),
+        "the retry waited for the dead runner's lease ({waited:?})"
+    );
+    assert_eq!(fleet.effects().len(), 1, "{:?}", fleet.effects());
+    // And it is the one result from now on, for the same arguments; the first call's
+    // (another `delay_ms`) are another call under a used key: a conflict, not a run.
+    let again = call(survivor.addr(), "place_order", quick);
+    assert_eq!(text(&again), text(&retry));
+    let other = call(survivor.addr(), "place_order", order);
+    assert_eq!(
+        other["_meta"]["fusion/failure"]["code"], "conflict",
+        "{other}"
+    );
+    assert_eq!(fleet.effects().len(), 1);
+}
+
+#[test]
+fn the_fleets_rate_limit_holds_through_nginx() {
+    let Some(fleet) = Fleet::start("rate") else {
+        return;
+    };
+    let Some(nginx_binary) = support::nginx() else {
+        return;
+    };
+    const RATE: f64 = 20.0;
+    const BURST: f64 = 1.0;
+    const SPAN: Duration = Duration::from_secs(5);
+    let rate = RATE.to_string();
+    let (a, b) = (
+        fleet.replica(&["--rate", &rate]),
+        fleet.replica(&["--rate", &rate]),
+    );
+    let nginx = Nginx::start(&nginx_binary, &[a.addr(), b.addr()]);
+    let proxy = nginx.addr();
+    let allowed = Arc::new(AtomicUsize::new(0));
+    let limited = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let deadline = started + SPAN;
+    thread::scope(|scope| {
+        for _ in 0..6 {
+            let (allowed, limited) = (Arc::clone(&allowed), Arc::clone(&limited));
+            scope.spawn(move || {
+                while Instant::now() < deadline {
+                    let result = call(proxy, "ping", json!({}));
+                    if is_error(&result) {
+                        assert!(text(&result).contains("across the fleet"), "{result}");
+                        limited.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        allowed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    // Every decision was made on Redis's clock between the first request's sending and
+    // the last answer's arrival.
+    let elapsed = started.elapsed().as_secs_f64();
+    let allowed = allowed.load(Ordering::Relaxed) as f64;
+    let limited = limited.load(Ordering::Relaxed);
+    println!(
+        "fleet rate limit: {allowed} allowed, {limited} limited in {elapsed:.2} s at {RATE}/s for the fleet"
+    );
+    // The limit holds whatever the machine's speed: GCRA allows at most rate × time +
+    // burst in any span, for the two replicas together.
+    assert!(
+        allowed <= RATE * elapsed + BURST,
+        "{allowed} calls allowed in {elapsed:.2} s at {RATE}/s, burst {BURST}: more than the fleet's limit\n{}",
+        nginx.report()
+    );
+    // And it lets calls through while they keep coming: a limiter that counted each
+    // replica's calls twice, or refused everything, falls far below. (How close to the
+    // rate it gets depends on whether a call arrives in every 50 ms slot, which a loaded
+    // machine may not manage: no tighter bound is the limiter's to keep.)
+    assert!(
+        limited > 0 && allowed >= RATE * SPAN.as_secs_f64() * 0.5,
+        "{allowed} calls allowed, {limited} limited in {elapsed:.2} s at {RATE}/s\n{}",
+        nginx.report()
+    );
+    let posts = nginx.mcp_posts();
+    for replica in [a.addr(), b.addr()] {
+        let served = posts
+            .iter()
+            .filter(|line| line.contains(&format!("upstream={replica}")))
+            .count();
+        assert!(
+            served > 10,
+            "both replicas served calls ({replica}: {served})"
+        );
+    }
+}
+
+#[test]
+fn calls_are_answered_while_redis_is_down_and_keys_work_again_after() {
+    let Some(mut fleet) = Fleet::start("outage") else {
+        return;
+    };
+    let replica = fleet.replica(&[]);
+    let addr = replica.addr();
+    let ok = call(
+        addr,
+        "place_order",
+        json!({"order_id": "before", "item": "tea"}),
+    );
+    assert!(!is_error(&ok), "{ok}");
+
+    fleet.redis.stop();
+    for n in 0..10 {
+        let keyed = call(
+            addr,
+            "place_order",
+            json!({"order_id": format!("during-{n}"), "item": "tea"}),
+        );
+        assert!(is_error(&keyed), "{keyed}");
+        assert!(
+            text(&keyed).contains(
+                "did not run: deduplication of its idempotency key is unavailable right now"
+            ) && text(&keyed).contains("Retry after"),
+            "a transient error: {keyed}"
+        );
+        assert!(
+            !text(&keyed).contains("127.0.0.1"),
+            "no infrastructure detail: {keyed}"
+        );
+        let plain = call(addr, "echo", json!({"text": format!("hi {n}")}));
+        assert_eq!(text(&plain), format!("hi {n}"), "{plain}");
+        let limited = call(addr, "ping", json!({}));
+        assert!(
+            !is_error(&limited) || text(&limited).contains("calls a second"),
+            "the rate limit falls back to this replica's own: {limited}"
+        );
+    }
+    assert_eq!(
+        fleet.effects().len(),
+        1,
+        "nothing ran unchecked: {:?}",
+        fleet.effects()
+    );
+
+    fleet.redis.resume();
+    // The connection comes back by itself; a keyed call runs again within a few tries.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let after = loop {
+        let result = call(
+            addr,
+            "place_order",
+            json!({"order_id": "after", "item": "tea"}),
+        );
+        if !is_error(&result) || Instant::now() >= deadline {
+            break result;
+        }
+        thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!is_error(&after), "keyed calls work again: {after}");
+    let replay = call(
+        addr,
+        "place_order",
+        json!({"order_id": "after", "item": "tea"}),
+    );
+    assert_eq!(text(&replay), text(&after), "and are deduplicated again");
+    assert_eq!(fleet.effects().len(), 2, "{:?}", fleet.effects());
+}

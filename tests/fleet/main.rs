@@ -1,0 +1,10 @@
+//! Many replicas: shared Redis state, tasks taken over when their runner dies, nginx in front.
+//!
+//! One module a file; `tests/README.md` says what each holds.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod fleet;
+mod scale_out;
+mod task_fleet;

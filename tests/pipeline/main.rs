@@ -1,0 +1,22 @@
+//! In memory, through the real pipeline (no transport): what a call goes through, from arguments to the result and its `_meta`.
+//!
+//! One module a file; `tests/README.md` says what each holds.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cancel_safety;
+mod failure_meta;
+mod group_hints;
+mod grouped_schema;
+mod identity;
+mod numbers;
+mod observability;
+mod pipeline;
+mod recovery;
+mod resources_prompts;
+mod schema;
+mod seed;
+mod setup_context;
+mod side_effects;
+mod validation;
