@@ -18,6 +18,8 @@
 //! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
 //!   bounded inputs only, secrets of every length that never leak into messages, `_meta` or
 //!   logs.
+//! - `fuzz_corpus`: the fuzz targets' committed corpus and their findings, replayed on
+//!   stable.
 
 #[path = "../support/mod.rs"]
 mod support;
