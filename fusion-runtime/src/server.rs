@@ -49,6 +49,7 @@ pub(crate) trait SessionPeers: Send + Sync {
 }
 
 impl<C> Server<C> {
+    #[cfg(feature = "http")]
     /// This server, telling `peers` of each session's peer.
     pub(crate) fn with_session_peers(&self, peers: Arc<dyn SessionPeers>) -> Self {
         Self {

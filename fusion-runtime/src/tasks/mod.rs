@@ -390,6 +390,7 @@ impl Tasks {
         }
     }
 
+    #[cfg(feature = "http")]
     /// No new task starts here (the process is draining).
     pub(crate) fn stop_accepting(&self) {
         self.shared.accepting.store(false, Ordering::SeqCst);
@@ -553,6 +554,7 @@ mod tests {
         assert!(tasks.get(&task.task_id, None).await.is_ok());
     }
 
+    #[cfg(feature = "http")]
     #[tokio::test]
     async fn a_stopping_process_takes_no_new_task() {
         let tasks = Tasks::new(TaskSettings::default());
