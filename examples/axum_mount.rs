@@ -97,7 +97,7 @@ async fn main() -> ExitCode {
             Some(port) => port,
             None => {
                 eprintln!("axum_mount: --port takes a port number");
-                return ExitCode::from(fusion_runtime::EXIT_CONFIG);
+                return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
             }
         },
     };
@@ -111,7 +111,7 @@ async fn main() -> ExitCode {
         Ok(server) => server,
         Err(error) => {
             eprintln!("axum_mount: {error}");
-            return ExitCode::from(fusion_runtime::EXIT_CONFIG);
+            return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
         }
     };
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
@@ -130,7 +130,7 @@ async fn main() -> ExitCode {
         Ok(mcp) => mcp,
         Err(problem) => {
             eprintln!("axum_mount: {problem}");
-            return ExitCode::from(fusion_runtime::EXIT_CONFIG);
+            return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
         }
     };
     let app = Router::new()

@@ -32,7 +32,7 @@ async fn main() -> std::process::ExitCode {
             for error in errors {
                 eprintln!("cancel_safety: {error}");
             }
-            std::process::ExitCode::from(fusion_runtime::EXIT_CONFIG)
+            std::process::ExitCode::from(fusion_runtime::exit::EXIT_CONFIG)
         }
     }
 }

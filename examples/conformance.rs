@@ -16,10 +16,15 @@
 use std::{collections::HashMap, process::ExitCode, time::Duration};
 
 use fusion_runtime::{
-    Call, ClientRequestError, ContentBlock, HttpOptions, LogLevel, PromptArg, PromptInfo,
-    ResourceContent, Tool,
+    Call, ContentBlock, HttpOptions, Tool,
+    call::ClientRequestError,
+    call::LogLevel,
     prelude::*,
-    prompt, resource,
+    prompt,
+    prompt::PromptArg,
+    prompt::PromptInfo,
+    resource,
+    resource::ResourceContent,
     serde_json::{self, json},
     tasks::Tasking,
 };
@@ -521,7 +526,7 @@ async fn test_tool_with_task(#[call] call: &Call) -> Result<String, ClientReques
 struct WithSchema<T>(T, fn() -> serde_json::Value);
 
 impl<C: Send + Sync + 'static, T: Tool<C>> Tool<C> for WithSchema<T> {
-    fn definition(&self) -> fusion_runtime::ToolDefinition<C> {
+    fn definition(&self) -> fusion_runtime::tool::ToolDefinition<C> {
         self.0.definition().with_input_schema((self.1)())
     }
 }
@@ -614,27 +619,33 @@ fn server() -> fusion_runtime::ServerBuilder {
         .task_tool(multi_input, Tasking::optional())
         .task_tool(test_tool_with_task, Tasking::required().started_by_tool())
         .resource_with(
-            fusion_runtime::ResourceInfo::new("test://static-text", "static-text")
+            fusion_runtime::resource::ResourceInfo::new("test://static-text", "static-text")
                 .description("A static text resource")
                 .mime_type("text/plain"),
             || async { "This is the content of the static text resource." },
         )
         .resource_with(
-            fusion_runtime::ResourceInfo::new("test://static-binary", "static-binary")
+            fusion_runtime::resource::ResourceInfo::new("test://static-binary", "static-binary")
                 .description("A static binary resource (a PNG image)")
                 .mime_type("image/png"),
             || async { RED_PIXEL_PNG.to_vec() },
         )
         .resource_with(
-            fusion_runtime::ResourceInfo::new("test://watched-resource", "watched-resource")
-                .description("A resource clients may subscribe to")
-                .mime_type("text/plain"),
+            fusion_runtime::resource::ResourceInfo::new(
+                "test://watched-resource",
+                "watched-resource",
+            )
+            .description("A resource clients may subscribe to")
+            .mime_type("text/plain"),
             || async { "This resource is watched for changes." },
         )
         .resource_template_with(
-            fusion_runtime::ResourceInfo::new("test://template/{id}/data", "template-data")
-                .description("Data for an id, from a URI template")
-                .mime_type("application/json"),
+            fusion_runtime::resource::ResourceInfo::new(
+                "test://template/{id}/data",
+                "template-data",
+            )
+            .description("Data for an id, from a URI template")
+            .mime_type("application/json"),
             |vars: HashMap<String, String>| async move {
                 let id = vars.get("id").cloned().unwrap_or_default();
                 ResourceContent::json(&json!({
@@ -761,7 +772,7 @@ async fn main() -> ExitCode {
         Ok(options) => server().serve_http_with(options).await,
         Err(message) => {
             eprintln!("conformance: {message}");
-            ExitCode::from(fusion_runtime::EXIT_CONFIG)
+            ExitCode::from(fusion_runtime::exit::EXIT_CONFIG)
         }
     }
 }

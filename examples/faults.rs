@@ -124,14 +124,14 @@ async fn main() -> std::process::ExitCode {
         Ok(None) => {}
         Err(message) => {
             eprintln!("faults: {message}");
-            return std::process::ExitCode::from(fusion_runtime::EXIT_CONFIG);
+            return std::process::ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
         }
     }
     match http_options(&args) {
         Some(Ok(options)) => builder.serve_http_with(options).await,
         Some(Err(message)) => {
             eprintln!("faults: {message}");
-            std::process::ExitCode::from(fusion_runtime::EXIT_CONFIG)
+            std::process::ExitCode::from(fusion_runtime::exit::EXIT_CONFIG)
         }
         None => builder.serve_stdio().await,
     }

@@ -23,7 +23,7 @@
 use std::{io::Write as _, path::PathBuf, process::ExitCode, time::Duration};
 
 use fusion_runtime::{
-    Call, ClientRequestError, HttpOptions, prelude::*, redis::RedisStore, serde_json::json,
+    Call, HttpOptions, call::ClientRequestError, prelude::*, redis::RedisStore, serde_json::json,
     tasks::Tasking,
 };
 
@@ -243,14 +243,14 @@ async fn main() -> ExitCode {
         Ok(parsed) => parsed,
         Err(problem) => {
             eprintln!("fleet: {problem}");
-            return ExitCode::from(fusion_runtime::EXIT_CONFIG);
+            return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
         }
     };
     let mut redis = match RedisStore::connect(&url).await {
         Ok(redis) => redis,
         Err(error) => {
             eprintln!("fleet: cannot reach Redis at {url}: {error}");
-            return ExitCode::from(fusion_runtime::EXIT_CONFIG);
+            return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
         }
     };
     if let Some(lease_ms) = lease_ms {

@@ -57,7 +57,7 @@ async fn main() -> ExitCode {
             ("--port", Some(Ok(value))) => port = value,
             _ => {
                 eprintln!("report_task: use --port N");
-                return ExitCode::from(fusion_runtime::EXIT_CONFIG);
+                return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
             }
         }
     }

@@ -94,7 +94,7 @@ async fn main() -> ExitCode {
         Ok(server) => server,
         Err(error) => {
             eprintln!("rmcp_existing: {error}");
-            return ExitCode::from(fusion_runtime::EXIT_CONFIG);
+            return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
         }
     };
     let running = match Existing::new(&fusion).serve(rmcp::transport::stdio()).await {

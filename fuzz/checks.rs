@@ -29,9 +29,18 @@ pub fn number_literals(data: &[u8]) {
 /// The inventory example's input schemas (as `tools/list` publishes them, from the
 /// snapshot `tests/tools_list.rs` holds them to), each compiled by the runtime and by the
 /// `jsonschema` crate.
-fn schemas() -> &'static [(String, fusion_runtime::Validator, jsonschema::Validator)] {
-    static SCHEMAS: OnceLock<Vec<(String, fusion_runtime::Validator, jsonschema::Validator)>> =
-        OnceLock::new();
+fn schemas() -> &'static [(
+    String,
+    fusion_runtime::validate::Validator,
+    jsonschema::Validator,
+)] {
+    static SCHEMAS: OnceLock<
+        Vec<(
+            String,
+            fusion_runtime::validate::Validator,
+            jsonschema::Validator,
+        )>,
+    > = OnceLock::new();
     SCHEMAS.get_or_init(|| {
         let snapshot = include_str!("../tests/snapshots/tools_list__inventory_tools.snap");
         let body = snapshot.splitn(3, "---").nth(2).unwrap_or("[]");
@@ -52,7 +61,7 @@ fn schemas() -> &'static [(String, fusion_runtime::Validator, jsonschema::Valida
                     .should_validate_formats(true)
                     .build(schema)
                     .ok()?;
-                let runtime = fusion_runtime::Validator::compile(schema.as_object()?);
+                let runtime = fusion_runtime::validate::Validator::compile(schema.as_object()?);
                 let name = tool.get("name")?.as_str()?.to_owned();
                 Some((name, runtime, oracle))
             })

@@ -17,7 +17,7 @@ use std::{
     time::Duration,
 };
 
-use fusion_runtime::{Classify, Reconnect, Server, middleware, prelude::*};
+use fusion_runtime::{Classify, Server, middleware, policy::Reconnect, prelude::*};
 
 /// How long each step of a tool's work takes: several steps make several await points.
 pub const STEP: Duration = Duration::from_millis(2);

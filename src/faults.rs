@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use fusion_runtime::{Classify, Reconnect, Server, prelude::*};
+use fusion_runtime::{Classify, Server, policy::Reconnect, prelude::*};
 
 /// Failures of the upstream the fault tools pretend to call.
 #[derive(Debug, thiserror::Error, Classify)]

@@ -4,8 +4,12 @@
 #![deny(warnings, missing_docs, unused_qualifications)]
 
 use fusion_runtime::{
-    Call, Classify, Exposure, LogLevel, Presentation, Reconnect, Server, UiBlock, middleware,
+    Call, Classify, Server,
+    call::LogLevel,
+    middleware,
+    policy::Reconnect,
     prelude::*,
+    tool::{Exposure, Presentation, UiBlock},
 };
 
 /// The context.

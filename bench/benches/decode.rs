@@ -8,7 +8,7 @@
 )]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use fusion_runtime::{Validator, prelude::*, schema::input_schema};
+use fusion_runtime::{prelude::*, tool::schema::input_schema, validate::Validator};
 use serde_json::{Value, json};
 
 /// Ten fields of the usual kinds, no declared constraints.

@@ -18,7 +18,7 @@
 )]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use fusion_runtime::{prelude::*, schema::input_schema, testing::Tester};
+use fusion_runtime::{prelude::*, testing::Tester, tool::schema::input_schema};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
 //! One spelling of a JSON value: every object's keys in order, so that two clients'
 //! spellings of the same arguments compare (and hash) the same. Request states are bound to
-//! it (`request_state.rs`), and a result stored under an idempotency key carries its
+//! it (`rounds/state.rs`), and a result stored under an idempotency key carries its
 //! arguments' fingerprint (`pipeline/replay.rs`).
 
 use std::collections::BTreeMap;

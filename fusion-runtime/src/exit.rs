@@ -1,5 +1,9 @@
 //! The process exit codes fusion documents (README, "Exit codes"), shared by the
 //! transports, the server and the log.
+//!
+//! ```
+//! assert_eq!(fusion_runtime::exit::EXIT_FATAL, 70);
+//! ```
 
 /// Exit code after a handler's fatal error (`EX_SOFTWARE`): the call was answered, the
 /// event logged, and the process ends instead of limping on.

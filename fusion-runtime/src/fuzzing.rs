@@ -52,7 +52,7 @@ pub fn http_guard(data: &[u8]) {
 /// Request-state opening: bytes nobody sealed never open; a state sealed here opens for
 /// its own binding only, and any change to it makes it fail.
 pub fn request_state(data: &[u8]) {
-    let sealer = crate::request_state::Sealer::with_key([7; 32]);
+    let sealer = crate::rounds::state::Sealer::with_key([7; 32]);
     let text = String::from_utf8_lossy(data);
     assert!(
         sealer.open(&text, b"binding").is_err(),

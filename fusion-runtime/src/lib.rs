@@ -31,77 +31,56 @@
 // docs.rs builds with `--cfg docsrs` on nightly: feature-gated items say which feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod argument;
-mod call;
+pub mod call;
 mod canonical_json;
-mod constraint;
-mod echo;
-mod exit;
-mod failure;
+pub mod exit;
+pub mod failure;
 mod future;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod idempotency;
 pub mod identity;
-mod input;
 mod json_cost;
+pub mod limits;
+pub mod log;
+pub mod meta;
+pub mod metrics;
 pub mod middleware;
-mod observe;
-mod output;
 pub(crate) mod pipeline;
-mod policy;
-mod present;
-mod probe;
+pub mod policy;
 mod protocol;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
-mod request_state;
-pub mod schema;
+mod rounds;
 mod server;
 mod setup;
 mod suggest;
 pub mod tasks;
 pub mod testing;
-mod tool;
+pub mod tool;
 mod transport;
-mod validate;
+pub mod validate;
+
+// `prompt` and `resource` live in `setup/`, beside the catalog that holds what they
+// describe, each in the folder of its name.
+pub use setup::{prompt, resource};
 
 /// axum, as the HTTP transport uses it: mount [`Server::router`] with the same version.
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use axum;
-pub use call::{
-    Call, LogLevel,
-    ask::{Ask, ClientRequestError, Elicitation, ElicitationAction, Root},
-};
-pub use echo::{MAX_KEY_BYTES, MAX_NAME_BYTES};
-pub use exit::{EXIT_CONFIG, EXIT_FATAL, EXIT_USAGE};
-pub use failure::classify::{
-    Classification, Classify, ErrorClass, ErrorCode, classify_dyn, register as register_classified,
-};
-pub use failure::{
-    Failure, FailureKind,
-    entry::{FAILURE_META_KEY, FailureEntry},
-};
+pub use call::Call;
+pub use failure::classify::Classify;
 pub use future::BoxFuture;
-pub use observe::{log, metrics};
-pub use output::{IntoToolOutput, Outcome, ToolOutput};
-pub use pipeline::render::ISSUES_META_KEY;
-pub use policy::{CircuitPolicy, DEFAULT_TIMEOUT, Policy, Reconnect, RetryPolicy};
-pub use present::{Presentation, PresenterFn, UiBlock};
-pub use request_state::STATE_TTL;
 pub use server::Server;
 pub use setup::builder::ServerBuilder;
 pub use setup::error::{BuildError, BuildWarning, StartupError};
-// `fusion_runtime::prompt` and `fusion_runtime::resource` are public modules whose files
-// live in `setup/`, beside the catalog that holds what they describe.
-pub use setup::group::ACTION_KEY;
-pub use setup::prompt::{self, IntoPromptMessages, PromptArg, PromptInfo};
-pub use setup::registry::Exposure;
-pub use setup::resource::{self, IntoResourceContents, ResourceContent, ResourceInfo};
-pub use tool::{Annotations, Tool, ToolDefinition, ToolSpec};
+pub use tool::{
+    Tool,
+    output::{IntoToolOutput, ToolOutput},
+};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use transport::{HttpConfigError, HttpOptions};
@@ -109,7 +88,6 @@ pub use transport::{HttpConfigError, HttpOptions};
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub use transport::{JwtAlgorithm, OAuth};
 pub use transport::{StdioOptions, Transport};
-pub use validate::{ArgIssue, IssueCode, Limits, NUMBER_LITERALS_META_KEY, Validator};
 
 #[doc = include_str!("../docs/mcp_tool.md")]
 pub use fusion_macros::mcp_tool;
@@ -185,17 +163,16 @@ pub mod __private {
         __classify_source as classify_source, __output_schema as output_schema,
         __render_outcome as render_outcome, __render_presented as render_presented,
         call::Call,
-        constraint::{
-            Constraint, Literal, apply as constrain, custom_check, kinds, run_custom_checks,
-        },
         failure::classify::{
             Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,
         },
         future::BoxFuture,
-        output::attach_presentation,
-        output::{Outcome, ladder},
-        policy::{CircuitPolicy, Policy, RetryPolicy, reconnect},
-        present::present,
+        policy::{CircuitPolicy, Policy, RetryPolicy, reconnect::reconnect},
+        tool::constraint::{
+            Constraint, Literal, apply as constrain, custom_check, kinds, run_custom_checks,
+        },
+        tool::output::{Outcome, attach_presentation, ladder},
+        tool::present::present,
         tool::{Annotations, Tool, ToolDefinition, ToolSpec},
     };
     pub use schemars;
@@ -223,7 +200,7 @@ pub mod __private {
     pub type CallFuture<'a, T> =
         core::pin::Pin<Box<dyn core::future::Future<Output = T> + Send + 'a>>;
 
-    pub use crate::argument::{
+    pub use crate::tool::argument::{
         Arg, ArgCheck, ArgCheckFallback, ArgType, NotAnArgument, ToolArgument, assert_argument,
     };
 }

@@ -8,8 +8,8 @@ use crate::{
     failure::Failure,
     failure::panic as recover,
     idempotency::IdempotencyStore,
+    metrics::{MetricsSnapshot, ToolMetrics},
     middleware::Middleware,
-    observe::metrics::{MetricsSnapshot, ToolMetrics},
     policy::{Circuit, Policy},
     setup::catalog::Catalog,
     setup::registry::Registry,
@@ -106,7 +106,7 @@ pub(crate) struct Inner<C> {
     /// Resources, prompts and completions (`setup/catalog.rs`).
     pub(crate) catalog: Catalog,
     /// Signs the request state of multi-round calls (2026-07-28).
-    pub(crate) sealer: crate::request_state::Sealer,
+    pub(crate) sealer: crate::rounds::state::Sealer,
     /// The tools that run as tasks, and the tasks.
     pub(crate) tasks: crate::tasks::Tasks,
     /// The environment variables `require_env` declared, for the banner's snippets.

@@ -3,7 +3,7 @@
 /// The longest word [`closest`] compares, in bytes. Jaro-Winkler allocates and walks both
 /// words for every candidate, so a suggestion for a 15 MiB key cost seconds; a word this
 /// long is no typo of a name anyway.
-const MAX_SUGGEST_BYTES: usize = crate::echo::MAX_KEY_BYTES;
+const MAX_SUGGEST_BYTES: usize = crate::limits::MAX_KEY_BYTES;
 
 /// The closest of `candidates` to `word`, if one is close enough to be a likely typo. No
 /// suggestion for a word over [`MAX_SUGGEST_BYTES`], nor for candidates over it (a server's
@@ -54,7 +54,7 @@ mod tests {
     #[test]
     fn suggestions_only_for_bounded_words() {
         let names = ["user_id", "limit"];
-        let giant = format!("user_id{}", "x".repeat(crate::echo::MAX_KEY_BYTES));
+        let giant = format!("user_id{}", "x".repeat(crate::limits::MAX_KEY_BYTES));
         assert_eq!(closest(&giant, names.iter().copied()), None);
         let near = format!("user_i{}", "d".repeat(3));
         assert_eq!(closest(&near, names.iter().copied()), Some("user_id"));

@@ -28,7 +28,7 @@ use rmcp::model::CallToolResult;
 use serde_json::Value;
 
 use crate::{
-    call::Call, identity::RequestInfo, present::UiBlock, server::Server, validate::literal,
+    call::Call, identity::RequestInfo, server::Server, tool::present::UiBlock, validate::literal,
 };
 
 /// Calls a server's tools in memory, the way a client would over a transport.
@@ -108,7 +108,7 @@ impl TestResult {
             .meta
             .as_ref()?
             .0
-            .get(crate::failure::entry::FAILURE_META_KEY)?;
+            .get(crate::meta::FAILURE_META_KEY)?;
         serde_json::from_value(entry.clone()).ok()
     }
 

@@ -6,8 +6,10 @@
 //! failures), hint and issues, read from the result's JSON as a client reads it.
 
 use fusion_runtime::{
-    FAILURE_META_KEY, ISSUES_META_KEY, Server,
+    Server,
     identity::{Claims, RequestInfo},
+    meta::FAILURE_META_KEY,
+    meta::ISSUES_META_KEY,
     middleware::{self, HasRoles},
     prelude::*,
     testing::{TestResult, Tester},

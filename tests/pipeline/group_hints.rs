@@ -3,7 +3,7 @@
 //! built (issue 36, item 5), unless the group is flat, its writes say they only add, or
 //! the mix is accepted with `.allow_mixed_hints`.
 
-use fusion_runtime::{BuildError, BuildWarning, Exposure, Server, ServerBuilder, prelude::*};
+use fusion_runtime::{BuildError, BuildWarning, Server, ServerBuilder, prelude::*, tool::Exposure};
 
 /// Search the notes.
 #[mcp_tool(group = "notes", action = "search", read_only)]

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use fusion_demo::Role;
-use fusion_runtime::{BuildError, Exposure, Server, prelude::*, testing::Tester};
+use fusion_runtime::{BuildError, Server, prelude::*, testing::Tester, tool::Exposure};
 use serde_json::{Map, Value, json};
 
 /// The failures that mean "the arguments were refused" (routing or validation); any other

@@ -262,8 +262,9 @@ async fn middleware_sees_the_caller_and_limits_each_one() {
 
 #[tokio::test]
 async fn the_demo_takes_each_callers_role_from_their_token() {
-    let tester =
-        Tester::new(fusion_demo::builder_from_token(fusion_runtime::Exposure::Grouped).build());
+    let tester = Tester::new(
+        fusion_demo::builder_from_token(fusion_runtime::tool::Exposure::Grouped).build(),
+    );
     let admin = tester.as_caller(token("ann", &["admin", "openid"]));
     let guest = tester.as_caller(token("bob", &["openid"]));
     let list = json!({"take": 2});

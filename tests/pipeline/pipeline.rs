@@ -8,7 +8,7 @@ use std::sync::{
     atomic::{AtomicUsize, Ordering},
 };
 
-use fusion_runtime::{BuildError, ISSUES_META_KEY, prelude::*};
+use fusion_runtime::{BuildError, meta::ISSUES_META_KEY, prelude::*};
 use serde_json::{Value, json};
 
 /// The shared state of the tests' server.

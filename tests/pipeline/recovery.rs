@@ -4,7 +4,9 @@
 
 use std::sync::{Arc, atomic::Ordering};
 
-use fusion_runtime::{Classify, ErrorClass, ErrorCode, StartupError, testing::Tester};
+use fusion_runtime::{
+    Classify, StartupError, failure::ErrorClass, failure::ErrorCode, testing::Tester,
+};
 use fusion_tests::faults::{self, FaultCtx, UpstreamError};
 use serde_json::json;
 

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use fusion_runtime::{
-    BuildError, PromptArg, PromptInfo, ResourceContent, prelude::*, rmcp::ServerHandler as _,
+    BuildError, prelude::*, prompt::PromptArg, prompt::PromptInfo, resource::ResourceContent,
+    rmcp::ServerHandler as _,
 };
 use serde_json::{Value, json};
 

@@ -2,7 +2,7 @@
 //! `Option`, `Vec`, a nested struct, enums, doc comments, and output types. A change to
 //! any schema shows up in review as a snapshot diff.
 
-use fusion_runtime::{Server, ToolDefinition, prelude::*};
+use fusion_runtime::{Server, prelude::*, tool::ToolDefinition};
 use serde_json::Value;
 
 /// A point on a map.

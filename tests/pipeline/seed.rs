@@ -3,7 +3,7 @@
 //! (one tool per group with an `action` property) and flat (one tool per action).
 
 use fusion_demo::{Ctx, Role};
-use fusion_runtime::{Exposure, testing::Tester};
+use fusion_runtime::{testing::Tester, tool::Exposure};
 use serde_json::{Value, json};
 
 fn testers() -> [(Exposure, Tester<Ctx>); 2] {

@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use fusion_runtime::{Classify, RetryPolicy, Server, prelude::*, testing::Tester};
+use fusion_runtime::{Classify, Server, policy::RetryPolicy, prelude::*, testing::Tester};
 use serde_json::json;
 
 #[derive(Clone, Default)]

@@ -4,7 +4,7 @@
 //! is also judged by the `jsonschema` crate against the tool's `inputSchema`, and the two
 //! verdicts must be the same.
 
-use fusion_runtime::{ISSUES_META_KEY, Server, testing::Tester};
+use fusion_runtime::{Server, meta::ISSUES_META_KEY, testing::Tester};
 use serde_json::{Value, json};
 
 /// One call and what must come of it.
@@ -809,7 +809,7 @@ async fn long_received_values_are_truncated() {
 #[tokio::test]
 async fn limits_protect_the_server() {
     let server = Server::builder("limits", "0")
-        .limits(fusion_runtime::Limits {
+        .limits(fusion_runtime::validate::Limits {
             max_depth: 4,
             max_string_bytes: 16,
             max_items: 3,

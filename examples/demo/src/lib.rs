@@ -18,10 +18,12 @@
 use std::sync::{Arc, RwLock};
 
 use fusion_runtime::{
-    Classify, Presentation, Server, UiBlock,
+    Classify, Server,
     identity::RequestInfo,
     middleware::{self, HasRoles},
     prelude::*,
+    tool::Presentation,
+    tool::UiBlock,
 };
 
 /// Who is calling.
@@ -279,7 +281,7 @@ pub async fn health(#[ctx] ctx: &Ctx) -> Result<Health, DbError> {
 /// The demo server for callers of one `role` (the process's, over stdio).
 pub fn builder(
     role: Role,
-    exposure: fusion_runtime::Exposure,
+    exposure: fusion_runtime::tool::Exposure,
 ) -> fusion_runtime::ServerBuilder<Ctx> {
     builder_with_roles(move |_| role, exposure)
 }
@@ -289,7 +291,7 @@ pub fn builder(
 /// `fusion-demo --http PORT --oauth-issuer URL` serves.
 ///
 /// ```
-/// use fusion_runtime::{identity::{Claims, RequestInfo}, testing::Tester, Exposure};
+/// use fusion_runtime::{identity::{Claims, RequestInfo}, testing::Tester, tool::Exposure};
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -305,14 +307,14 @@ pub fn builder(
 /// # });
 /// ```
 pub fn builder_from_token(
-    exposure: fusion_runtime::Exposure,
+    exposure: fusion_runtime::tool::Exposure,
 ) -> fusion_runtime::ServerBuilder<Ctx> {
     builder_with_roles(Role::of, exposure)
 }
 
 fn builder_with_roles(
     role_of: impl Fn(&RequestInfo) -> Role + Send + Sync + 'static,
-    exposure: fusion_runtime::Exposure,
+    exposure: fusion_runtime::tool::Exposure,
 ) -> fusion_runtime::ServerBuilder<Ctx> {
     let store = Arc::new(Store::seeded());
     Server::builder("fusion-demo", env!("CARGO_PKG_VERSION"))
@@ -337,5 +339,5 @@ fn builder_with_roles(
 
 /// The demo server, grouped, for an admin (what the tests and `serve_stdio` use).
 pub fn server() -> Server<Ctx> {
-    builder(Role::Admin, fusion_runtime::Exposure::Grouped).build()
+    builder(Role::Admin, fusion_runtime::tool::Exposure::Grouped).build()
 }

@@ -14,7 +14,7 @@
 use std::process::ExitCode;
 
 use fusion_demo::Role;
-use fusion_runtime::{EXIT_CONFIG, Exposure, HttpOptions, OAuth};
+use fusion_runtime::{HttpOptions, OAuth, exit::EXIT_CONFIG, tool::Exposure};
 
 #[path = "../../support/cli.rs"]
 mod cli;

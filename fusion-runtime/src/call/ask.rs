@@ -1,11 +1,11 @@
 //! A call's questions to the client: the user (`elicit`), the client's model
 //! (`sample_text`), its roots (`list_roots`), keyed with `ask`; and a call that continues
 //! as a task. In a session they are requests to the client; under the 2026-07-28 revision
-//! and in tasks they go through `input.rs`.
+//! and in tasks they go through `rounds/questions.rs`.
 
 use serde_json::Value;
 
-use crate::input::{self, Kind};
+use crate::rounds::questions::{self as input, Kind};
 
 use super::Call;
 
@@ -19,7 +19,7 @@ impl Call {
     /// [`ClientRequestError::Failed`] when the request failed or the answer held no text.
     ///
     /// ```
-    /// use fusion_runtime::{Call, ClientRequestError, prelude::*};
+    /// use fusion_runtime::{Call, call::ClientRequestError, prelude::*};
     ///
     /// /// Summarize a text with the client's model.
     /// #[mcp_tool]
@@ -107,7 +107,7 @@ impl Call {
     /// cancels is not an error: see [`Elicitation::action`].
     ///
     /// ```
-    /// use fusion_runtime::{Call, ClientRequestError, ElicitationAction, prelude::*};
+    /// use fusion_runtime::{Call, call::ClientRequestError, call::ElicitationAction, prelude::*};
     ///
     /// /// Book a table, asking the user how many people come.
     /// #[mcp_tool]
@@ -203,7 +203,7 @@ impl Call {
     /// [`ClientRequestError::Failed`] when the request failed.
     ///
     /// ```
-    /// use fusion_runtime::{Call, ClientRequestError, prelude::*};
+    /// use fusion_runtime::{Call, call::ClientRequestError, prelude::*};
     ///
     /// /// How many roots the client shares.
     /// #[mcp_tool]
@@ -256,7 +256,7 @@ impl Call {
     /// client did not declare the tasks extension, or it is a task already).
     ///
     /// ```
-    /// use fusion_runtime::{Call, ClientRequestError, prelude::*, tasks::Tasking};
+    /// use fusion_runtime::{Call, call::ClientRequestError, prelude::*, tasks::Tasking};
     ///
     /// /// Exports the user's data after they confirm which format.
     /// #[mcp_tool]
@@ -302,7 +302,7 @@ impl Call {
     /// the handler asks.
     ///
     /// ```
-    /// use fusion_runtime::{Call, ClientRequestError, prelude::*};
+    /// use fusion_runtime::{Call, call::ClientRequestError, prelude::*};
     ///
     /// /// Greets the user by name.
     /// #[mcp_tool]

@@ -113,7 +113,7 @@ impl Classification {
 /// An error type that knows its class. Derive it with `#[derive(Classify)]`.
 ///
 /// ```
-/// use fusion_runtime::{Classify, ErrorClass};
+/// use fusion_runtime::{Classify, failure::ErrorClass};
 ///
 /// #[derive(Debug, thiserror::Error, Classify)]
 /// enum DbError {
@@ -232,7 +232,7 @@ pub mod ladder {
     use std::error::Error;
 
     use super::{Classification, Classify, classify_dyn};
-    use crate::probe::Probe;
+    use crate::tool::autoref::Probe;
 
     /// A source that classifies itself.
     pub trait SourceClassify {

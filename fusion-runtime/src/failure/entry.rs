@@ -7,13 +7,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::failure::{
-    Failure, FailureKind,
+use super::{
     classify::{Classification, ErrorClass},
+    model::{Failure, FailureKind},
 };
-
-/// The `_meta` key of a failed (or warning) call's [`FailureEntry`].
-pub const FAILURE_META_KEY: &str = "fusion/failure";
 
 /// What a failed call's `_meta["fusion/failure"]` holds: the class, the code, whether and when
 /// to retry, the correlation id of a masked failure, the hint and the argument issues.
@@ -22,7 +19,7 @@ pub const FAILURE_META_KEY: &str = "fusion/failure";
 /// are left out of the JSON.
 ///
 /// ```
-/// use fusion_runtime::{FAILURE_META_KEY, FailureEntry, prelude::*, testing::Tester};
+/// use fusion_runtime::{meta::FAILURE_META_KEY, failure::FailureEntry, prelude::*, testing::Tester};
 ///
 /// /// Add two integers.
 /// #[mcp_tool]
@@ -69,7 +66,7 @@ pub struct FailureEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
     /// For invalid arguments, every problem: `[{path, code, expected, received, hint}]`, as
-    /// [`ISSUES_META_KEY`](crate::ISSUES_META_KEY) lists them too.
+    /// [`ISSUES_META_KEY`](crate::meta::ISSUES_META_KEY) lists them too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issues: Option<Vec<Value>>,
 }

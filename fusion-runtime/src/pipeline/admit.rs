@@ -7,13 +7,13 @@ use crate::{
     call::Call,
     failure::panic as recover,
     failure::{Failure, FailureKind, Target},
+    log::Redactor,
     middleware::{CallInfo, Guard, missing_scopes},
-    observe::log::Redactor,
 };
 
 use crate::server::Server;
 
-use super::policy::Ran;
+use super::attempts::Ran;
 
 impl<C: Send + Sync + 'static> Server<C> {
     pub(super) async fn run(

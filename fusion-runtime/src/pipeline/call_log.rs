@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::{
     failure::panic as recover,
     failure::{Failure, FailureKind},
-    observe::log::Redactor,
+    log::Redactor,
 };
 
 /// The one log event of a call. If the call's future is dropped before it ends (the client
@@ -43,7 +43,7 @@ impl CallLog<'_> {
         let ended = Instant::now();
         let latency = ended.saturating_duration_since(self.started);
         if failure.is_none() {
-            let success = crate::observe::log::Success {
+            let success = crate::log::Success {
                 tool: self.tool,
                 action: self.action,
                 request_id: self.request_id,
@@ -55,11 +55,11 @@ impl CallLog<'_> {
                 attempts,
                 level: self.ok_level,
             };
-            if crate::observe::log::defer_success(&success, &self.args, &self.redactor) {
+            if crate::log::defer_success(&success, &self.args, &self.redactor) {
                 return latency;
             }
         }
-        crate::observe::log::call_event(&crate::observe::log::CallRecord {
+        crate::log::call_event(&crate::log::CallRecord {
             tool: self.tool,
             action: self.action,
             request_id: self.request_id,

@@ -9,8 +9,8 @@ use crate::{
     call::Call,
     failure::panic as recover,
     failure::{Failure, FailureKind},
-    output::Outcome,
     tool::ToolDefinition,
+    tool::output::Outcome,
 };
 
 use crate::server::Server;

@@ -4,7 +4,7 @@
 //! 1. resolve: the tool and action, by the registry (`setup/registry.rs`), and the arguments;
 //! 2. replay (`replay.rs`): an idempotency key seen before returns the first call's result;
 //! 3. admit (`admit.rs`): the context, the argument limits, the middleware chain;
-//! 4. policy (`policy.rs`): the circuit breaker, retries with backoff, the timeout, reconnect;
+//! 4. attempts (`attempts.rs`): the circuit breaker, retries with backoff, the timeout, reconnect;
 //! 5. invoke (`invoke.rs`): decode and validate the arguments, run the handler behind a
 //!    panic boundary, classify the outcome;
 //! 6. render (`render.rs`): exactly one `CallToolResult`, presentation on success only;
@@ -26,20 +26,20 @@ use crate::{
     failure::{Failure, FailureKind, Target},
     idempotency::{Claim, ClaimGuard},
     identity::RequestInfo,
-    observe::log::Redactor,
+    log::Redactor,
 };
 
 use crate::server::Server;
 
 mod admit;
+mod attempts;
 mod call_log;
 mod invoke;
-mod policy;
 pub(crate) mod render;
 mod replay;
 
+use attempts::Ran;
 use call_log::CallLog;
-use policy::Ran;
 pub(crate) use render::CallReport;
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -249,7 +249,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             .as_ref()
             .filter(|failure| failure.is_fatal())
         {
-            crate::observe::log::fatal_event(tool, correlation_id.as_str(), failure, &log.redactor);
+            crate::log::fatal_event(tool, correlation_id.as_str(), failure, &log.redactor);
             rendered.report.fatal = true;
             // The answer goes out first; whoever serves the server ends the process.
             self.inner.fatal.send_replace(true);

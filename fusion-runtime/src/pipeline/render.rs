@@ -6,10 +6,11 @@ use serde_json::{Map, Value};
 
 use crate::{
     failure::panic as recover,
-    failure::{Failure, FailureKind, Target, entry::FAILURE_META_KEY},
-    observe::log::Redactor,
-    output::Outcome,
-    present::UiBlock,
+    failure::{Failure, FailureKind, Target},
+    log::Redactor,
+    meta::{FAILURE_META_KEY, ISSUES_META_KEY},
+    tool::output::Outcome,
+    tool::present::UiBlock,
 };
 
 use crate::server::Server;
@@ -27,10 +28,6 @@ pub(crate) struct CallReport {
     /// masked: a task reports it as `failed`, not as a tool error.
     pub(crate) internal: bool,
 }
-
-/// The `_meta` key under which invalid-argument results list their problems, for
-/// programmatic clients: `[{path, code, expected, received, hint}]`.
-pub const ISSUES_META_KEY: &str = "fusion/issues";
 
 pub(super) struct Rendered {
     pub(super) report: CallReport,
@@ -127,9 +124,9 @@ impl<C: Send + Sync + 'static> Server<C> {
     fn render_success(
         &self,
         handler: Option<usize>,
-        output: crate::output::ToolOutput,
+        output: crate::tool::output::ToolOutput,
     ) -> Rendered {
-        let crate::output::ToolOutput {
+        let crate::tool::output::ToolOutput {
             mut content,
             mut structured,
             mut data,
@@ -140,8 +137,12 @@ impl<C: Send + Sync + 'static> Server<C> {
         }
         let (system_rules, ui_blocks) = match &presentation {
             Some(presentation) => {
-                let rules =
-                    crate::present::apply(presentation, &mut data, &mut structured, &mut content);
+                let rules = crate::tool::present::apply(
+                    presentation,
+                    &mut data,
+                    &mut structured,
+                    &mut content,
+                );
                 (rules, presentation.ui.clone())
             }
             None => (Vec::new(), Vec::new()),

@@ -1,13 +1,15 @@
-//! The policies a handler runs under, apart from the mechanism that applies them
-//! (`pipeline/policy.rs`): retry with backoff (here), the circuit breaker (`circuit.rs`),
+//! The policies a handler runs under ([`Policy`]: timeout, [`RetryPolicy`],
+//! [`CircuitPolicy`], [`Reconnect`]), set with `#[mcp_tool(..)]`'s keys or on a
+//! [`ToolDefinition`](crate::tool::ToolDefinition), apart from the mechanism that applies them
+//! (`pipeline/attempts.rs`): retry with backoff (here), the circuit breaker (`circuit.rs`),
 //! the reconnect hook (`reconnect.rs`), the timeout and their defaults.
 
 mod circuit;
-mod reconnect;
+pub(crate) mod reconnect;
 
 pub use circuit::CircuitPolicy;
 pub(crate) use circuit::{Admission, Circuit, Transition};
-pub use reconnect::{Reconnect, reconnect};
+pub use reconnect::Reconnect;
 
 use std::time::Duration;
 
@@ -46,7 +48,7 @@ impl RetryPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use fusion_runtime::RetryPolicy;
+    /// use fusion_runtime::policy::RetryPolicy;
     ///
     /// let retry = RetryPolicy::new(3, Duration::from_millis(50));
     /// assert_eq!(retry.max_backoff, RetryPolicy::DEFAULT_MAX_BACKOFF);

@@ -21,7 +21,7 @@ use std::{
 /// tool's context. Concurrent callers share one reconnect.
 ///
 /// ```
-/// use fusion_runtime::Reconnect;
+/// use fusion_runtime::policy::Reconnect;
 ///
 /// struct Upstream { url: String }
 ///
@@ -36,7 +36,7 @@ use std::{
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be reconnected: it does not implement `Reconnect`",
     label = "named by `reconnect = ..`",
-    note = "implement `fusion_runtime::Reconnect` for the resource's type (an `async fn reconnect(&self)` that re-opens it), or name another field of the context"
+    note = "implement `fusion_runtime::policy::Reconnect` for the resource's type (an `async fn reconnect(&self)` that re-opens it), or name another field of the context"
 )]
 pub trait Reconnect: Send + Sync {
     /// Why a reconnect failed.

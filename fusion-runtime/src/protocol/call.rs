@@ -5,7 +5,7 @@
 //! - 2026-07-28: multi-round-trip requests. The handler runs on each round with the
 //!   answers so far (the signed request state and this round's `inputResponses`); a
 //!   question it cannot have answered ends the round with `input_required`
-//!   (`input.rs`, `request_state.rs`);
+//!   (`rounds/questions.rs`, `rounds/state.rs`);
 //! - a tool declared to run as a task, for a client that declared the tasks extension:
 //!   the call becomes a task at once, or when the handler asks
 //!   ([`Call::continue_as_task`]), and goes on in the background (`tasks/`).
@@ -25,7 +25,7 @@ use crate::{
     future::BoxFuture,
     identity::{Claims, RequestInfo},
     pipeline::request_info,
-    protocol::rounds::{Round, connected_call, is_current},
+    protocol::input_required::{Round, connected_call, is_current},
     server::Server,
     tasks::{Relaunch, TaskOrigin, TaskOutcome, refusal},
 };

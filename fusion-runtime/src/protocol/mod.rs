@@ -6,9 +6,9 @@
 mod builder;
 mod call;
 mod embed;
+mod input_required;
 mod params;
 mod prompt;
-mod rounds;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -31,7 +31,8 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     ) -> impl Future<Output = Result<rmcp::model::CustomResult, ErrorData>> + Send + '_ {
         // The 2026-07-28 revision removed the session's methods: a request of that
         // revision naming one is for a method this server does not serve.
-        let answer = if rounds::is_current(&context) && params::is_removed(&request.method) {
+        let answer = if input_required::is_current(&context) && params::is_removed(&request.method)
+        {
             ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!(

@@ -1,7 +1,7 @@
 //! `prompts/get` by protocol revision. The prompt's closure gets a [`Call`](crate::Call):
 //!
 //! - before 2026-07-28, in a session, its questions are requests to the client;
-//! - under 2026-07-28 they go through a round (`rounds.rs`): a question the round cannot
+//! - under 2026-07-28 they go through a round (`input_required.rs`): a question the round cannot
 //!   answer ends it with `input_required`, and the closure runs again with the answers.
 
 use rmcp::{
@@ -12,7 +12,7 @@ use rmcp::{
 use serde_json::Value;
 
 use crate::{
-    protocol::rounds::{Round, connected_call, is_current},
+    protocol::input_required::{Round, connected_call, is_current},
     server::Server,
     setup::prompt::PromptError,
 };

@@ -7,12 +7,13 @@ use crate::{
     failure::panic as recover,
     idempotency::{IdempotencyStore, MemoryStore},
     identity::RequestInfo,
+    metrics::ToolMetrics,
     middleware::Middleware,
-    observe::metrics::ToolMetrics,
     policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
     setup::catalog::Catalog,
     setup::error::{BuildError, BuildWarning, describe_build_errors},
-    setup::registry::{Exposure, Registry},
+    setup::registry::Registry,
+    tool::Exposure,
     tool::{Tool, ToolDefinition},
     validate::Limits,
 };
@@ -41,7 +42,7 @@ pub struct ServerBuilder<C = ()> {
     idempotency_window: Duration,
     keep_schema_refs: bool,
     errors: Vec<BuildError>,
-    /// Resources, prompts and completions, registered by `resources.rs` and `prompts.rs`.
+    /// Resources, prompts and completions, registered by `resource/builder.rs` and `prompt/builder.rs`.
     pub(crate) catalog: Catalog,
     /// The request-state key and the tasks (protocol/builder.rs).
     pub(crate) revision: crate::tasks::RevisionSettings,
@@ -321,7 +322,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
 
     /// The default deadline of one run of a handler (a tool's `timeout = ".."` wins).
     /// Without it, a run served over a transport stops after
-    /// [`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT) (5 minutes), so that no call stays in
+    /// [`DEFAULT_TIMEOUT`](crate::policy::DEFAULT_TIMEOUT) (5 minutes), so that no call stays in
     /// flight for good; `Duration::MAX` lifts the bound. (In the [`Tester`](crate::testing::Tester)
     /// only a timeout that is set applies.)
     ///
@@ -462,11 +463,11 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             })
             .collect();
         let sealer = match &self.revision.state_key {
-            Some(crate::tasks::StateKeys::One(key)) => crate::request_state::Sealer::with_key(*key),
+            Some(crate::tasks::StateKeys::One(key)) => crate::rounds::state::Sealer::with_key(*key),
             Some(crate::tasks::StateKeys::Ring { current, previous }) => {
-                crate::request_state::Sealer::with_keys(*current, previous)
+                crate::rounds::state::Sealer::with_keys(*current, previous)
             }
-            None => crate::request_state::Sealer::random(),
+            None => crate::rounds::state::Sealer::random(),
         };
         for warning in &registry.warnings {
             tracing::warn!(target: "fusion::server", server = %self.name, "{warning}");

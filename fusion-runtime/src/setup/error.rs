@@ -113,7 +113,7 @@ pub enum BuildError {
 }
 
 /// Why a server refused to start: printed to stderr, and the process exits with
-/// [`EXIT_CONFIG`](crate::EXIT_CONFIG) (78) before serving.
+/// [`EXIT_CONFIG`](crate::exit::EXIT_CONFIG) (78) before serving.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartupError {

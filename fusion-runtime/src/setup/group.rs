@@ -1,4 +1,4 @@
-//! One listed tool for a whole group (grouped [`Exposure`](crate::Exposure)): its
+//! One listed tool for a whole group (grouped [`Exposure`](crate::tool::Exposure)): its
 //! description, hints and input schema, and the declarations that would make that schema lie.
 //!
 //! The schema says exactly what the runtime accepts (issue 21): a payload validates against
@@ -19,11 +19,8 @@ use serde_json::{Map, Value};
 
 use crate::{
     setup::error::{BuildError, BuildWarning},
-    tool::{Annotations, ToolDefinition},
+    tool::{ACTION_KEY, Annotations, ToolDefinition},
 };
-
-/// The property that selects an action in a grouped tool.
-pub const ACTION_KEY: &str = "action";
 
 /// What the registry lists for a group, before it becomes an rmcp `Tool`.
 pub(crate) struct GroupTool {

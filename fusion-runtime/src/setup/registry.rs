@@ -11,24 +11,14 @@ use std::{collections::HashMap, sync::Arc};
 use serde_json::{Map, Value};
 
 use crate::{
-    echo::MAX_NAME_BYTES,
     failure::FailureKind,
+    limits::MAX_NAME_BYTES,
     setup::{
         error::{BuildError, BuildWarning},
-        group::{self, ACTION_KEY},
+        group,
     },
-    tool::{Annotations, ToolDefinition},
+    tool::{ACTION_KEY, Annotations, Exposure, ToolDefinition},
 };
-
-/// How grouped tools appear in `tools/list`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Exposure {
-    /// One tool per group, with an `action` property (fewer tools for the model to scan).
-    #[default]
-    Grouped,
-    /// One tool per action, named `<group>_<action>` (simpler schemas).
-    Flat,
-}
 
 /// What one listed tool routes to.
 enum Entry {
@@ -223,7 +213,7 @@ impl<C> Registry<C> {
             // No tool has a name this long: refused without hashing it or comparing it with
             // the tool names, and quoted cut.
             return Err(FailureKind::UnknownTool {
-                requested: crate::echo::name(tool).into_owned(),
+                requested: crate::limits::name(tool).into_owned(),
                 available: self.names(),
                 action_of: None,
             });
@@ -296,7 +286,7 @@ impl<C> Registry<C> {
     /// can match none, and the cut form is what the message quotes).
     fn bounded_action<'a>(&self, action: &'a str) -> std::borrow::Cow<'a, str> {
         if action.len() > self.max_action_bytes {
-            std::borrow::Cow::Owned(crate::echo::name(action).into_owned())
+            std::borrow::Cow::Owned(crate::limits::name(action).into_owned())
         } else {
             std::borrow::Cow::Borrowed(action)
         }
@@ -320,7 +310,7 @@ fn take_action(args: &mut Value) -> Option<String> {
     let object = args.as_object_mut()?;
     match object.remove(ACTION_KEY) {
         Some(Value::String(action)) => Some(action),
-        Some(other) => Some(crate::echo::preview(&other)),
+        Some(other) => Some(crate::limits::preview(&other)),
         None => None,
     }
 }
@@ -367,7 +357,7 @@ fn listed_schema(schema: &Arc<Map<String, Value>>, keep_refs: bool) -> Arc<Map<S
         return Arc::clone(schema);
     }
     let mut inlined = (**schema).clone();
-    crate::schema::inline_refs(&mut inlined);
+    crate::tool::schema::inline_refs(&mut inlined);
     Arc::new(inlined)
 }
 

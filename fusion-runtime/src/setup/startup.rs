@@ -163,7 +163,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
 
     /// Starts the server and serves it with `serve` (a transport), flushing the log at the
     /// end; a server that cannot start is logged and exits with
-    /// [`EXIT_CONFIG`](crate::EXIT_CONFIG).
+    /// [`EXIT_CONFIG`](crate::exit::EXIT_CONFIG).
     pub(crate) async fn start_and_serve<F, Fut>(self, serve: F) -> std::process::ExitCode
     where
         F: FnOnce(Server<C>) -> Fut,
@@ -177,12 +177,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     eprintln!("{name}: warning: {warning}");
                 }
                 let code = serve(server).await;
-                crate::observe::log::flush();
+                crate::log::flush();
                 code
             }
             Err(error) => {
-                crate::observe::log::startup_failed(&error);
-                crate::observe::log::flush();
+                crate::log::startup_failed(&error);
+                crate::log::flush();
                 eprintln!("{name}: cannot start: {error}");
                 std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
             }

@@ -63,7 +63,7 @@ pub(crate) use takeover::Relaunch;
 
 use shared::Shared;
 
-use crate::{failure::entry::FAILURE_META_KEY, future::BoxFuture, input::InputState};
+use crate::{future::BoxFuture, meta::FAILURE_META_KEY, rounds::questions::InputState};
 
 /// How a tool runs as a task ([`ServerBuilder::task_tool`](crate::ServerBuilder::task_tool)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

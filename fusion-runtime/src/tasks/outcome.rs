@@ -5,7 +5,10 @@ use rmcp::model::{ErrorCode, ErrorData, TaskStatus};
 use serde_json::Value;
 
 use super::store::TaskRecord;
-use crate::failure::{Failure, FailureKind, Target, entry::FAILURE_META_KEY};
+use crate::{
+    failure::{Failure, FailureKind, Target},
+    meta::FAILURE_META_KEY,
+};
 
 /// The cause an unknown outcome names when the task's replica stopped.
 const REPLICA_STOPPED: &str = "replica_stopped";

@@ -13,7 +13,7 @@ use super::{
     shared::{Running, Shared},
     store::TaskRecord,
 };
-use crate::{future::BoxFuture, input::InputState};
+use crate::{future::BoxFuture, rounds::questions::InputState};
 
 /// How often the end of a task is tried again when the store fails as it is written.
 const WRITE_ATTEMPTS: u32 = 5;

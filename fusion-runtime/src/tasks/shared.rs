@@ -9,7 +9,7 @@ use std::{
 use tokio_util::sync::CancellationToken;
 
 use super::store::TaskStore;
-use crate::input::InputState;
+use crate::rounds::questions::InputState;
 
 /// The state of a replica's tasks.
 pub(crate) struct Shared {

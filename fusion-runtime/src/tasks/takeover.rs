@@ -23,7 +23,7 @@ use super::{
     shared::Shared,
     store::TaskRecord,
 };
-use crate::{future::BoxFuture, input::InputState};
+use crate::{future::BoxFuture, rounds::questions::InputState};
 
 /// Runs a task's tool again from its record, for a replica that takes the task over: the
 /// work, watching `cancel`, asking through `input`.

@@ -100,7 +100,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Builds the server and serves it on the transport the command line picks
     /// ([`Transport::from_args`]: stdio unless `--http PORT`), until the client leaves or
     /// a signal stops it. A command line it cannot read exits with
-    /// [`EXIT_USAGE`](crate::EXIT_USAGE) and says why on stderr.
+    /// [`EXIT_USAGE`](crate::exit::EXIT_USAGE) and says why on stderr.
     ///
     /// ```no_run
     /// use fusion_runtime::prelude::*;

@@ -591,7 +591,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::transport::message::{cancelled_request, ends_handshake};
+    use crate::transport::stdio::message::{cancelled_request, ends_handshake};
 
     /// rmcp stays in its handshake on a `ping`, a `server/discover` and a request whose
     /// 2026-07-28 `_meta` is incomplete or names a version the server does not serve; the
@@ -794,7 +794,7 @@ mod tests {
         if let ClientRequest::CallToolRequest(call) = &mut request.request
             && let Some(meta) = call.extensions.get_mut::<RequestMetaObject>()
         {
-            meta.0.remove(crate::validate::NUMBER_LITERALS_META_KEY);
+            meta.0.remove(crate::meta::NUMBER_LITERALS_META_KEY);
             if meta.0.is_empty() {
                 call.extensions.remove::<RequestMetaObject>();
             }
@@ -876,11 +876,9 @@ mod tests {
         let ClientRequest::CallToolRequest(call) = request.request else {
             panic!("a tool call");
         };
-        call.extensions.get::<RequestMetaObject>().and_then(|meta| {
-            meta.0
-                .get(crate::validate::NUMBER_LITERALS_META_KEY)
-                .cloned()
-        })
+        call.extensions
+            .get::<RequestMetaObject>()
+            .and_then(|meta| meta.0.get(crate::meta::NUMBER_LITERALS_META_KEY).cloned())
     }
 
     /// Numbers a JSON value cannot hold exactly keep their text in `_meta`; a value a

@@ -11,8 +11,6 @@ mod choice;
 mod decode;
 #[cfg(feature = "http")]
 mod http;
-mod message;
-mod process_stdio;
 mod signals;
 mod stdio;
 
@@ -38,7 +36,7 @@ use crate::server::Server;
 impl<C: Send + Sync + 'static> Server<C> {
     /// Serves the server over stdin/stdout until the client disconnects, and returns the
     /// process exit code: `0` after a normal end, `1` when the transport failed,
-    /// [`EXIT_FATAL`](crate::EXIT_FATAL) (`70`) after a handler's fatal error (once the
+    /// [`EXIT_FATAL`](crate::exit::EXIT_FATAL) (`70`) after a handler's fatal error (once the
     /// calls in flight had a moment to be answered and the answers were written).
     ///
     /// Started from a terminal, it first prints to stderr what it is and how to connect a
@@ -94,7 +92,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 .await;
         }
         let supported_versions = rmcp::ServerHandler::supported_protocol_versions(&self);
-        let (transport, handle) = match process_stdio::take().and_then(|(input, output)| {
+        let (transport, handle) = match stdio::process::take().and_then(|(input, output)| {
             StdioTransport::new(input, output, &options, supported_versions)
         }) {
             Ok(taken) => taken,
@@ -304,7 +302,7 @@ async fn wait_or_abandon<C: Send + Sync + 'static>(
 
 /// After a handler's fatal error: the calls in flight (the fatal one among them, its
 /// answer already rendered) get a moment to have their answers queued, then the process
-/// ends with [`EXIT_FATAL`](crate::EXIT_FATAL) once the output is flushed (by the caller).
+/// ends with [`EXIT_FATAL`](crate::exit::EXIT_FATAL) once the output is flushed (by the caller).
 async fn fatal_exit(handle: &StdioHandle) -> ExitCode {
     let in_flight = handle.pending_ids();
     let deadline = tokio::time::Instant::now() + crate::exit::FATAL_ANSWER_WAIT;
@@ -327,7 +325,7 @@ fn exit_soon(delay: Duration, code: i32) {
             eprintln!("fusion: a tool call blocked the runtime's shutdown; exiting");
             // `exit` skips the flush that `serve_*` does on the way out: the log's last
             // lines (the fatal event among them) are written first.
-            crate::observe::log::flush();
+            crate::log::flush();
             std::process::exit(code);
         });
     if let Err(error) = spawned {

@@ -1,6 +1,6 @@
 //! The schema compiler: a tool's input schema, once, at registration, into a [`Validator`]
 //! (one [`Node`] per schema object, `$ref`s resolved, recursive types included), and the
-//! validator's checks of a whole value. Decoding is in `decode.rs`.
+//! validator's checks of a whole value. Decoding is in `arguments.rs`.
 
 use std::collections::HashMap;
 

@@ -14,7 +14,7 @@ use super::{
 /// Limits that protect the server from arguments built to exhaust it. Checked before
 /// decoding; a breach is an argument problem like any other, with the path of the value.
 ///
-/// Keys longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES), at any depth, are breaches
+/// Keys longer than [`MAX_KEY_BYTES`](crate::limits::MAX_KEY_BYTES), at any depth, are breaches
 /// too (`too_large`), whatever these limits say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -62,7 +62,7 @@ impl Limits {
             Value::Object(object) => {
                 object.len() <= self.max_items
                     && object.iter().all(|(key, item)| {
-                        key.len() <= crate::echo::MAX_KEY_BYTES && self.within(item, depth + 1)
+                        key.len() <= crate::limits::MAX_KEY_BYTES && self.within(item, depth + 1)
                     })
             }
             _ => true,
@@ -101,11 +101,11 @@ impl<'a> Walk<'a> {
             Value::Object(object) => {
                 for (key, item) in object {
                     self.path.push(Segment::Key(key));
-                    if key.len() > crate::echo::MAX_KEY_BYTES {
+                    if key.len() > crate::limits::MAX_KEY_BYTES {
                         // Refused before any decode, did-you-mean or schema walk reads it;
                         // the path quotes it cut. Its value is not looked at.
                         let (said, received) =
-                            words::key_over_limit(crate::echo::MAX_KEY_BYTES, key.len());
+                            words::key_over_limit(crate::limits::MAX_KEY_BYTES, key.len());
                         self.report_as(IssueCode::TooLarge, said, Some(received));
                     } else {
                         self.limits(limits, item, depth + 1);
@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn giant_keys_are_refused_before_decoding_and_quoted_cut() {
-        let key = "k".repeat(crate::echo::MAX_KEY_BYTES + 1);
+        let key = "k".repeat(crate::limits::MAX_KEY_BYTES + 1);
         let args = json!({"ok": 1, "nested": {key.clone(): 2}});
         let issues = Limits::default().check(&args);
         assert_eq!(issues.len(), 1);
@@ -136,7 +136,7 @@ mod tests {
             format!("nested[\"{}… (257 bytes in all)\"]", "k".repeat(60))
         );
         // At the limit: accepted.
-        let fits = json!({"k".repeat(crate::echo::MAX_KEY_BYTES): 1});
+        let fits = json!({"k".repeat(crate::limits::MAX_KEY_BYTES): 1});
         assert!(Limits::default().check(&fits).is_empty());
     }
 }

@@ -6,7 +6,7 @@
 //! there where the JSON is parsed, so the transports keep it: when the parsed arguments
 //! hold an `f64` (most calls hold none, and pay one walk of the `Value`), [`scan`] reads the
 //! raw arguments text once and returns the literals a `Value` cannot hold, by JSON pointer.
-//! They travel with the request in `_meta` under [`NUMBER_LITERALS_META_KEY`] (the
+//! They travel with the request in `_meta` under [`NUMBER_LITERALS_META_KEY`](crate::meta::NUMBER_LITERALS_META_KEY) (the
 //! transports strip any value a client sent there) and reach the validator through the
 //! [`Call`](crate::Call), which judges an integer parameter by the literal's exact value.
 //!
@@ -19,11 +19,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-/// The `_meta` key of a `tools/call` request under which the transports record the number
-/// literals of its arguments that a JSON value cannot hold exactly: an object from JSON
-/// pointer (`/a`, `/items/0/price`) to the literal's text. Set by fusion's transports
-/// only; a value a client sends is removed.
-pub const NUMBER_LITERALS_META_KEY: &str = "fusion/number_literals";
+use crate::meta::NUMBER_LITERALS_META_KEY;
 
 /// The literals of one call's arguments, by JSON pointer. Empty for most calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

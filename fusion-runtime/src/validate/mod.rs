@@ -3,7 +3,7 @@
 //!
 //! The tool's input schema is compiled once, at registration, into a [`Validator`]
 //! (`compile.rs`, over the nodes of `node.rs`). A call is decoded by serde first
-//! (`decode.rs`; the fast path: a valid call costs one `Deserialize`); when serde refuses,
+//! (`arguments.rs`; the fast path: a valid call costs one `Deserialize`); when serde refuses,
 //! or when the schema declares constraints serde does not check, the walker (`walk/`)
 //! checks the arguments against the schema and collects every problem as an [`ArgIssue`]
 //! (`issue.rs`). What the schema declares, the runtime enforces. The server's [`Limits`]
@@ -11,8 +11,8 @@
 //! client wrote (`literal.rs`, `number.rs`), strings by the formats of `format.rs`. The
 //! words of each problem are in `failure/wording/args.rs`.
 
+mod arguments;
 mod compile;
-mod decode;
 mod format;
 mod issue;
 mod limits;
@@ -21,10 +21,9 @@ mod node;
 pub(crate) mod number;
 mod walk;
 
+pub(crate) use arguments::decode_map;
 pub use compile::Validator;
-pub(crate) use decode::decode_map;
 pub(crate) use issue::issue_json;
 pub use issue::{ArgIssue, IssueCode};
 pub use limits::Limits;
-pub use literal::NUMBER_LITERALS_META_KEY;
 pub(crate) use literal::NumberLiterals;

@@ -50,7 +50,7 @@ struct App {
 
 struct Db;
 
-impl fusion_runtime::Reconnect for Db {
+impl fusion_runtime::policy::Reconnect for Db {
     type Error = std::io::Error;
     async fn reconnect(&self) -> Result<(), std::io::Error> {
         Ok(())

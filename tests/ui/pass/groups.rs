@@ -1,5 +1,11 @@
 //! Grouped tools, presenters, middleware, `#[call]` and `#[mcp_type]` compile.
-use fusion_runtime::{Call, Exposure, LogLevel, Presentation, UiBlock, middleware, prelude::*};
+use fusion_runtime::{
+    Call,
+    call::LogLevel,
+    middleware,
+    prelude::*,
+    tool::{Exposure, Presentation, UiBlock},
+};
 
 #[derive(Clone, Default)]
 struct Ctx {

@@ -10,8 +10,8 @@ use std::fmt::{Display, Write as _};
 use serde_json::Value;
 
 use crate::{
-    echo::{PREVIEW_CHARS, REDACTED, preview, preview_text},
     failure::Target,
+    limits::{PREVIEW_CHARS, REDACTED, preview, preview_text},
     validate::{ArgIssue, IssueCode},
 };
 
@@ -417,7 +417,7 @@ pub(crate) fn entries_over_limit(max_items: usize, len: usize) -> Words {
     )
 }
 
-/// A key over [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES): the words, and what came (its
+/// A key over [`MAX_KEY_BYTES`](crate::limits::MAX_KEY_BYTES): the words, and what came (its
 /// size, never the key, which the path quotes cut).
 pub(crate) fn key_over_limit(max_bytes: usize, bytes: usize) -> (Words, String) {
     let words = Words::with_hint(

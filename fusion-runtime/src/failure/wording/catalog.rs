@@ -1,5 +1,5 @@
 //! The errors a client reads about resources, prompts and completions. Names and URIs
-//! come from the client: they are quoted cut (`echo.rs`).
+//! come from the client: they are quoted cut (`limits.rs`).
 
 /// `resources/read` of a URI no resource has and no template matches.
 pub(crate) fn resource_not_found(uri: &str) -> String {
@@ -30,7 +30,7 @@ pub(crate) fn subscribe_not_found(uri: &str) -> String {
 
 /// The client's URI, quoted whole up to a generous URI length and cut beyond it.
 fn quoted_uri(uri: &str) -> std::borrow::Cow<'_, str> {
-    crate::echo::cut(uri, 2048)
+    crate::limits::cut(uri, 2048)
 }
 
 /// `prompts/get` of a name no prompt has; `prompts` are the names that exist.
@@ -38,7 +38,7 @@ pub(crate) fn prompt_not_found(name: &str, prompts: &[String]) -> String {
     let names: Vec<String> = prompts.iter().map(|name| format!("`{name}`")).collect();
     format!(
         "no prompt is named `{}`; the prompts are: {}",
-        crate::echo::name(name),
+        crate::limits::name(name),
         if names.is_empty() {
             "none".to_owned()
         } else {
@@ -56,7 +56,7 @@ pub(crate) fn missing_prompt_arguments(missing: &[&str]) -> String {
 pub(crate) fn prompt_arguments_invalid(name: &str, details: &str) -> String {
     format!(
         "invalid arguments for prompt `{}`: {details}",
-        crate::echo::name(name)
+        crate::limits::name(name)
     )
 }
 
@@ -64,7 +64,7 @@ pub(crate) fn prompt_arguments_invalid(name: &str, details: &str) -> String {
 pub(crate) fn prompt_failed(name: &str, reference: &str) -> String {
     format!(
         "rendering prompt `{}` failed (reference {reference}; the details are in the server log)",
-        crate::echo::name(name)
+        crate::limits::name(name)
     )
 }
 

@@ -32,7 +32,7 @@ impl Failure {
                 ..
             } => format!(
                 "Unknown tool `{}`. It is the action `{action}` of tool `{group}`: call `{group}` with `\"action\": \"{action}\"` among the arguments.",
-                crate::echo::name(requested),
+                crate::limits::name(requested),
                 group = action_of.0,
                 action = action_of.1,
             ),
@@ -41,7 +41,7 @@ impl Failure {
                 available,
                 ..
             } => unknown_choice(
-                &format!("Unknown tool `{}`.", crate::echo::name(requested)),
+                &format!("Unknown tool `{}`.", crate::limits::name(requested)),
                 "Available tools",
                 requested,
                 available,
@@ -60,7 +60,7 @@ impl Failure {
                 available,
             } if available.is_empty() => format!(
                 "Tool `{tool}` has no actions, so action `{}` does not exist. Call `{tool}` without an action.",
-                crate::echo::name(requested)
+                crate::limits::name(requested)
             ),
             FailureKind::UnknownAction {
                 tool,
@@ -69,7 +69,7 @@ impl Failure {
             } => unknown_choice(
                 &format!(
                     "Unknown action `{}` for tool `{tool}`.",
-                    crate::echo::name(requested)
+                    crate::limits::name(requested)
                 ),
                 "Valid actions",
                 requested,

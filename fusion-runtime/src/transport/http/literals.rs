@@ -13,7 +13,7 @@ use serde_json::{
     value::{RawValue, to_raw_value},
 };
 
-use crate::validate::{NUMBER_LITERALS_META_KEY, literal};
+use crate::{meta::NUMBER_LITERALS_META_KEY, validate::literal};
 
 /// A `tools/call` body with the number literals of its arguments recorded in
 /// `params._meta` (see [`crate::validate::literal`]), the way the stdio transport records

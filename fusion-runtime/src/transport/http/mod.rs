@@ -88,8 +88,8 @@ impl<C: Send + Sync + 'static> Server<C> {
     ///
     /// Returns the process exit code: `0` after a signal (once the calls in flight
     /// finished, or [`HttpOptions::shutdown_grace`] passed), `1` when the address cannot
-    /// be bound, [`EXIT_CONFIG`](crate::EXIT_CONFIG) (78) when it does not resolve,
-    /// [`EXIT_FATAL`](crate::EXIT_FATAL) (70) after a handler's fatal error.
+    /// be bound, [`EXIT_CONFIG`](crate::exit::EXIT_CONFIG) (78) when it does not resolve,
+    /// [`EXIT_FATAL`](crate::exit::EXIT_FATAL) (70) after a handler's fatal error.
     ///
     /// ```no_run
     /// use fusion_runtime::prelude::*;
@@ -507,7 +507,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
 }
 
 /// The options for serving at `addr`; an address that does not resolve is reported and
-/// exits with [`EXIT_CONFIG`](crate::EXIT_CONFIG).
+/// exits with [`EXIT_CONFIG`](crate::exit::EXIT_CONFIG).
 fn options_at(addr: impl std::net::ToSocketAddrs) -> Result<HttpOptions, ExitCode> {
     resolve(addr).map(HttpOptions::new).map_err(|message| {
         eprintln!("fusion: {message}");
@@ -530,7 +530,7 @@ mod tests {
     use serde_json::Value;
 
     use super::{literals::record_number_literals, *};
-    use crate::validate::NUMBER_LITERALS_META_KEY;
+    use crate::meta::NUMBER_LITERALS_META_KEY;
 
     fn recorded(body: &str) -> Value {
         let rewritten = record_number_literals(Bytes::from(body.to_owned()));

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Options that cannot serve, found by [`Server::router`](crate::Server::router) and
 /// [`Server::serve_http_with`](crate::Server::serve_http_with) (which exits with
-/// [`EXIT_CONFIG`](crate::EXIT_CONFIG)); the message says what to change.
+/// [`EXIT_CONFIG`](crate::exit::EXIT_CONFIG)); the message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct HttpConfigError(pub(super) String);
@@ -45,7 +45,7 @@ pub struct HttpConfigError(pub(super) String);
 /// | [`max_body_bytes`](Self::max_body_bytes) | 4 MiB | `413` |
 ///
 /// Calls themselves are bounded by the server's call deadline
-/// ([`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT), 5 minutes, unless the tool or
+/// ([`DEFAULT_TIMEOUT`](crate::policy::DEFAULT_TIMEOUT), 5 minutes, unless the tool or
 /// [`ServerBuilder::timeout`](crate::ServerBuilder::timeout) sets another). A client that
 /// closes its connection before its answer cancels its call, as `notifications/cancelled`
 /// does; a session that ends (the client's `DELETE`, the idle timeout) cancels its calls

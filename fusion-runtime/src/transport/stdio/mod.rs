@@ -55,14 +55,13 @@ use tokio::{
     time::Instant,
 };
 
-use super::{
-    decode::{self, ClientMessage, Decoded, ErrorReply},
-    message,
-};
+use super::decode::{self, ClientMessage, Decoded, ErrorReply};
 
 mod direct;
 mod framing;
+pub(crate) mod message;
 mod options;
+pub(crate) mod process;
 mod state;
 mod stream;
 mod writer;

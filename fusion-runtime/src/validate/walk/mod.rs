@@ -71,8 +71,8 @@ impl<'a> Walk<'a> {
         for segment in &self.path {
             match segment {
                 // A key over the limit is quoted cut (`is_plain_key` would read it whole).
-                Segment::Key(key) if key.len() > crate::echo::MAX_KEY_BYTES => {
-                    let _ = write!(text, "[{}]", Value::String(crate::echo::key(key).into()));
+                Segment::Key(key) if key.len() > crate::limits::MAX_KEY_BYTES => {
+                    let _ = write!(text, "[{}]", Value::String(crate::limits::key(key).into()));
                 }
                 Segment::Key(key) if is_plain_key(key) => {
                     if !text.is_empty() {

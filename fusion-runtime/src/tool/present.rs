@@ -4,7 +4,7 @@
 //! call carries none of them: no partial data leaks.
 //!
 //! ```
-//! use fusion_runtime::{Presentation, UiBlock, prelude::*};
+//! use fusion_runtime::{tool::Presentation, tool::UiBlock, prelude::*};
 //!
 //! #[mcp_type]
 //! #[derive(Serialize, JsonSchema)]

@@ -66,11 +66,11 @@ pub(crate) const FRAME_BYTES: usize = 256;
 impl Queued {
     /// Copies `line`'s texts to the end of `text` (the names cut as the log cuts them).
     pub(crate) fn store(line: &CallLine<'_>, text: &mut Vec<u8>) -> Self {
-        let tool = push(text, &crate::echo::name(line.tool));
-        let action = push(text, &crate::echo::name(line.action));
+        let tool = push(text, &crate::limits::name(line.tool));
+        let action = push(text, &crate::limits::name(line.action));
         // An id is the client's and shown whole, as the `tracing` path shows it.
         let request_id = push(text, line.request_id);
-        let caller = push(text, &crate::echo::name(line.caller));
+        let caller = push(text, &crate::limits::name(line.caller));
         let start = text.len();
         let rendered = LoggedArgs {
             args: line.args,

@@ -21,7 +21,7 @@ pub struct ToolOutput {
     pub(crate) structured: Option<Value>,
     pub(crate) data: Value,
     /// System rules, UI blocks and the agent limit, from the tool's presenter.
-    pub(crate) presentation: Option<crate::present::Presentation>,
+    pub(crate) presentation: Option<crate::tool::present::Presentation>,
 }
 
 impl ToolOutput {
@@ -65,7 +65,7 @@ impl ToolOutput {
     }
 
     /// Attaches a presentation (system rules, UI blocks, an agent limit).
-    pub fn presented(mut self, presentation: crate::present::Presentation) -> Self {
+    pub fn presented(mut self, presentation: crate::tool::present::Presentation) -> Self {
         self.presentation = Some(presentation);
         self
     }
@@ -176,7 +176,7 @@ pub mod ladder {
     use super::{IntoToolOutput, Outcome, ToolOutput};
     use crate::failure::Failure;
 
-    pub use crate::probe::Probe;
+    pub use crate::tool::autoref::Probe;
 
     /// `Result<T, E>` splits into itself.
     pub trait SplitResult {
@@ -262,7 +262,7 @@ pub mod ladder {
             }
         }
         fn output_schema(self) -> Option<schemars::Schema> {
-            Some(crate::schema::output_schema::<T>())
+            Some(crate::tool::schema::output_schema::<T>())
         }
     }
 
@@ -430,7 +430,7 @@ macro_rules! __render_presented {
 #[doc(hidden)]
 pub fn attach_presentation(
     outcome: Outcome,
-    presentation: crate::present::Presentation,
+    presentation: crate::tool::present::Presentation,
 ) -> Outcome {
     match outcome {
         Outcome::Success(output) => Outcome::Success(output.presented(presentation)),

@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use std::collections::HashMap;
-//! use fusion_runtime::{PromptArg, PromptInfo, prelude::*};
+//! use fusion_runtime::{prompt::PromptArg, prompt::PromptInfo, prelude::*};
 //!
 //! let review = PromptInfo::new("review", "Review a piece of code")
 //!     .arg(PromptArg::required("language", "The language").choices(["rust", "python", "go"]))
@@ -21,6 +21,8 @@
 //! (a `HashMap<String, String>`, a struct of `String` and `Option<String>` fields, or `()`
 //! for a prompt without arguments), and returns text (one user message), a
 //! [`PromptMessage`](rmcp::model::PromptMessage) or several, or a `Result` of these.
+
+mod builder;
 
 use std::{collections::HashMap, fmt::Display, sync::Arc};
 

@@ -17,7 +17,7 @@
 
 use std::io;
 
-use super::stdio::{Input, Output};
+use super::{Input, Output};
 
 /// Takes fd 0 and fd 1 for the transport and guards them (see the module docs).
 #[cfg(unix)]

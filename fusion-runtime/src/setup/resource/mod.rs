@@ -27,6 +27,8 @@
 //! Template variables arrive as strings; the closure takes anything that deserializes from a
 //! map of them (a `HashMap<String, String>`, or a struct of `String` fields).
 
+mod builder;
+
 use std::{
     fmt::Display,
     sync::{Arc, Mutex},

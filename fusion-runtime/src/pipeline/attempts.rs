@@ -8,9 +8,9 @@ use serde_json::Value;
 use crate::{
     call::Call,
     failure::{Failure, FailureKind},
-    observe::log::Redactor,
-    output::Outcome,
+    log::Redactor,
     policy::{Admission, Circuit, Policy, RetryPolicy, Transition},
+    tool::output::Outcome,
 };
 
 use crate::server::Server;
@@ -74,7 +74,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                     }
                 };
                 if let Some(transition) = transition {
-                    crate::observe::log::circuit_event(tool, transition);
+                    crate::log::circuit_event(tool, transition);
                     if transition == Transition::Opened {
                         return Ran {
                             outcome,
@@ -117,14 +117,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 {
                     delay = delay.max(after.min(retry.max_backoff));
                 }
-                crate::observe::log::retry_event(
-                    tool,
-                    attempt,
-                    retry.attempts,
-                    delay,
-                    failure,
-                    redactor,
-                );
+                crate::log::retry_event(tool, attempt, retry.attempts, delay, failure, redactor);
             }
             if let Some(reconnect) = &definition.reconnect {
                 let started = Instant::now();
@@ -132,11 +125,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 // gate with its generation unchanged, so the next caller reconnects.
                 let (ran, result) = reconnect(context).await;
                 if ran {
-                    crate::observe::log::reconnect_event(
-                        tool,
-                        started.elapsed(),
-                        result.as_ref().err(),
-                    );
+                    crate::log::reconnect_event(tool, started.elapsed(), result.as_ref().err());
                 }
             }
             // Await: the backoff. Holds nothing but `_probe`.

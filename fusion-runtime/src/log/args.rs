@@ -1,7 +1,7 @@
 //! A call's arguments as the log shows them, written once, straight into the log line.
 //!
 //! The rules: compact JSON with `secret` values replaced by `"[redacted]"`, long strings cut
-//! to 200 characters, keys over [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) cut, arrays and
+//! to 200 characters, keys over [`MAX_KEY_BYTES`](crate::limits::MAX_KEY_BYTES) cut, arrays and
 //! objects to their first 20 entries, and nesting to 8 levels, so a hostile argument can
 //! neither flood the log nor exhaust the stack while rendering. They are applied while
 //! serializing: no copy of the arguments, no intermediate `String`.
@@ -15,7 +15,7 @@ use serde::{
 use serde_json::Value;
 
 use super::redact::Redactor;
-use crate::echo::REDACTED;
+use crate::limits::REDACTED;
 
 const MAX_CHARS: usize = 200;
 const MAX_ENTRIES: usize = 20;
@@ -77,9 +77,9 @@ impl Serialize for Shown<'_> {
             // Found without counting every character of a long string.
             Value::String(text)
                 if text.len() > MAX_CHARS
-                    && crate::echo::prefix(text, MAX_CHARS).len() < text.len() =>
+                    && crate::limits::prefix(text, MAX_CHARS).len() < text.len() =>
             {
-                let cut = crate::echo::prefix(text, MAX_CHARS);
+                let cut = crate::limits::prefix(text, MAX_CHARS);
                 serializer.collect_str(&format_args!("{cut}… ({} bytes in all)", text.len()))
             }
             Value::Array(_) | Value::Object(_) if self.depth >= MAX_DEPTH => {
@@ -103,7 +103,7 @@ impl Serialize for Shown<'_> {
                 // object keeps one entry a key, so such an object is built as one, the
                 // slow way (rare: keys over 256 bytes).
                 if kept().any(|(key, _)| {
-                    key.len() > crate::echo::MAX_KEY_BYTES || (more > 0 && key == MORE_KEY)
+                    key.len() > crate::limits::MAX_KEY_BYTES || (more > 0 && key == MORE_KEY)
                 }) {
                     return shrink(self.value, self.depth, self.redactor).serialize(serializer);
                 }
@@ -130,9 +130,9 @@ fn shrink(value: &Value, depth: usize, redactor: &Redactor) -> Value {
     match value {
         Value::String(text)
             if text.len() > MAX_CHARS
-                && crate::echo::prefix(text, MAX_CHARS).len() < text.len() =>
+                && crate::limits::prefix(text, MAX_CHARS).len() < text.len() =>
         {
-            let cut = crate::echo::prefix(text, MAX_CHARS);
+            let cut = crate::limits::prefix(text, MAX_CHARS);
             Value::String(format!("{cut}… ({} bytes in all)", text.len()))
         }
         Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => {
@@ -163,7 +163,7 @@ fn shrink(value: &Value, depth: usize, redactor: &Redactor) -> Value {
                         shrink(item, depth + 1, redactor)
                     };
                     // Keys are the client's too, and cut like values.
-                    (crate::echo::key(key).into_owned(), shown)
+                    (crate::limits::key(key).into_owned(), shown)
                 })
                 .collect();
             if entries.len() > MAX_ENTRIES {

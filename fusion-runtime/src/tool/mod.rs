@@ -1,5 +1,36 @@
-//! What a tool is to the runtime: its static description ([`ToolSpec`]), and the
-//! type-erased [`ToolDefinition`] that `#[mcp_tool]` builds and the server registers.
+//! What a tool is to the runtime: its static description ([`ToolSpec`], [`Annotations`]),
+//! the type-erased [`ToolDefinition`] that `#[mcp_tool]` builds and the server registers,
+//! what a handler returns ([`ToolOutput`], [`IntoToolOutput`], [`Outcome`]) and how it is
+//! presented ([`Presentation`], [`UiBlock`]), the JSON Schemas of its input and output
+//! ([`schema`]), and how grouped tools are listed ([`Exposure`], [`ACTION_KEY`]).
+//!
+//! Inside, what `#[mcp_tool]`'s generated code relies on: its arguments (`argument.rs`),
+//! their constraints (`constraint.rs`), the autoref probe that picks an impl by method
+//! resolution (`autoref.rs`), the output ladder (`output.rs`) and presenters
+//! (`present.rs`).
+
+pub(crate) mod argument;
+pub(crate) mod autoref;
+pub(crate) mod constraint;
+pub(crate) mod output;
+pub(crate) mod present;
+pub mod schema;
+
+pub use output::{IntoToolOutput, Outcome, ToolOutput};
+pub use present::{Presentation, PresenterFn, UiBlock};
+
+/// The property that selects an action in a grouped tool.
+pub const ACTION_KEY: &str = "action";
+
+/// How grouped tools appear in `tools/list`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Exposure {
+    /// One tool per group, with an `action` property (fewer tools for the model to scan).
+    #[default]
+    Grouped,
+    /// One tool per action, named `<group>_<action>` (simpler schemas).
+    Flat,
+}
 
 use std::{marker::PhantomData, sync::Arc};
 
@@ -8,8 +39,6 @@ use serde_json::Value;
 
 use crate::{
     call::Call,
-    output::Outcome,
-    schema,
     validate::{ArgIssue, Validator},
 };
 

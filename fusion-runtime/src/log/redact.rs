@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::{
-    echo::REDACTED,
+    limits::REDACTED,
     validate::{ArgIssue, IssueCode},
 };
 
@@ -172,7 +172,7 @@ impl Redactor {
 
 /// Text of a problem report cut to [`ISSUE_TEXT_CHARS`] characters.
 fn cut_text(text: &str) -> String {
-    let kept = crate::echo::prefix(text, ISSUE_TEXT_CHARS);
+    let kept = crate::limits::prefix(text, ISSUE_TEXT_CHARS);
     if kept.len() == text.len() {
         text.to_owned()
     } else {

@@ -6,11 +6,16 @@
 //! first cut to a size the server chooses, so the cost of an answer is bounded by these
 //! limits and not by the input (issue 15: a 15 MiB tool name was answered after 21 s and
 //! echoed whole, and every other request waited behind it). A value is repeated as a
-//! [`preview`]: its compact JSON, cut.
+//! preview: its compact JSON, cut.
+//!
+//! Public here: the sizes a name and an idempotency key may have, how long a multi-round
+//! call's state lives ([`STATE_TTL`]) and what stands for a secret ([`REDACTED`]).
 
 use std::borrow::Cow;
 
 use serde_json::Value;
+
+pub use crate::rounds::state::STATE_TTL;
 
 /// What stands for a secret value wherever it would have appeared.
 pub const REDACTED: &str = "[redacted]";

@@ -21,7 +21,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// it).
     ///
     /// ```
-    /// use fusion_runtime::{PromptInfo, prelude::*, prompt};
+    /// use fusion_runtime::{prompt::PromptInfo, prelude::*, prompt};
     ///
     /// #[mcp_type]
     /// #[derive(Deserialize)]
@@ -67,7 +67,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// question runs once per round, so keep it free of side effects.
     ///
     /// ```
-    /// use fusion_runtime::{Call, ClientRequestError, PromptInfo, prelude::*, prompt};
+    /// use fusion_runtime::{Call, call::ClientRequestError, prompt::PromptInfo, prelude::*, prompt};
     ///
     /// let info = PromptInfo::new("standup", "Draft a stand-up update");
     /// let server = Server::builder("team", "1.0.0")
@@ -116,7 +116,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// gets what the user typed so far and the other arguments already given.
     ///
     /// ```
-    /// use fusion_runtime::{PromptInfo, prelude::*};
+    /// use fusion_runtime::{prompt::PromptInfo, prelude::*};
     ///
     /// let cities = ["Paris", "Porto", "Prague"];
     /// let server = Server::builder("travel", "1.0.0")
@@ -177,7 +177,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     }
 
     /// Renders a prompt as a client would get it (`prompts/get`), without a client: a
-    /// question the closure asks fails with [`ClientRequestError::NoClient`](crate::ClientRequestError::NoClient).
+    /// question the closure asks fails with [`ClientRequestError::NoClient`](crate::call::ClientRequestError::NoClient).
     ///
     /// # Errors
     /// A message when no prompt has this name, a required argument is missing, or the
@@ -185,7 +185,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     ///
     /// ```
     /// use std::collections::HashMap;
-    /// use fusion_runtime::{PromptInfo, prelude::*};
+    /// use fusion_runtime::{prompt::PromptInfo, prelude::*};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let server = Server::builder("p", "1.0.0")

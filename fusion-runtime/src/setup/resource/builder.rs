@@ -16,7 +16,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// `mime_type`; `content` is called on each `resources/read`.
     ///
     /// `content` returns anything [`IntoResourceContents`]: text, bytes (sent as a base64
-    /// blob), JSON, [`ResourceContent`](crate::ResourceContent)s, or a `Result` of these (an
+    /// blob), JSON, [`ResourceContent`](crate::resource::ResourceContent)s, or a `Result` of these (an
     /// error is logged and the client gets an internal error with a reference, never the
     /// error's text).
     ///
@@ -46,7 +46,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// [`resource`](Self::resource) with a title and a description.
     ///
     /// ```
-    /// use fusion_runtime::{ResourceInfo, prelude::*};
+    /// use fusion_runtime::{resource::ResourceInfo, prelude::*};
     ///
     /// let info = ResourceInfo::new("config://app", "config")
     ///     .description("The application's configuration")

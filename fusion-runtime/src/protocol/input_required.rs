@@ -1,7 +1,7 @@
 //! What the requests that may answer `input_required` share (2026-07-28, SEP-2322):
 //! `tools/call` (`call.rs`) and `prompts/get` (`prompt.rs`). A round opens with the answers
 //! so far (the signed request state of earlier rounds and this round's `inputResponses`);
-//! the handler gets a [`Call`] whose questions go through the round (`input.rs`); a
+//! the handler gets a [`Call`] whose questions go through the round (`rounds/questions.rs`); a
 //! question the round cannot answer ends it with the questions and a new sealed state.
 
 use std::{collections::BTreeMap, sync::Arc};
@@ -16,9 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     call::{Call, LogLevel},
-    input::InputState,
     pipeline::{request_id_text, request_info},
-    request_state::{self, Sealer},
+    rounds::questions::InputState,
+    rounds::state::{self as request_state, Sealer},
     server::Server,
 };
 

@@ -1,6 +1,6 @@
 //! A zero-sized probe for autoref specialization: `#[mcp_tool]`'s generated code and the
 //! `Classify` derive pick an impl by method resolution on `&Probe<T>` vs `Probe<T>` (see
-//! [`output::ladder`](crate::output::ladder) and [`classify::ladder`](crate::failure::classify::ladder)).
+//! [`output::ladder`](crate::tool::output::ladder) and [`classify::ladder`](crate::failure::classify::ladder)).
 
 use std::marker::PhantomData;
 

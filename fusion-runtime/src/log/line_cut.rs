@@ -1,7 +1,7 @@
 //! Lines of other crates' events, cut to a bounded size before they are queued: rmcp logs
 //! what a client sent (a notification's `Debug`, a cancel's reason, the client's info) at
 //! full length, so one 1 MiB notification would write 1 MB to stderr. fusion's own events
-//! quote client input already cut (`echo.rs`); this holds every other line to the same rule.
+//! quote client input already cut (`limits.rs`); this holds every other line to the same rule.
 
 use std::borrow::Cow;
 

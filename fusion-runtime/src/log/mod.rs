@@ -4,6 +4,20 @@
 //! or compact text lines when stderr is a terminal (a person reads it) or
 //! `FUSION_LOG_FORMAT=text`. A program that installs its own subscriber keeps it and still
 //! receives these events.
+//!
+//! Behind [`init`]: the logged form of a call's arguments (`args.rs`), redaction
+//! (`redact.rs`), the JSON layer that writes fusion's events (`json.rs`), the writer thread
+//! that takes the lines in batches (`sink.rs`), the cut of other crates' long lines
+//! (`line_cut.rs`), the lines of successful calls (`call_line.rs`), and the timestamps
+//! (`clock.rs`).
+
+mod args;
+mod call_line;
+mod clock;
+mod json;
+mod line_cut;
+mod redact;
+mod sink;
 
 use std::time::Duration;
 
@@ -11,13 +25,13 @@ use serde_json::Value;
 
 use crate::failure::{Failure, FailureKind};
 
-pub(crate) use super::redact::Redactor;
+pub(crate) use redact::Redactor;
 
 /// The `tracing` target of per-call events.
-pub const CALL_TARGET: &str = super::call_line::TARGET;
+pub const CALL_TARGET: &str = call_line::TARGET;
 
 /// The JSON log's sink, once [`init`] installed it: [`flush`] drains it.
-static SINK: std::sync::OnceLock<std::sync::Arc<super::sink::Sink>> = std::sync::OnceLock::new();
+static SINK: std::sync::OnceLock<std::sync::Arc<sink::Sink>> = std::sync::OnceLock::new();
 
 /// How long [`flush`] waits for queued lines to be written: a stderr nobody reads must not
 /// hold the process's exit forever.
@@ -50,8 +64,8 @@ pub fn init() {
     // repeat what the call event says; they stay available with RUST_LOG=rmcp=info.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let sink = super::sink::Sink::start(Box::new(std::io::stderr()));
-    let writer = super::sink::SinkWriter(std::sync::Arc::clone(&sink));
+    let sink = sink::Sink::start(Box::new(std::io::stderr()));
+    let writer = sink::SinkWriter(std::sync::Arc::clone(&sink));
     // `try_init` fails only when a subscriber is already installed: the program's own
     // choice wins.
     let installed = if text_format() {
@@ -72,7 +86,7 @@ pub fn init() {
             .with_writer(writer);
         tracing_subscriber::registry()
             .with(filter)
-            .with(super::json::JsonLog::new(fmt, std::sync::Arc::clone(&sink)))
+            .with(json::JsonLog::new(fmt, std::sync::Arc::clone(&sink)))
             .try_init()
     };
     if installed.is_err() || SINK.set(std::sync::Arc::clone(&sink)).is_err() {
@@ -102,8 +116,6 @@ pub fn flush() {
         sink.close(FLUSH_TIMEOUT);
     }
 }
-
-pub use crate::echo::REDACTED;
 
 /// What the log says of one finished call.
 pub(crate) struct CallRecord<'a> {
@@ -138,7 +150,7 @@ fn call_enabled(level: tracing::Level) -> bool {
 }
 
 /// The subscriber [`init`] installs: its JSON layer over the filter over the registry.
-type OwnLayer = super::json::JsonLog<
+type OwnLayer = json::JsonLog<
     tracing_subscriber::layer::Layered<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
 >;
 
@@ -178,7 +190,7 @@ pub(crate) fn defer_success(success: &Success<'_>, args: &Value, redactor: &Reda
     if !own_layer_enabled(success.level) {
         return true;
     }
-    sink.push_call(&super::call_line::CallLine {
+    sink.push_call(&call_line::CallLine {
         level: success.level,
         at: success.ended,
         tool: success.tool,
@@ -254,15 +266,15 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
     let correlation_id = correlation_id.as_str();
     let latency_us = u64::try_from(record.latency.as_micros()).unwrap_or(u64::MAX);
     // The client's names, cut: an unknown tool's name may be megabytes.
-    let tool = crate::echo::name(tool);
+    let tool = crate::limits::name(tool);
     let tool = tool.as_ref();
-    let action = crate::echo::name(record.action.unwrap_or(""));
+    let action = crate::limits::name(record.action.unwrap_or(""));
     let action = action.as_ref();
     let request_id = record.request_id.unwrap_or("");
-    let caller = crate::echo::name(record.caller.unwrap_or(""));
+    let caller = crate::limits::name(record.caller.unwrap_or(""));
     let caller = caller.as_ref();
     // Written once, by whoever formats the event: straight into fusion's log line.
-    let arguments = super::args::LoggedArgs { args, redactor };
+    let arguments = args::LoggedArgs { args, redactor };
     macro_rules! event {
         ($level:expr, $message:literal $(, $key:ident = $value:expr)*) => {
             tracing::event!(

@@ -198,11 +198,11 @@ pub fn custom_check<T, U, E>(
 #[doc(hidden)]
 pub fn run_custom_checks(
     checks: impl FnOnce(&mut Vec<ArgIssue>),
-) -> Option<crate::output::Outcome> {
+) -> Option<crate::tool::output::Outcome> {
     let mut issues = Vec::new();
     checks(&mut issues);
     (!issues.is_empty()).then(|| {
-        crate::output::Outcome::Failure(crate::failure::Failure::new(
+        crate::tool::output::Outcome::Failure(crate::failure::Failure::new(
             crate::failure::FailureKind::InvalidArguments(issues),
         ))
     })

@@ -25,7 +25,7 @@ impl Validator {
     /// float is an integer below 2^53 (so no rounding can have made it one), and refuses
     /// larger floats, which may have been rounded on the way. Served calls are judged by
     /// the literal the client sent instead (see
-    /// [`NUMBER_LITERALS_META_KEY`](crate::NUMBER_LITERALS_META_KEY)).
+    /// [`NUMBER_LITERALS_META_KEY`](crate::meta::NUMBER_LITERALS_META_KEY)).
     pub fn decode<A: DeserializeOwned>(&self, args: &Value) -> Result<A, Vec<ArgIssue>> {
         self.decode_with(args, &NumberLiterals::default())
     }

@@ -1,0 +1,330 @@
+//! [`Call`]: the handle a tool holds on the request it serves (progress, client logging,
+//! cancellation, its peer), and [`LogLevel`].
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::{
+    Peer, RoleServer,
+    model::{ProgressNotificationParam, ProgressToken},
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::{identity::RequestInfo, rounds::questions::InputState, validate::NumberLiterals};
+
+/// The request a tool is serving. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub(super) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(super) struct Inner {
+    request_id: Option<String>,
+    progress_token: Option<ProgressToken>,
+    peer: Option<Peer<RoleServer>>,
+    cancel: CancellationToken,
+    /// The least severe level the client asked to receive (`logging/setLevel`); `None`
+    /// sends nothing, as the client did not ask.
+    log_level: Option<LogLevel>,
+    /// In the tester: the notifications the tool sent, as they would go on the wire.
+    recorded: Option<Mutex<Vec<Value>>>,
+    /// The number literals of the arguments that a JSON value cannot hold exactly, as the
+    /// transport recorded them: the validator judges integers sent as floats by them.
+    numbers: NumberLiterals,
+    /// Who is calling, as the transport knows them.
+    request: RequestInfo,
+    /// How questions to the client are answered when the call cannot send the client a
+    /// request (2026-07-28 rounds, tasks): `None` asks through `peer`.
+    pub(super) input: Option<Arc<InputState>>,
+}
+
+impl Call {
+    /// A call served to a connected client.
+    pub(crate) fn connected(
+        request_id: String,
+        progress_token: Option<ProgressToken>,
+        peer: Peer<RoleServer>,
+        cancel: CancellationToken,
+        log_level: Option<LogLevel>,
+        numbers: NumberLiterals,
+        request: RequestInfo,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                request_id: Some(request_id),
+                progress_token,
+                peer: Some(peer),
+                cancel,
+                log_level,
+                recorded: None,
+                numbers,
+                request,
+                input: None,
+            }),
+        }
+    }
+
+    /// This call's questions to the client go through `input` (rounds or a task) instead
+    /// of requests on the peer. Only on a call just made (its `Arc` not shared yet).
+    pub(crate) fn with_input(mut self, input: Arc<InputState>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.input = Some(input);
+        }
+        self
+    }
+
+    /// The call of a task taken over from a replica that stopped: no client connection
+    /// (questions go through `input`), the caller as the task recorded it.
+    pub(crate) fn resumed(
+        cancel: CancellationToken,
+        request: RequestInfo,
+        input: Arc<InputState>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                request_id: None,
+                progress_token: None,
+                peer: None,
+                cancel,
+                log_level: None,
+                recorded: None,
+                numbers: NumberLiterals::default(),
+                request,
+                input: Some(input),
+            }),
+        }
+    }
+
+    /// A call without a client (the in-memory tester): notifications are recorded, not
+    /// sent; every log level is recorded and a progress token is assumed.
+    pub fn detached() -> Self {
+        Self::detached_as(NumberLiterals::default(), RequestInfo::in_memory())
+    }
+
+    /// A detached call from `request`'s caller, whose arguments came as JSON text with
+    /// these number literals ([`Tester::call_json`](crate::testing::Tester::call_json),
+    /// [`Tester::as_caller`](crate::testing::Tester::as_caller)).
+    pub(crate) fn detached_as(numbers: NumberLiterals, request: RequestInfo) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                request_id: None,
+                progress_token: Some(ProgressToken(rmcp::model::NumberOrString::String(
+                    "test".into(),
+                ))),
+                peer: None,
+                cancel: CancellationToken::new(),
+                log_level: Some(LogLevel::Debug),
+                recorded: Some(Mutex::new(Vec::new())),
+                numbers,
+                request,
+                input: None,
+            }),
+        }
+    }
+
+    /// The number literals the transport recorded for the arguments.
+    pub(crate) fn number_literals(&self) -> &NumberLiterals {
+        &self.inner.numbers
+    }
+
+    /// Whether the call came over a transport (not from the in-memory tester).
+    pub(crate) fn is_served(&self) -> bool {
+        self.inner.peer.is_some()
+    }
+
+    /// Who is calling: the transport, the HTTP headers and extensions, the session, the
+    /// verified token's claims ([`RequestInfo`]).
+    ///
+    /// ```
+    /// use fusion_runtime::{Call, prelude::*};
+    ///
+    /// /// Who am I?
+    /// #[mcp_tool]
+    /// async fn whoami(#[call] call: &Call) -> String {
+    ///     call.request().subject().unwrap_or("anonymous").to_owned()
+    /// }
+    /// # let _ = Server::builder("who", "0").tool(whoami).build();
+    /// ```
+    pub fn request(&self) -> &RequestInfo {
+        &self.inner.request
+    }
+
+    /// The JSON-RPC id of the request, when served over a transport.
+    pub fn request_id(&self) -> Option<&str> {
+        self.inner.request_id.as_deref()
+    }
+
+    /// Whether the client cancelled the request (`notifications/cancelled`). The
+    /// runtime also drops the handler's future on cancellation; checking lets a long loop
+    /// stop cleanly between steps.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Resolves when the client cancels the request.
+    pub async fn cancelled(&self) {
+        self.inner.cancel.cancelled().await;
+    }
+
+    /// Reports progress (`notifications/progress`) when the client asked for it with a
+    /// progress token; does nothing otherwise. A client that went away is not an error
+    /// for the tool.
+    pub async fn progress(&self, done: f64, total: Option<f64>, message: Option<String>) {
+        let Some(token) = self.inner.progress_token.clone() else {
+            return;
+        };
+        let mut param = ProgressNotificationParam::new(token, done);
+        if let Some(total) = total {
+            param = param.with_total(total);
+        }
+        if let Some(message) = message {
+            param = param.with_message(message);
+        }
+        if let Some(recorded) = &self.inner.recorded {
+            record(recorded, "notifications/progress", &param);
+        }
+        if let Some(peer) = &self.inner.peer
+            && let Err(error) = peer.notify_progress(param).await
+        {
+            tracing::debug!(target: "fusion::call", %error, "progress notification not delivered");
+        }
+    }
+
+    /// Sends a log message to the client (`notifications/message`) if it asked for this
+    /// level or a less severe one with `logging/setLevel`.
+    pub async fn log(&self, level: LogLevel, data: impl Into<Value>) {
+        let Some(threshold) = self.inner.log_level else {
+            return;
+        };
+        if level < threshold {
+            return;
+        }
+        let data = data.into();
+        if let Some(recorded) = &self.inner.recorded {
+            let params = serde_json::json!({"level": level.as_str(), "data": data.clone()});
+            record(recorded, "notifications/message", &params);
+        }
+        if let Some(peer) = &self.inner.peer {
+            // Logging is deprecated by the 2026-07-28 protocol (SEP-2577) but clients of
+            // the earlier versions, and the conformance suite, still use it.
+            #[allow(deprecated)]
+            let sent = peer
+                .notify_logging_message(rmcp::model::LoggingMessageNotificationParam::new(
+                    level.to_rmcp(),
+                    data,
+                ))
+                .await;
+            if let Err(error) = sent {
+                tracing::debug!(target: "fusion::call", %error, "log notification not delivered");
+            }
+        }
+    }
+
+    /// rmcp's handle on the client, for requests beyond progress and logging (sampling
+    /// with `create_message`, elicitation). `None` in the tester.
+    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.inner.peer.as_ref()
+    }
+
+    /// The notifications recorded by a detached call (the tester's), in order.
+    pub fn recorded(&self) -> Vec<Value> {
+        self.inner
+            .recorded
+            .as_ref()
+            .and_then(|recorded| recorded.lock().ok().map(|list| list.clone()))
+            .unwrap_or_default()
+    }
+}
+
+fn record(recorded: &Mutex<Vec<Value>>, method: &str, params: &impl serde::Serialize) {
+    if let (Ok(mut list), Ok(params)) = (recorded.lock(), serde_json::to_value(params)) {
+        list.push(serde_json::json!({"method": method, "params": params}));
+    }
+}
+
+/// The severity of a log message to the client (RFC 5424), least severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// Details for debugging.
+    Debug,
+    /// Normal progress.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Something may be wrong.
+    Warning,
+    /// Something failed.
+    Error,
+    /// A component failed.
+    Critical,
+    /// Act now.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+// rmcp marks its logging types deprecated (SEP-2577 drops logging from the 2026-07-28
+// protocol); the conversions live here, behind one `allow`.
+#[allow(deprecated)]
+impl LogLevel {
+    /// The level's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Notice => "notice",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Critical => "critical",
+            Self::Alert => "alert",
+            Self::Emergency => "emergency",
+        }
+    }
+
+    fn to_rmcp(self) -> rmcp::model::LoggingLevel {
+        use rmcp::model::LoggingLevel as Rmcp;
+        match self {
+            Self::Debug => Rmcp::Debug,
+            Self::Info => Rmcp::Info,
+            Self::Notice => Rmcp::Notice,
+            Self::Warning => Rmcp::Warning,
+            Self::Error => Rmcp::Error,
+            Self::Critical => Rmcp::Critical,
+            Self::Alert => Rmcp::Alert,
+            Self::Emergency => Rmcp::Emergency,
+        }
+    }
+
+    /// The level a client sent with `logging/setLevel`.
+    pub(crate) fn from_rmcp(level: rmcp::model::LoggingLevel) -> Self {
+        use rmcp::model::LoggingLevel as Rmcp;
+        match level {
+            Rmcp::Debug => Self::Debug,
+            Rmcp::Info => Self::Info,
+            Rmcp::Notice => Self::Notice,
+            Rmcp::Warning => Self::Warning,
+            Rmcp::Error => Self::Error,
+            Rmcp::Critical => Self::Critical,
+            Rmcp::Alert => Self::Alert,
+            Rmcp::Emergency => Self::Emergency,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_detached_call_records_what_it_would_send() {
+        let call = Call::detached();
+        call.progress(1.0, Some(2.0), Some("half".into())).await;
+        call.log(LogLevel::Info, "hello").await;
+        let recorded = call.recorded();
+        assert_eq!(recorded.len(), 2);
+        assert_eq!(recorded[0]["method"], "notifications/progress");
+        assert_eq!(recorded[0]["params"]["total"], 2.0);
+        assert_eq!(recorded[1]["params"]["data"], "hello");
+    }
+}
