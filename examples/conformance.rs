@@ -17,8 +17,7 @@ use std::{collections::HashMap, process::ExitCode, time::Duration};
 
 use fusion_runtime::{
     Call, ContentBlock, HttpOptions, Tool,
-    call::ClientRequestError,
-    call::LogLevel,
+    call::{ClientRequestError, LogLevel},
     prelude::*,
     prompt,
     prompt::PromptArg,

@@ -8,8 +8,7 @@
 use fusion_runtime::{
     Server,
     identity::{Claims, RequestInfo},
-    meta::FAILURE_META_KEY,
-    meta::ISSUES_META_KEY,
+    meta::{FAILURE_META_KEY, ISSUES_META_KEY},
     middleware::{self, HasRoles},
     prelude::*,
     testing::{TestResult, Tester},

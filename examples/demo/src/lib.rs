@@ -22,8 +22,7 @@ use fusion_runtime::{
     identity::RequestInfo,
     middleware::{self, HasRoles},
     prelude::*,
-    tool::Presentation,
-    tool::UiBlock,
+    tool::{Presentation, UiBlock},
 };
 
 /// Who is calling.

@@ -6,9 +6,8 @@ use std::{any::Any, time::Duration};
 use serde_json::Value;
 
 use crate::{
-    failure::Failure,
-    failure::FailureKind,
     failure::classify::{Classification, ErrorClass, ErrorCode},
+    failure::{Failure, FailureKind},
     future::BoxFuture,
     identity::RequestInfo,
 };
