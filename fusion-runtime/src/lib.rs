@@ -31,6 +31,7 @@
 // docs.rs builds with `--cfg docsrs` on nightly: feature-gated items say which feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod autoref;
 pub mod call;
 mod canonical_json;
 pub mod exit;
@@ -54,7 +55,6 @@ mod protocol;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod rounds;
-mod server;
 mod setup;
 mod suggest;
 pub mod tasks;
@@ -74,9 +74,9 @@ pub use axum;
 pub use call::Call;
 pub use failure::classify::Classify;
 pub use future::BoxFuture;
-pub use server::Server;
 pub use setup::builder::ServerBuilder;
 pub use setup::error::{BuildError, BuildWarning, StartupError};
+pub use setup::server::Server;
 pub use tool::{
     Tool,
     output::{IntoToolOutput, ToolOutput},

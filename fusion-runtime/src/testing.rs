@@ -28,7 +28,8 @@ use rmcp::model::CallToolResult;
 use serde_json::Value;
 
 use crate::{
-    call::Call, identity::RequestInfo, server::Server, tool::present::UiBlock, validate::literal,
+    call::Call, identity::RequestInfo, setup::server::Server, tool::present::UiBlock,
+    validate::literal,
 };
 
 /// Calls a server's tools in memory, the way a client would over a transport.

@@ -232,7 +232,7 @@ pub mod ladder {
     use std::error::Error;
 
     use super::{Classification, Classify, classify_dyn};
-    use crate::tool::autoref::Probe;
+    use crate::autoref::Probe;
 
     /// A source that classifies itself.
     pub trait SourceClassify {

@@ -13,6 +13,7 @@
 
 pub(crate) mod classify;
 pub(crate) mod entry;
+pub(crate) mod issue;
 mod model;
 pub(crate) mod panic;
 pub(crate) mod wording;

@@ -5,7 +5,7 @@
 use std::{fmt, time::Duration};
 
 use super::classify::{Classification, ErrorClass, classify_dyn};
-use crate::validate::ArgIssue;
+use super::issue::ArgIssue;
 
 /// The tool (and action) a call addressed, as messages name it: "`db_user` (action
 /// `find_many`)".

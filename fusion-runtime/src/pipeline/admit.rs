@@ -11,7 +11,7 @@ use crate::{
     middleware::{CallInfo, Guard, missing_scopes},
 };
 
-use crate::server::Server;
+use crate::setup::server::Server;
 
 use super::attempts::Ran;
 

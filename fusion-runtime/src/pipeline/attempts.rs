@@ -13,7 +13,7 @@ use crate::{
     tool::output::Outcome,
 };
 
-use crate::server::Server;
+use crate::setup::server::Server;
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// Runs the handler under the tool's policy: the circuit breaker first, then up to

@@ -13,7 +13,7 @@ use crate::{
     tool::output::Outcome,
 };
 
-use crate::server::Server;
+use crate::setup::server::Server;
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// One run of the handler: decode, then the future behind the panic boundary and the

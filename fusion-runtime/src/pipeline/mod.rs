@@ -29,7 +29,7 @@ use crate::{
     log::Redactor,
 };
 
-use crate::server::Server;
+use crate::setup::server::Server;
 
 mod admit;
 mod attempts;

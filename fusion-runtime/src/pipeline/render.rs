@@ -13,7 +13,7 @@ use crate::{
     tool::present::UiBlock,
 };
 
-use crate::server::Server;
+use crate::setup::server::Server;
 
 /// The full answer to one call: the wire result and, for the tester, the layers around it.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::failure::{Failure, Target};
 
 use super::CallReport;
-use crate::server::Server;
+use crate::setup::server::Server;
 
 impl CallReport {
     /// The report as stored for an idempotency key, with the fingerprint of the arguments

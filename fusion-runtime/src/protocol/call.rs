@@ -26,7 +26,7 @@ use crate::{
     identity::{Claims, RequestInfo},
     pipeline::request_info,
     protocol::input_required::{Round, connected_call, is_current},
-    server::Server,
+    setup::server::Server,
     tasks::{Relaunch, TaskOrigin, TaskOutcome, refusal},
 };
 

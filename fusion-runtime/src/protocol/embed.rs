@@ -7,7 +7,7 @@ use rmcp::{
     model::{CallToolRequestParams, CallToolResponse},
 };
 
-use crate::server::Server;
+use crate::setup::server::Server;
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// The server's tools as an rmcp [`ToolRouter`] for any rmcp handler type `S`: each

@@ -19,7 +19,7 @@ use crate::{
     pipeline::{request_id_text, request_info},
     rounds::questions::InputState,
     rounds::state::{self as request_state, Sealer},
-    server::Server,
+    setup::server::Server,
 };
 
 /// Whether a request speaks the 2026-07-28 revision or a later one.

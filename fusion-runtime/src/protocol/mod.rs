@@ -19,7 +19,7 @@ use rmcp::{
     service::RequestContext,
 };
 
-use crate::server::Server;
+use crate::setup::server::Server;
 
 impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     /// A request rmcp could not read as a method it knows: `-32602` when it is a known

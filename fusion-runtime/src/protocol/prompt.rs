@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::{
     protocol::input_required::{Round, connected_call, is_current},
-    server::Server,
     setup::prompt::PromptError,
+    setup::server::Server,
 };
 
 impl<C: Send + Sync + 'static> Server<C> {

@@ -18,7 +18,7 @@ use crate::{
     validate::Limits,
 };
 
-use crate::server::{ContextFactory, Inner, Server, ToolRuntime};
+use crate::setup::server::{ContextFactory, Inner, Server, ToolRuntime};
 
 /// Builds a [`Server`]: `Server::builder(name, version).context(..).tool(..).build()`.
 #[must_use = "a builder does nothing until it is built or served"]

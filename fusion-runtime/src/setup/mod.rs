@@ -9,5 +9,6 @@ pub(crate) mod group;
 pub mod prompt;
 pub(crate) mod registry;
 pub mod resource;
+pub(crate) mod server;
 pub(crate) mod startup;
 pub(crate) mod uri_template;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::{
     identity::RequestInfo,
-    server::Server,
+    setup::server::Server,
     setup::{builder::ServerBuilder, error::StartupError},
 };
 
@@ -141,24 +141,6 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             step().await.map_err(StartupError::Setup)?;
         }
         Ok(server)
-    }
-
-    /// Builds the server and serves it over stdio until the client disconnects.
-    ///
-    /// Returns the process exit code: `0` after a normal end, `78` (`EX_CONFIG`) when the
-    /// server could not be built, `1` when the transport failed.
-    pub async fn serve_stdio(self) -> std::process::ExitCode {
-        self.serve_stdio_with(crate::transport::StdioOptions::default())
-            .await
-    }
-
-    /// [`serve_stdio`](Self::serve_stdio) with other limits (line size, shutdown grace).
-    pub async fn serve_stdio_with(
-        self,
-        options: crate::transport::StdioOptions,
-    ) -> std::process::ExitCode {
-        self.start_and_serve(|server| server.serve_stdio_with(options))
-            .await
     }
 
     /// Starts the server and serves it with `serve` (a transport), flushing the log at the

@@ -10,7 +10,6 @@
 //! (`present.rs`).
 
 pub(crate) mod argument;
-pub(crate) mod autoref;
 pub(crate) mod constraint;
 pub(crate) mod output;
 pub(crate) mod present;

@@ -176,7 +176,7 @@ pub mod ladder {
     use super::{IntoToolOutput, Outcome, ToolOutput};
     use crate::failure::Failure;
 
-    pub use crate::tool::autoref::Probe;
+    pub use crate::autoref::Probe;
 
     /// `Result<T, E>` splits into itself.
     pub trait SplitResult {

@@ -31,7 +31,7 @@ pub use self::http::{HttpConfigError, HttpOptions};
 pub use self::http::{JwtAlgorithm, OAuth};
 pub use self::stdio::StdioOptions;
 use self::stdio::{StdioHandle, StdioTransport};
-use crate::server::Server;
+use crate::setup::server::Server;
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// Serves the server over stdin/stdout until the client disconnects, and returns the
@@ -364,5 +364,21 @@ async fn serve_exit_code<C: Send + Sync + 'static>(
     match served {
         Ok(service) => ended_code(service.waiting().await),
         Err(error) => served_error_code(&error),
+    }
+}
+
+impl<C: Send + Sync + 'static> crate::setup::builder::ServerBuilder<C> {
+    /// Builds the server and serves it over stdio until the client disconnects.
+    ///
+    /// Returns the process exit code: `0` after a normal end, `78` (`EX_CONFIG`) when the
+    /// server could not be built, `1` when the transport failed.
+    pub async fn serve_stdio(self) -> std::process::ExitCode {
+        self.serve_stdio_with(StdioOptions::default()).await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio) with other limits (line size, shutdown grace).
+    pub async fn serve_stdio_with(self, options: StdioOptions) -> std::process::ExitCode {
+        self.start_and_serve(|server| server.serve_stdio_with(options))
+            .await
     }
 }

@@ -8,11 +8,13 @@ use std::{collections::HashMap, fmt::Write as _};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::failure::wording::args::{self as words, Words};
+use crate::failure::{
+    issue::{ArgIssue, IssueCode},
+    wording::args::{self as words, Words},
+};
 
 use super::{
     compile::Validator,
-    issue::{ArgIssue, IssueCode},
     literal::{self, NumberLiterals},
     node::{Additional, NodeId},
     number::{IntegerView, integer_view},

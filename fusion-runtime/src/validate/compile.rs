@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::failure::issue::ArgIssue;
+
 use super::{
     format,
-    issue::ArgIssue,
     literal::NumberLiterals,
     node::{Additional, Bound, Node, NodeId, Types},
     number::IntType,

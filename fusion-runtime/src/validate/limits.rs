@@ -4,12 +4,12 @@
 
 use serde_json::Value;
 
-use crate::failure::wording::args as words;
-
-use super::{
+use crate::failure::{
     issue::{ArgIssue, IssueCode},
-    walk::{Segment, Walk},
+    wording::args as words,
 };
+
+use super::walk::{Segment, Walk};
 
 /// Limits that protect the server from arguments built to exhaust it. Checked before
 /// decoding; a breach is an argument problem like any other, with the path of the value.

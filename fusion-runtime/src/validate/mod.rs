@@ -14,16 +14,15 @@
 mod arguments;
 mod compile;
 mod format;
-mod issue;
 mod limits;
 pub(crate) mod literal;
 mod node;
 pub(crate) mod number;
 mod walk;
 
+pub(crate) use crate::failure::issue::issue_json;
+pub use crate::failure::issue::{ArgIssue, IssueCode};
 pub(crate) use arguments::decode_map;
 pub use compile::Validator;
-pub(crate) use issue::issue_json;
-pub use issue::{ArgIssue, IssueCode};
 pub use limits::Limits;
 pub(crate) use literal::NumberLiterals;

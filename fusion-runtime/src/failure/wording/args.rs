@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::{
     failure::Target,
+    failure::issue::{ArgIssue, IssueCode},
     limits::{PREVIEW_CHARS, REDACTED, preview, preview_text},
-    validate::{ArgIssue, IssueCode},
 };
 
 /// What an issue says besides its path, rule and received value.

@@ -7,12 +7,12 @@ use serde_json::{Map, Value};
 
 use crate::{
     call::Call,
-    server::Server,
     setup::builder::ServerBuilder,
     setup::error::BuildError,
     setup::prompt::{
         CompletionTarget, IntoPromptMessages, PromptInfo, RegisteredPrompt, Render, RenderFn,
     },
+    setup::server::Server,
 };
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {

@@ -6,9 +6,9 @@ use rmcp::model::{ResourceContents, ResourceUpdatedNotificationParam};
 use serde::de::DeserializeOwned;
 
 use crate::{
-    server::Server,
     setup::builder::ServerBuilder,
     setup::resource::{IntoResourceContents, ReadFailure, ReadFn, ResourceInfo},
+    setup::server::Server,
 };
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {

@@ -54,7 +54,7 @@ use self::{
     sessions::{SessionLimits, Sessions},
 };
 use super::signals::Signals;
-use crate::{server::Server, setup::builder::ServerBuilder};
+use crate::{setup::builder::ServerBuilder, setup::server::Server};
 
 #[cfg(feature = "oauth")]
 pub use self::auth::{JwtAlgorithm, OAuth};
@@ -584,7 +584,7 @@ mod tests {
         let error = both.check().expect_err("refused");
         assert!(error.to_string().contains("cannot be combined"), "{error}");
         // An OAuth configuration that cannot serve is a configuration error of the router.
-        let server = crate::server::Server::builder("t", "1").build();
+        let server = crate::setup::server::Server::builder("t", "1").build();
         let unreachable = HttpOptions::default()
             .addr(([0, 0, 0, 0], 8080))
             .oauth(oauth.clone());

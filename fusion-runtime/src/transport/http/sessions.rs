@@ -290,7 +290,7 @@ fn quote_id(id: &RequestId) -> String {
     format!("{cut}…")
 }
 
-impl crate::server::SessionPeers for Sessions {
+impl crate::setup::server::SessionPeers for Sessions {
     fn initialized(&self, extensions: &rmcp::model::Extensions, peer: &rmcp::Peer<RoleServer>) {
         let session = extensions
             .get::<axum::http::request::Parts>()

@@ -2,12 +2,9 @@
 
 use serde_json::Value;
 
-use crate::failure::wording::args as words;
+use crate::failure::{issue::IssueCode, wording::args as words};
 
-use super::{
-    super::{issue::IssueCode, node::NodeId},
-    Segment, Walk,
-};
+use super::{super::node::NodeId, Segment, Walk};
 
 impl<'a> Walk<'a> {
     pub(super) fn check_array(&mut self, id: NodeId, items: &'a [Value], value: &Value) {

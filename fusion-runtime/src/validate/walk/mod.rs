@@ -12,10 +12,12 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::failure::wording::args::{self as words, Words};
+use crate::failure::{
+    issue::{ArgIssue, IssueCode},
+    wording::args::{self as words, Words},
+};
 
 use super::{
-    issue::{ArgIssue, IssueCode},
     literal::{self, NumberLiterals},
     node::{Node, NodeId},
     number::{IntegerView, integer_view},
@@ -327,7 +329,8 @@ fn is_plain_key(key: &str) -> bool {
 mod tests {
     use serde_json::json;
 
-    use super::super::{compile::validator, issue::IssueCode};
+    use super::super::compile::validator;
+    use crate::failure::issue::IssueCode;
 
     #[test]
     fn reports_every_problem_with_its_path() {

@@ -3,10 +3,13 @@
 
 use serde_json::{Map, Value};
 
-use crate::{failure::wording::args as words, suggest::closest};
+use crate::{
+    failure::{issue::IssueCode, wording::args as words},
+    suggest::closest,
+};
 
 use super::{
-    super::{issue::IssueCode, node::Additional, node::NodeId},
+    super::node::{Additional, NodeId},
     Segment, Walk,
 };
 

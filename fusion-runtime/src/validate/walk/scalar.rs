@@ -3,12 +3,14 @@
 
 use serde_json::Value;
 
-use crate::failure::wording::args::{self as words, Words};
+use crate::failure::{
+    issue::IssueCode,
+    wording::args::{self as words, Words},
+};
 
 use super::{
     super::{
         format,
-        issue::IssueCode,
         node::{Bound, NodeId},
         number::{self, IntegerView},
     },
