@@ -267,7 +267,7 @@ impl<C: Send + Sync + 'static> Tester<C> {
         context: Option<C>,
         call: Call,
     ) -> TestResult {
-        let report = self.server.call(tool, action, args, context, &call).await;
+        let report = crate::pipeline::run(&self.server, tool, action, args, context, &call).await;
         TestResult {
             is_error: report.result.is_error == Some(true),
             data: report.data,

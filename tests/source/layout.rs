@@ -1,6 +1,6 @@
 //! The runtime's layout (issue 16, ARCHITECTURE.md): no import cycle between the files of
-//! `fusion-runtime/src`, and no file over 600 lines of non-test code unless the list below
-//! says why.
+//! `fusion-runtime/src`, the stages importing one way (transport → protocol → pipeline →
+//! policy), and no file over 600 lines of non-test code unless the list below says why.
 //!
 //! It reads every `.rs` file as text (comments and string literals removed, the file's
 //! `#[cfg(test)] mod` left out), resolves the `crate::`, `super::`, `self::` and child-module
@@ -41,6 +41,59 @@ fn no_import_cycle_between_runtime_files() {
         report.starts_with("no import cycle"),
         "import cycles between runtime files:\n{report}"
     );
+}
+
+/// The stages a request goes through, outermost first: each may import the ones after it,
+/// never one before it (issue 37). A transport hands a request to the protocol, the
+/// protocol to the pipeline, the pipeline runs the handler under its policy.
+const STAGES: &[&str] = &["transport", "protocol", "pipeline", "policy"];
+
+#[test]
+fn the_stages_import_one_way_transport_protocol_pipeline_policy() {
+    let layout = Layout::read();
+    let stage_of = |file: usize| {
+        let name = &layout.files[file].name;
+        STAGES
+            .iter()
+            .position(|stage| name.split('/').next() == Some(*stage))
+    };
+    let mut backwards = String::new();
+    let mut forward = vec![false; STAGES.len()];
+    for (from, targets) in layout.edges() {
+        let Some(from_stage) = stage_of(from) else {
+            continue;
+        };
+        for (to, names) in targets {
+            let Some(to_stage) = stage_of(to) else {
+                continue;
+            };
+            if to_stage < from_stage {
+                let _ = writeln!(
+                    backwards,
+                    "{} (stage {}) imports {} (stage {}): {}",
+                    layout.files[from].name,
+                    STAGES[from_stage],
+                    layout.files[to].name,
+                    STAGES[to_stage],
+                    names.iter().cloned().collect::<Vec<_>>().join(", ")
+                );
+            }
+            if to_stage == from_stage + 1 {
+                forward[from_stage] = true;
+            }
+        }
+    }
+    assert!(backwards.is_empty(), "a stage imports one before it:\n{backwards}");
+    // Each stage reaches the next through an import, so the direction is written down
+    // where the compiler and this test can see it, not only in methods on `Server`.
+    for (stage, reaches) in forward.iter().enumerate().take(STAGES.len() - 1) {
+        assert!(
+            reaches,
+            "{} imports nothing of {}: the hand-over between them is not an import",
+            STAGES[stage],
+            STAGES[stage + 1]
+        );
+    }
 }
 
 #[test]

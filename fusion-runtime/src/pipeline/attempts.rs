@@ -13,131 +13,128 @@ use crate::{
     tool::output::Outcome,
 };
 
-use crate::setup::server::Server;
+use crate::setup::registered::RegisteredTool;
 
-impl<C: Send + Sync + 'static> Server<C> {
-    /// Runs the handler under the tool's policy: the circuit breaker first, then up to
-    /// `attempts` runs, each under the timeout, retrying only transient failures after a
-    /// backoff and a reconnect of the tool's resource. Returns the outcome and how many
-    /// times the handler ran, counted here and nowhere else.
-    pub(super) async fn run_under_policy(
-        &self,
-        index: usize,
-        context: &C,
-        call: &Call,
-        args: &Value,
-        redactor: &Redactor,
-    ) -> Ran {
-        let definition = &self.inner.registry.handlers[index];
-        let runtime = &self.inner.runtime[index];
-        let tool = definition.spec.name;
-        // Repeating a destructive call that is not idempotent may repeat its effect (a
-        // second order, a second payment): never retried, whatever the server default.
-        let unsafe_to_repeat = definition.spec.is_unsafe_to_repeat();
-        let retry = if unsafe_to_repeat {
-            RetryPolicy::NONE
-        } else {
-            runtime.policy.retry.unwrap_or(RetryPolicy::NONE)
-        };
-        // The probe of a half-open circuit holds its slot until its verdict is reported; if
-        // this future is dropped first, the guard gives the slot back for the next call.
-        let _probe = match runtime.circuit.as_ref().map(Circuit::admit) {
-            Some(Admission::Reject(retry_after)) => {
-                let kind = FailureKind::CircuitOpen { retry_after };
-                return Ran::no_attempt(Failure::new(kind));
-            }
-            Some(Admission::Probe(guard)) => Some(guard),
-            Some(Admission::Run) | None => None,
-        };
-        let mut attempt = 1;
-        loop {
-            // Await: one run of the handler (decode, handler, timeout). Holds `_probe`; a
-            // drop here drops the handler's future, and its destructors run.
-            let outcome = self
-                .run_once(
-                    definition,
-                    context,
-                    call,
-                    args,
-                    run_deadline(runtime.policy, call),
-                )
-                .await;
-            let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
-            if let Some(circuit) = &runtime.circuit {
-                let transition = match &outcome {
-                    Outcome::Success(_) => circuit.success(),
-                    Outcome::Failure(_) if transient => circuit.failure(),
-                    Outcome::Failure(failure) if failure.is_warning() => circuit.success(),
-                    Outcome::Failure(_) => {
-                        circuit.neutral();
-                        None
-                    }
-                };
-                if let Some(transition) = transition {
-                    crate::log::circuit_event(tool, transition);
-                    if transition == Transition::Opened {
-                        return Ran {
-                            outcome,
-                            attempts: attempt,
-                        };
-                    }
-                }
-            }
-            if unsafe_to_repeat && transient {
-                // A timeout or a dropped connection says nothing about whether the effect
-                // happened: say so, instead of inviting a retry.
-                let check_with = self.inner.registry.read_only_sibling(index);
-                let kind = FailureKind::UnknownOutcome {
-                    cause: match &outcome {
-                        Outcome::Failure(failure) => failure.outcome_name(),
-                        Outcome::Success(_) => crate::failure::outcome::OK,
-                    },
-                    check_with,
-                };
-                let mut failure = Failure::new(kind);
-                if let Outcome::Failure(original) = outcome {
-                    failure.chain = original.chain;
-                }
-                return Ran {
-                    outcome: Outcome::Failure(failure),
-                    attempts: attempt,
-                };
-            }
-            if !transient || attempt >= retry.attempts {
-                return Ran {
-                    outcome,
-                    attempts: attempt,
-                };
-            }
-            let mut delay = retry.delay(attempt + 1);
-            if let Outcome::Failure(failure) = &outcome {
-                // An upstream that says when to come back is believed, up to the cap.
-                if let FailureKind::Handler(classification) = &failure.kind
-                    && let Some(after) = classification.retry_after
-                {
-                    delay = delay.max(after.min(retry.max_backoff));
-                }
-                crate::log::retry_event(tool, attempt, retry.attempts, delay, failure, redactor);
-            }
-            if let Some(reconnect) = &definition.reconnect {
-                let started = Instant::now();
-                // Await: the single-flight reconnect. A drop here releases the resource's
-                // gate with its generation unchanged, so the next caller reconnects.
-                let (ran, result) = reconnect(context).await;
-                if ran {
-                    crate::log::reconnect_event(tool, started.elapsed(), result.as_ref().err());
-                }
-            }
-            // Await: the backoff. Holds nothing but `_probe`.
-            tokio::time::sleep(delay).await;
-            attempt += 1;
+use super::invoke::invoke;
+
+/// Runs the handler under the tool's policy: the circuit breaker first, then up to
+/// `attempts` runs, each under the timeout, retrying only transient failures after a
+/// backoff and a reconnect of the tool's resource. Returns the outcome and how many
+/// times the handler ran, counted here and nowhere else.
+pub(super) async fn attempts<C: Send + Sync + 'static>(
+    registered: &RegisteredTool<C>,
+    context: &C,
+    call: &Call,
+    args: &Value,
+    redactor: &Redactor,
+) -> Ran {
+    let definition = &registered.definition;
+    let tool = definition.spec.name;
+    // Repeating a destructive call that is not idempotent may repeat its effect (a
+    // second order, a second payment): never retried, whatever the server default.
+    let unsafe_to_repeat = definition.spec.is_unsafe_to_repeat();
+    let retry = if unsafe_to_repeat {
+        RetryPolicy::NONE
+    } else {
+        registered.policy.retry.unwrap_or(RetryPolicy::NONE)
+    };
+    // The probe of a half-open circuit holds its slot until its verdict is reported; if
+    // this future is dropped first, the guard gives the slot back for the next call.
+    let _probe = match registered.circuit.as_ref().map(Circuit::admit) {
+        Some(Admission::Reject(retry_after)) => {
+            let kind = FailureKind::CircuitOpen { retry_after };
+            return Ran::no_attempt(Failure::new(kind));
         }
+        Some(Admission::Probe(guard)) => Some(guard),
+        Some(Admission::Run) | None => None,
+    };
+    let mut attempt = 1;
+    loop {
+        // Await: one run of the handler (decode, handler, timeout). Holds `_probe`; a
+        // drop here drops the handler's future, and its destructors run.
+        let outcome = invoke(
+            definition,
+            context,
+            call,
+            args,
+            run_deadline(registered.policy, call),
+        )
+        .await;
+        let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
+        if let Some(circuit) = &registered.circuit {
+            let transition = match &outcome {
+                Outcome::Success(_) => circuit.success(),
+                Outcome::Failure(_) if transient => circuit.failure(),
+                Outcome::Failure(failure) if failure.is_warning() => circuit.success(),
+                Outcome::Failure(_) => {
+                    circuit.neutral();
+                    None
+                }
+            };
+            if let Some(transition) = transition {
+                crate::log::circuit_event(tool, transition);
+                if transition == Transition::Opened {
+                    return Ran {
+                        outcome,
+                        attempts: attempt,
+                    };
+                }
+            }
+        }
+        if unsafe_to_repeat && transient {
+            // A timeout or a dropped connection says nothing about whether the effect
+            // happened: say so, instead of inviting a retry.
+            let check_with = registered.check_with.clone();
+            let kind = FailureKind::UnknownOutcome {
+                cause: match &outcome {
+                    Outcome::Failure(failure) => failure.outcome_name(),
+                    Outcome::Success(_) => crate::failure::outcome::OK,
+                },
+                check_with,
+            };
+            let mut failure = Failure::new(kind);
+            if let Outcome::Failure(original) = outcome {
+                failure.chain = original.chain;
+            }
+            return Ran {
+                outcome: Outcome::Failure(failure),
+                attempts: attempt,
+            };
+        }
+        if !transient || attempt >= retry.attempts {
+            return Ran {
+                outcome,
+                attempts: attempt,
+            };
+        }
+        let mut delay = retry.delay(attempt + 1);
+        if let Outcome::Failure(failure) = &outcome {
+            // An upstream that says when to come back is believed, up to the cap.
+            if let FailureKind::Handler(classification) = &failure.kind
+                && let Some(after) = classification.retry_after
+            {
+                delay = delay.max(after.min(retry.max_backoff));
+            }
+            crate::log::retry_event(tool, attempt, retry.attempts, delay, failure, redactor);
+        }
+        if let Some(reconnect) = &definition.reconnect {
+            let started = Instant::now();
+            // Await: the single-flight reconnect. A drop here releases the resource's
+            // gate with its generation unchanged, so the next caller reconnects.
+            let (ran, result) = reconnect(context).await;
+            if ran {
+                crate::log::reconnect_event(tool, started.elapsed(), result.as_ref().err());
+            }
+        }
+        // Await: the backoff. Holds nothing but `_probe`.
+        tokio::time::sleep(delay).await;
+        attempt += 1;
     }
 }
 
 /// What running a call gave: its outcome, and how many times the handler ran.
 ///
-/// The one count of attempts. The steps hand a `Ran` up: `run_under_policy` counts, the
+/// The one count of attempts. The steps hand a `Ran` up: `attempts` counts, the
 /// steps before it and a cancellation end with [`Ran::no_attempt`]. The call log and the
 /// metrics read `attempts` here, and [`Ran::into_outcome`], as the outcome leaves for
 /// rendering, is the one place in the pipeline that writes it into the failure

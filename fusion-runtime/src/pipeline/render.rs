@@ -13,8 +13,6 @@ use crate::{
     tool::present::UiBlock,
 };
 
-use crate::setup::server::Server;
-
 /// The full answer to one call: the wire result and, for the tester, the layers around it.
 #[derive(Clone, Debug)]
 pub(crate) struct CallReport {
@@ -34,141 +32,132 @@ pub(super) struct Rendered {
     pub(super) failure: Option<Failure>,
 }
 
-impl<C: Send + Sync + 'static> Server<C> {
-    pub(super) fn render(
-        &self,
-        target: &Target<'_>,
-        handler: Option<usize>,
-        outcome: Outcome,
-        correlation_id: &recover::CorrelationId,
-        redactor: &Redactor,
-    ) -> (Rendered, &'static str) {
-        let mut failure = match outcome {
-            Outcome::Success(output) => {
-                return (
-                    self.render_success(handler, output),
-                    crate::failure::outcome::OK,
-                );
-            }
-            Outcome::Failure(failure) => failure,
-        };
-        // Before the issues become text: a secret that failed a check is not quoted, and
-        // text that quotes input is cut (after the redaction, which needs whole values).
-        if let FailureKind::InvalidArguments(issues) = &mut failure.kind {
-            redactor.issues(issues);
-        }
-        // What the model reads never repeats a secret argument, even when an error
-        // message or an invalid value quotes it.
-        let message = redactor.text(&failure.message(target, correlation_id.as_str()));
-        // The issues as programs read them, redacted like the text.
-        let issues = match &failure.kind {
-            FailureKind::InvalidArguments(issues) => Some(
-                issues
-                    .iter()
-                    .map(|issue| redactor.json(crate::validate::issue_json(issue)))
-                    .collect::<Vec<Value>>(),
-            ),
-            _ => None,
-        };
-        let mut meta = Map::new();
-        if let Some(details) = &issues {
-            // Kept beside the entry's own copy for clients written before `fusion/failure`.
-            meta.insert(ISSUES_META_KEY.to_owned(), Value::Array(details.clone()));
-        }
-        let entry = failure.entry(correlation_id.as_str(), issues);
-        meta.insert(
-            FAILURE_META_KEY.to_owned(),
-            serde_json::to_value(&entry).unwrap_or(Value::Null),
-        );
-        let meta = Some(rmcp::model::MetaObject(meta));
-        if failure.is_warning() {
-            // Advice, not a failure: the model reads it as the tool's answer.
-            let report = CallReport {
-                result: CallToolResult::success(vec![ContentBlock::text(message.clone())])
-                    .with_meta(meta),
-                data: Value::String(message),
-                system_rules: Vec::new(),
-                ui_blocks: Vec::new(),
-                fatal: false,
-                internal: false,
-            };
+/// Renders the outcome of a call as exactly one result; `wrap_structured`: the tool's
+/// structured output is wrapped in `{"result": ..}` (a value that is not an object).
+/// Returns the name the call is logged and counted under.
+pub(super) fn render(
+    target: &Target<'_>,
+    wrap_structured: bool,
+    outcome: Outcome,
+    correlation_id: &recover::CorrelationId,
+    redactor: &Redactor,
+) -> (Rendered, &'static str) {
+    let mut failure = match outcome {
+        Outcome::Success(output) => {
             return (
-                Rendered {
-                    report,
-                    failure: Some(failure),
-                },
-                "warning",
+                render_success(wrap_structured, output),
+                crate::failure::outcome::OK,
             );
         }
-        let result =
-            CallToolResult::error(vec![ContentBlock::text(message.clone())]).with_meta(meta);
-        let name = failure.outcome_name();
-        // No presentation layers on failure: no partial data leaks.
+        Outcome::Failure(failure) => failure,
+    };
+    // Before the issues become text: a secret that failed a check is not quoted, and
+    // text that quotes input is cut (after the redaction, which needs whole values).
+    if let FailureKind::InvalidArguments(issues) = &mut failure.kind {
+        redactor.issues(issues);
+    }
+    // What the model reads never repeats a secret argument, even when an error
+    // message or an invalid value quotes it.
+    let message = redactor.text(&failure.message(target, correlation_id.as_str()));
+    // The issues as programs read them, redacted like the text.
+    let issues = match &failure.kind {
+        FailureKind::InvalidArguments(issues) => Some(
+            issues
+                .iter()
+                .map(|issue| redactor.json(crate::validate::issue_json(issue)))
+                .collect::<Vec<Value>>(),
+        ),
+        _ => None,
+    };
+    let mut meta = Map::new();
+    if let Some(details) = &issues {
+        // Kept beside the entry's own copy for clients written before `fusion/failure`.
+        meta.insert(ISSUES_META_KEY.to_owned(), Value::Array(details.clone()));
+    }
+    let entry = failure.entry(correlation_id.as_str(), issues);
+    meta.insert(
+        FAILURE_META_KEY.to_owned(),
+        serde_json::to_value(&entry).unwrap_or(Value::Null),
+    );
+    let meta = Some(rmcp::model::MetaObject(meta));
+    if failure.is_warning() {
+        // Advice, not a failure: the model reads it as the tool's answer.
         let report = CallReport {
-            result,
+            result: CallToolResult::success(vec![ContentBlock::text(message.clone())])
+                .with_meta(meta),
             data: Value::String(message),
             system_rules: Vec::new(),
             ui_blocks: Vec::new(),
             fatal: false,
-            internal: failure.is_masked(),
+            internal: false,
         };
-        (
+        return (
             Rendered {
                 report,
                 failure: Some(failure),
             },
-            name,
-        )
+            "warning",
+        );
     }
-
-    fn render_success(
-        &self,
-        handler: Option<usize>,
-        output: crate::tool::output::ToolOutput,
-    ) -> Rendered {
-        let crate::tool::output::ToolOutput {
-            mut content,
-            mut structured,
-            mut data,
-            presentation,
-        } = output;
-        if content.is_empty() {
-            content.push(ContentBlock::text("done (the tool returned no content)"));
-        }
-        let (system_rules, ui_blocks) = match &presentation {
-            Some(presentation) => {
-                let rules = crate::tool::present::apply(
-                    presentation,
-                    &mut data,
-                    &mut structured,
-                    &mut content,
-                );
-                (rules, presentation.ui.clone())
-            }
-            None => (Vec::new(), Vec::new()),
-        };
-        let wrap = handler.is_some_and(|index| self.inner.registry.handlers[index].wrap_structured);
-        let structured = structured.map(|value| {
-            if wrap {
-                let mut object = Map::new();
-                object.insert("result".into(), value);
-                Value::Object(object)
-            } else {
-                value
-            }
-        });
-        let mut result = CallToolResult::success(content);
-        result.structured_content = structured;
+    let result = CallToolResult::error(vec![ContentBlock::text(message.clone())]).with_meta(meta);
+    let name = failure.outcome_name();
+    // No presentation layers on failure: no partial data leaks.
+    let report = CallReport {
+        result,
+        data: Value::String(message),
+        system_rules: Vec::new(),
+        ui_blocks: Vec::new(),
+        fatal: false,
+        internal: failure.is_masked(),
+    };
+    (
         Rendered {
-            report: CallReport {
-                result,
-                data,
-                system_rules,
-                ui_blocks,
-                fatal: false,
-                internal: false,
-            },
-            failure: None,
+            report,
+            failure: Some(failure),
+        },
+        name,
+    )
+}
+
+fn render_success(wrap_structured: bool, output: crate::tool::output::ToolOutput) -> Rendered {
+    let crate::tool::output::ToolOutput {
+        mut content,
+        mut structured,
+        mut data,
+        presentation,
+    } = output;
+    if content.is_empty() {
+        content.push(ContentBlock::text("done (the tool returned no content)"));
+    }
+    let (system_rules, ui_blocks) = match &presentation {
+        Some(presentation) => {
+            let rules =
+                crate::tool::present::apply(presentation, &mut data, &mut structured, &mut content);
+            (rules, presentation.ui.clone())
         }
+        None => (Vec::new(), Vec::new()),
+    };
+    let wrap = wrap_structured;
+    let structured = structured.map(|value| {
+        if wrap {
+            let mut object = Map::new();
+            object.insert("result".into(), value);
+            Value::Object(object)
+        } else {
+            value
+        }
+    });
+    let mut result = CallToolResult::success(content);
+    result.structured_content = structured;
+    Rendered {
+        report: CallReport {
+            result,
+            data,
+            system_rules,
+            ui_blocks,
+            fatal: false,
+            internal: false,
+        },
+        failure: None,
     }
 }

@@ -1,12 +1,22 @@
-//! Replay: a call with an idempotency key seen before gets the first call's result; the
-//! result is stored in a JSON form any build can read back.
+//! Replay: a call with an idempotency key seen before gets the first call's result (the
+//! claim, the conflict of a key reused with other arguments, the refusal when the store is
+//! away); the result is stored in a JSON form any build can read back.
+
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::failure::{Failure, Target};
+use crate::{
+    call::Call,
+    failure::{
+        Failure, Target,
+        classify::{Classification, ErrorClass},
+    },
+    idempotency::{Claim, ClaimGuard, IdempotencyStore},
+    setup::registered::RegisteredTool,
+};
 
-use super::CallReport;
-use crate::setup::server::Server;
+use super::render::CallReport;
 
 impl CallReport {
     /// The report as stored for an idempotency key, with the fingerprint of the arguments
@@ -50,8 +60,8 @@ impl CallReport {
 /// when it never ran (issue 36: `delete_note {id: 2}` answered "deleted note 1").
 pub(super) fn idempotency_conflict(target: &Target<'_>, key_argument: &str) -> Failure {
     crate::middleware::refuse(
-        crate::failure::classify::Classification {
-            class: crate::failure::classify::ErrorClass::InvalidInput,
+        Classification {
+            class: ErrorClass::InvalidInput,
             code: Some(crate::failure::classify::ErrorCode::Conflict),
             hint: Some(
                 "send a new idempotency key for a call with other arguments, or the same arguments to get the earlier call's result",
@@ -64,30 +74,84 @@ pub(super) fn idempotency_conflict(target: &Target<'_>, key_argument: &str) -> F
     )
 }
 
-impl<C: Send + Sync + 'static> Server<C> {
-    /// The name of the argument that is `index`'s idempotency key, if it has one.
-    pub(super) fn idempotency_argument(&self, index: usize) -> Option<&'static str> {
-        self.inner.registry.handlers[index].spec.idempotency_key
-    }
+/// What the idempotency store said of a keyed call, before it runs.
+pub(super) enum Replay<'a> {
+    /// Run it, and end the claim with its result (or release it on a failure).
+    Run(Option<ClaimGuard<'a>>),
+    /// The first call's result, to return as it is.
+    Replayed(Box<CallReport>),
+    /// The key was used by an earlier call with other arguments.
+    Conflict,
+    /// The store cannot be reached: the call must not run.
+    Unavailable(String),
+    /// The call was cancelled while it waited for another run of its key.
+    Cancelled,
+}
 
-    /// The store key of a call to a tool with an idempotency key argument that the call
-    /// sets: the tool, the action and the key's value.
-    pub(super) fn idempotency_key(
-        &self,
-        index: usize,
-        target: &Target<'_>,
-        args: &Value,
-    ) -> Option<String> {
-        let name = self.inner.registry.handlers[index].spec.idempotency_key?;
-        let value = match args.get(name)? {
-            Value::String(text) if !text.is_empty() => text.clone(),
-            Value::Number(number) => number.to_string(),
-            _ => return None,
-        };
-        Some(format!(
-            "{}/{}:{value}",
-            target.tool,
-            target.action.unwrap_or("")
-        ))
+/// Asks the store about a keyed call: waits while another run of the key is in progress,
+/// then claims the key, or returns the stored result when `fingerprint` (the canonical
+/// arguments' hash) matches the stored call's.
+pub(super) async fn claim<'a>(
+    store: &'a dyn IdempotencyStore,
+    window: Duration,
+    key: &'a str,
+    fingerprint: &str,
+    call: &Call,
+) -> Replay<'a> {
+    // Await: waits while another run of the key is in progress. A drop here leaves no
+    // claim (the store's waiter goes with the future).
+    let claimed = tokio::select! {
+        biased;
+        () = call.cancelled() => return Replay::Cancelled,
+        claimed = store.claim(key, window) => claimed,
+    };
+    match claimed {
+        Claim::Replay(stored) => match CallReport::from_json(stored) {
+            Some((_, Some(first))) if first != fingerprint => Replay::Conflict,
+            Some((report, _)) => Replay::Replayed(Box::new(report)),
+            // A stored result this build cannot read: run again, and store anew.
+            None => Replay::Run(Some(ClaimGuard::new(store, key))),
+        },
+        Claim::Run => Replay::Run(Some(ClaimGuard::new(store, key))),
+        Claim::Unavailable(reason) => Replay::Unavailable(reason),
     }
+}
+
+/// The store key of a call to a tool whose idempotency key argument the call sets: the
+/// tool, the action and the key's value.
+pub(super) fn idempotency_key<C>(
+    tool: &RegisteredTool<C>,
+    target: &Target<'_>,
+    args: &Value,
+) -> Option<String> {
+    let name = tool.definition.spec.idempotency_key?;
+    let value = match args.get(name)? {
+        Value::String(text) if !text.is_empty() => text.clone(),
+        Value::Number(number) => number.to_string(),
+        _ => return None,
+    };
+    Some(format!(
+        "{}/{}:{value}",
+        target.tool,
+        target.action.unwrap_or("")
+    ))
+}
+
+/// The refusal of a keyed call whose idempotency store cannot be reached: it must not run
+/// (it may have run on another replica), and a retry later will be deduplicated again. The
+/// store's reason goes to the log only: it may name infrastructure.
+pub(super) fn deduplication_unavailable(target: &Target<'_>, reason: &str) -> Failure {
+    tracing::warn!(target: "fusion::idempotency", tool = target.tool, reason, "the idempotency store is unavailable; the keyed call did not run");
+    crate::middleware::refuse(
+        Classification {
+            class: ErrorClass::Transient,
+            code: None,
+            hint: Some("the call did not run; call again in a moment with the same key"),
+            retry_after: Some(Duration::from_secs(1)),
+        },
+        format!(
+            "{} did not run: deduplication of its idempotency key is unavailable right now",
+            target
+        ),
+    )
 }

@@ -1,6 +1,6 @@
 //! `tools/call` by protocol revision:
 //!
-//! - before 2026-07-28, in a session: the pipeline as it is (`Server::serve_call`); a tool
+//! - before 2026-07-28, in a session: the pipeline as it is (`serve_call`); a tool
 //!   asks the client with requests on the session;
 //! - 2026-07-28: multi-round-trip requests. The handler runs on each round with the
 //!   answers so far (the signed request state and this round's `inputResponses`); a
@@ -24,8 +24,9 @@ use crate::{
     call::Call,
     future::BoxFuture,
     identity::{Claims, RequestInfo},
-    pipeline::request_info,
+    pipeline,
     protocol::input_required::{Round, connected_call, is_current},
+    protocol::request::{request_id_text, request_info},
     setup::server::Server,
     tasks::{Relaunch, TaskOrigin, TaskOutcome, refusal},
 };
@@ -38,122 +39,146 @@ enum Step {
     Cancelled,
 }
 
-impl<C: Send + Sync + 'static> Server<C> {
-    /// Answers one `tools/call`.
-    pub(crate) async fn answer_call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let current = is_current(&context);
-        let tasking = self.inner.tasks.tasking(&request.name);
-        // The client's capabilities are a copy: only made for a tool that runs as a task.
-        let declared_tasks = tasking.is_some()
-            && context
-                .client_capabilities()
-                .is_some_and(|capabilities| capabilities.supports_tasks());
-        if tasking.is_some_and(|tasking| tasking.is_required()) && !declared_tasks {
-            return Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ));
+/// Answers one `tools/call`: the protocol's entry for it, which the transports that serve
+/// calls past rmcp's service loop also call.
+pub(crate) async fn answer_call<C: Send + Sync + 'static>(
+    server: &Server<C>,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let current = is_current(&context);
+    let tasking = server.inner.tasks.tasking(&request.name);
+    // The client's capabilities are a copy: only made for a tool that runs as a task.
+    let declared_tasks = tasking.is_some()
+        && context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks());
+    if tasking.is_some_and(|tasking| tasking.is_required()) && !declared_tasks {
+        return Err(ErrorData::missing_required_client_capability(
+            ClientCapabilities::builder().enable_tasks().build(),
+        ));
+    }
+    let as_task = tasking.filter(|_| declared_tasks);
+    if !current && as_task.is_none() {
+        return Ok(CallToolResponse::from(
+            serve_call(server, request, context).await,
+        ));
+    }
+    let args = request.arguments.map_or(Value::Null, Value::Object);
+    let round = Round::open(
+        &server.inner.sealer,
+        "tools/call",
+        &request.name,
+        &args,
+        &context,
+        request.request_state.as_deref(),
+        request.input_responses,
+    )?;
+    let input = round.input.clone();
+    let origin = as_task.map(|_| server.task_origin(&request.name, &args, &context));
+    // The call's own token: a task outlives the request (and its token); the round
+    // watches the request's token itself.
+    let cancel = CancellationToken::new();
+    let call = connected_call(server, &context, cancel.clone()).with_input(input.clone());
+    let owned = server.clone();
+    let name = request.name.to_string();
+    let mut work: BoxFuture<'static, TaskOutcome> = Box::pin(async move {
+        let report = pipeline::run(&owned, &name, None, args, None, &call).await;
+        TaskOutcome {
+            internal: report.internal,
+            message: report.data.as_str().unwrap_or("").to_owned(),
+            result: report.result,
         }
-        let as_task = tasking.filter(|_| declared_tasks);
-        if !current && as_task.is_none() {
-            return Ok(CallToolResponse::from(
-                self.serve_call(request, context).await,
-            ));
-        }
-        let args = request.arguments.map_or(Value::Null, Value::Object);
-        let round = Round::open(
-            &self.inner.sealer,
-            "tools/call",
-            &request.name,
-            &args,
-            &context,
-            request.request_state.as_deref(),
-            request.input_responses,
-        )?;
-        let input = round.input.clone();
-        let origin = as_task.map(|_| self.task_origin(&request.name, &args, &context));
-        // The call's own token: a task outlives the request (and its token); the round
-        // watches the request's token itself.
-        let cancel = CancellationToken::new();
-        let call = connected_call(self, &context, cancel.clone()).with_input(input.clone());
-        let server = self.clone();
-        let name = request.name.to_string();
-        let mut work: BoxFuture<'static, TaskOutcome> = Box::pin(async move {
-            let report = server.call(&name, None, args, None, &call).await;
-            TaskOutcome {
-                internal: report.internal,
-                message: report.data.as_str().unwrap_or("").to_owned(),
-                result: report.result,
-            }
-        });
-        let mut origin = origin;
-        if let Some(tasking) = as_task {
-            if !tasking.is_started_by_tool()
-                && let Some(origin) = origin.take()
+    });
+    let mut origin = origin;
+    if let Some(tasking) = as_task {
+        if !tasking.is_started_by_tool()
+            && let Some(origin) = origin.take()
+        {
+            match (server.inner.tasks)
+                .start(work, cancel.clone(), input.clone(), origin)
+                .await
             {
-                match (self.inner.tasks)
-                    .start(work, cancel.clone(), input.clone(), origin)
-                    .await
-                {
-                    Ok(task) => return Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
-                    // A full store runs a tool whose tasking is optional as an ordinary
-                    // call: the client waits for it instead of being locked out.
-                    Err(refused) if refused.is_full() && !tasking.is_required() => {
-                        tracing::info!(target: "fusion::tasks", tool = %request.name, reason = %refused.error, "the task store is full; the call runs as an ordinary call");
-                        work = refused.work;
-                    }
-                    Err(refused) => {
-                        return refusal(refused.error).map(CallToolResponse::Complete);
-                    }
+                Ok(task) => return Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
+                // A full store runs a tool whose tasking is optional as an ordinary
+                // call: the client waits for it instead of being locked out.
+                Err(refused) if refused.is_full() && !tasking.is_required() => {
+                    tracing::info!(target: "fusion::tasks", tool = %request.name, reason = %refused.error, "the task store is full; the call runs as an ordinary call");
+                    work = refused.work;
                 }
-            } else {
-                input.allow_task();
-            }
-        }
-        // Await: the round. Holds `work` (the pipeline's future, with its guards): a drop
-        // here drops it, as a cancelled call.
-        let step = tokio::select! {
-            biased;
-            () = input.task_requested() => Step::ContinueAsTask,
-            () = input.input_required() => Step::InputRequired,
-            outcome = &mut work => Step::Done(Box::new(outcome)),
-            () = context.ct.cancelled() => Step::Cancelled,
-        };
-        match step {
-            Step::Done(outcome) => {
-                if current
-                    && outcome.result.is_error == Some(true)
-                    && let Some(error) = round.missing_capability()
-                {
-                    return Err(error);
-                }
-                Ok(CallToolResponse::Complete(outcome.result))
-            }
-            Step::InputRequired => {
-                drop(work);
-                Ok(CallToolResponse::InputRequired(
-                    round.input_required(&self.inner.sealer),
-                ))
-            }
-            Step::ContinueAsTask => {
-                // Only a tool that runs as a task may continue as one (`allow_task`).
-                let Some(origin) = origin else {
-                    return Err(ErrorData::internal_error(
-                        "the call cannot continue as a task",
-                        None,
-                    ));
-                };
-                match self.inner.tasks.start(work, cancel, input, origin).await {
-                    Ok(task) => Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
-                    Err(refused) => refusal(refused.error).map(CallToolResponse::Complete),
+                Err(refused) => {
+                    return refusal(refused.error).map(CallToolResponse::Complete);
                 }
             }
-            Step::Cancelled => Err(ErrorData::internal_error("the request was cancelled", None)),
+        } else {
+            input.allow_task();
         }
     }
+    // Await: the round. Holds `work` (the pipeline's future, with its guards): a drop
+    // here drops it, as a cancelled call.
+    let step = tokio::select! {
+        biased;
+        () = input.task_requested() => Step::ContinueAsTask,
+        () = input.input_required() => Step::InputRequired,
+        outcome = &mut work => Step::Done(Box::new(outcome)),
+        () = context.ct.cancelled() => Step::Cancelled,
+    };
+    match step {
+        Step::Done(outcome) => {
+            if current
+                && outcome.result.is_error == Some(true)
+                && let Some(error) = round.missing_capability()
+            {
+                return Err(error);
+            }
+            Ok(CallToolResponse::Complete(outcome.result))
+        }
+        Step::InputRequired => {
+            drop(work);
+            Ok(CallToolResponse::InputRequired(
+                round.input_required(&server.inner.sealer),
+            ))
+        }
+        Step::ContinueAsTask => {
+            // Only a tool that runs as a task may continue as one (`allow_task`).
+            let Some(origin) = origin else {
+                return Err(ErrorData::internal_error(
+                    "the call cannot continue as a task",
+                    None,
+                ));
+            };
+            match server.inner.tasks.start(work, cancel, input, origin).await {
+                Ok(task) => Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
+                Err(refused) => refusal(refused.error).map(CallToolResponse::Complete),
+            }
+        }
+        Step::Cancelled => Err(ErrorData::internal_error("the request was cancelled", None)),
+    }
+}
+
+/// Serves one `tools/call` of a session before 2026-07-28: the request's id, progress
+/// token and cancellation become the tool's [`Call`], and the call goes through the
+/// pipeline.
+pub(crate) async fn serve_call<C: Send + Sync + 'static>(
+    server: &Server<C>,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> rmcp::model::CallToolResult {
+    let progress_token = context.meta.get_progress_token();
+    let numbers = crate::validate::NumberLiterals::from_meta(&context.meta);
+    let call = Call::connected(
+        request_id_text(&context.id),
+        progress_token,
+        context.peer,
+        context.ct,
+        server.log_level(),
+        numbers,
+        request_info(&context.extensions),
+    );
+    let args = request.arguments.map_or(Value::Null, Value::Object);
+    pipeline::run(server, &request.name, None, args, None, &call)
+        .await
+        .result
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -203,7 +228,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             let tool = record.tool.clone();
             let args = record.arguments.clone();
             Box::pin(async move {
-                let report = server.call(&tool, None, args, None, &call).await;
+                let report = pipeline::run(&server, &tool, None, args, None, &call).await;
                 TaskOutcome {
                     internal: report.internal,
                     message: report.data.as_str().unwrap_or("").to_owned(),

@@ -47,7 +47,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 request.arguments = context.arguments;
                 let request_context = context.request_context;
                 Box::pin(async move {
-                    let result = server.serve_call(request, request_context).await;
+                    let result = super::call::serve_call(&server, request, request_context).await;
                     Ok(CallToolResponse::from(result))
                 })
             }));

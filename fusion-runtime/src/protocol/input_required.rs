@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     call::{Call, LogLevel},
-    pipeline::{request_id_text, request_info},
+    protocol::request::{request_id_text, request_info},
     rounds::questions::InputState,
     rounds::state::{self as request_state, Sealer},
     setup::server::Server,

@@ -1,14 +1,17 @@
 //! The protocol: rmcp's `ServerHandler` over a [`Server`]. rmcp (the official Rust SDK)
 //! negotiates the version and dispatches JSON-RPC; every method lands here, and a
-//! `tools/call` enters the pipeline through `Server::serve_call` (`pipeline/mod.rs`). Both
+//! `tools/call` enters the pipeline through `call::serve_call` (`pipeline::run`). Both
 //! transports serve this handler.
 
 mod builder;
 mod call;
+
+pub(crate) use call::answer_call;
 mod embed;
 mod input_required;
 mod params;
 mod prompt;
+pub(crate) mod request;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -61,7 +64,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        let caller = crate::pipeline::request_info(&context.extensions);
+        let caller = request::request_info(&context.extensions);
         self.inner
             .tasks
             .get(&request.task_id, caller.subject())
@@ -73,7 +76,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let caller = crate::pipeline::request_info(&context.extensions);
+        let caller = request::request_info(&context.extensions);
         self.inner
             .tasks
             .update(&request.task_id, caller.subject(), request.input_responses)
@@ -85,7 +88,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let caller = crate::pipeline::request_info(&context.extensions);
+        let caller = request::request_info(&context.extensions);
         self.inner
             .tasks
             .cancel(&request.task_id, caller.subject())
@@ -147,7 +150,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         // Boxed: rmcp spawns a task a request whose future holds this one, and moves it
         // (into the task, on each stage): measured, copying the pipeline's kilobytes of
         // state on every call cost more than one allocation.
-        Box::pin(self.answer_call(request, context)).await
+        Box::pin(call::answer_call(self, request, context)).await
     }
 
     // rmcp deprecates logging (SEP-2577); clients of earlier protocol versions still send it.

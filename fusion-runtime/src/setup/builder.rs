@@ -7,9 +7,8 @@ use crate::{
     failure::panic as recover,
     idempotency::{IdempotencyStore, MemoryStore},
     identity::RequestInfo,
-    metrics::ToolMetrics,
     middleware::Middleware,
-    policy::{Circuit, CircuitPolicy, Policy, RetryPolicy},
+    policy::{CircuitPolicy, Policy, RetryPolicy},
     setup::catalog::Catalog,
     setup::error::{BuildError, BuildWarning, describe_build_errors},
     setup::registry::Registry,
@@ -18,7 +17,7 @@ use crate::{
     validate::Limits,
 };
 
-use crate::setup::server::{ContextFactory, Inner, Server, ToolRuntime};
+use crate::setup::server::{ContextFactory, Inner, Server};
 
 /// Builds a [`Server`]: `Server::builder(name, version).context(..).tool(..).build()`.
 #[must_use = "a builder does nothing until it is built or served"]
@@ -419,12 +418,13 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         let Some(registry) = registry.filter(|_| errors.is_empty()) else {
             return Err(errors);
         };
-        let handler_count = registry.handlers.len();
-        let chains = registry
-            .handlers
+        let mut registry = registry;
+        let chains: Vec<_> = registry
+            .tools
             .iter()
             .enumerate()
-            .map(|(index, handler)| {
+            .map(|(index, tool)| {
+                let handler = &tool.definition;
                 let listed = registry.listed_name(index);
                 let applies = |scope: &MiddlewareScope| match scope {
                     MiddlewareScope::All => true,
@@ -451,17 +451,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 chain
             })
             .collect();
-        let runtime = registry
-            .handlers
-            .iter()
-            .map(|tool| {
-                let policy = tool.spec.policy.or(self.policy);
-                ToolRuntime {
-                    policy,
-                    circuit: policy.circuit.map(Circuit::new),
-                }
-            })
+        let siblings: Vec<_> = (0..registry.tools.len())
+            .map(|index| registry.read_only_sibling(index))
             .collect();
+        for ((tool, chain), check_with) in registry.tools.iter_mut().zip(chains).zip(siblings) {
+            tool.complete(self.policy, chain, check_with);
+        }
         let sealer = match &self.revision.state_key {
             Some(crate::tasks::StateKeys::One(key)) => crate::rounds::state::Sealer::with_key(*key),
             Some(crate::tasks::StateKeys::Ring { current, previous }) => {
@@ -480,10 +475,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 registry,
                 limits: self.limits,
                 context: self.context,
-                chains,
-                runtime,
                 fatal: tokio::sync::watch::channel(false).0,
-                metrics: (0..handler_count).map(|_| ToolMetrics::default()).collect(),
                 idempotency: self.idempotency,
                 idempotency_window: self.idempotency_window,
                 ok_level: self.ok_level,

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::{
     failure::FailureKind,
     limits::MAX_NAME_BYTES,
+    setup::registered::RegisteredTool,
     setup::{
         error::{BuildError, BuildWarning},
         group,
@@ -27,8 +28,8 @@ enum Entry {
 }
 
 pub(crate) struct Registry<C> {
-    /// Every handler, in registration order.
-    pub(crate) handlers: Vec<ToolDefinition<C>>,
+    /// Every tool (a grouped tool's actions each on its own), in registration order.
+    pub(crate) tools: Vec<RegisteredTool<C>>,
     /// Listed name → what it routes to.
     entries: HashMap<String, Entry>,
     /// Group name → its actions, for addressing `(group, action)` in flat mode too.
@@ -134,7 +135,7 @@ impl<C> Registry<C> {
             .map(|(action, _)| action.len())
             .fold(MAX_NAME_BYTES, usize::max);
         Ok(Self {
-            handlers,
+            tools: handlers.into_iter().map(RegisteredTool::new).collect(),
             entries,
             groups,
             wire,
@@ -161,10 +162,11 @@ impl<C> Registry<C> {
     /// How a caller would check what the action at `index` did: a read-only action of the
     /// same group, as the model should call it ("`db_user` action `find_many`").
     pub(crate) fn read_only_sibling(&self, index: usize) -> Option<String> {
-        let group = self.handlers[index].spec.group?;
+        let group = self.tools[index].definition.spec.group?;
         let actions = self.groups.get(group)?;
         let (action, _) = actions.iter().find(|(_, sibling)| {
-            *sibling != index && self.handlers[*sibling].spec.annotations.read_only == Some(true)
+            *sibling != index
+                && self.tools[*sibling].definition.spec.annotations.read_only == Some(true)
         })?;
         Some(match self.entries.get(group) {
             Some(_) => format!("`{group}` action `{action}`"),
@@ -178,7 +180,7 @@ impl<C> Registry<C> {
     pub(crate) fn is_rerunnable(&self, tool: &str, args: &Value) -> bool {
         let mut args = args.clone();
         self.resolve(tool, None, &mut args).is_ok_and(|(index, _)| {
-            let spec = &self.handlers[index].spec;
+            let spec = &self.tools[index].definition.spec;
             spec.annotations.read_only == Some(true)
                 || spec.annotations.idempotent == Some(true)
                 || spec.idempotency_key.is_some()
@@ -196,9 +198,9 @@ impl<C> Registry<C> {
         self.entries.contains_key(name)
             || self.groups.contains_key(name)
             || self
-                .handlers
+                .tools
                 .iter()
-                .any(|handler| handler.spec.name == name)
+                .any(|tool| tool.definition.spec.name == name)
     }
 
     /// The handler for a call to `tool` (with `action` from the caller, or else from the
@@ -222,7 +224,7 @@ impl<C> Registry<C> {
         let action = action.as_deref();
         match self.entries.get(tool) {
             Some(Entry::Single(index)) => {
-                let handler = &self.handlers[*index];
+                let handler = &self.tools[*index].definition;
                 match action {
                     None => Ok((*index, handler.spec.action)),
                     Some(action) if handler.spec.action == Some(action) => {

@@ -5,16 +5,9 @@
 use std::{sync::Arc, time::Duration};
 
 use crate::{
-    failure::Failure,
-    failure::panic as recover,
-    idempotency::IdempotencyStore,
-    metrics::{MetricsSnapshot, ToolMetrics},
-    middleware::Middleware,
-    policy::{Circuit, Policy},
-    setup::catalog::Catalog,
-    setup::registry::Registry,
-    tool::ToolDefinition,
-    validate::Limits,
+    failure::Failure, failure::panic as recover, idempotency::IdempotencyStore,
+    metrics::MetricsSnapshot, policy::Circuit, setup::catalog::Catalog, setup::registry::Registry,
+    tool::ToolDefinition, validate::Limits,
 };
 
 /// A built MCP server: its tools and how to make a context for each call.
@@ -88,14 +81,8 @@ pub(crate) struct Inner<C> {
     pub(crate) registry: Registry<C>,
     pub(crate) limits: Limits,
     pub(crate) context: ContextFactory<C>,
-    /// Middleware per handler, by index: global, then group, then tool.
-    pub(crate) chains: Vec<Vec<Arc<dyn Middleware<C>>>>,
-    /// Per tool, by index: the effective policy and the circuit breaker.
-    pub(crate) runtime: Vec<ToolRuntime>,
     /// Set once a handler returns a fatal error.
     pub(crate) fatal: tokio::sync::watch::Sender<bool>,
-    /// Counters per handler, by index.
-    pub(crate) metrics: Vec<ToolMetrics>,
     pub(crate) idempotency: Arc<dyn IdempotencyStore>,
     pub(crate) idempotency_window: Duration,
     /// The level of the event of a successful call.
@@ -111,11 +98,6 @@ pub(crate) struct Inner<C> {
     pub(crate) tasks: crate::tasks::Tasks,
     /// The environment variables `require_env` declared, for the banner's snippets.
     pub(crate) required_env: Vec<String>,
-}
-
-pub(crate) struct ToolRuntime {
-    pub(crate) policy: Policy,
-    pub(crate) circuit: Option<Circuit>,
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -180,8 +162,9 @@ impl<C: Send + Sync + 'static> Server<C> {
     pub fn tool(&self, name: &str) -> Option<&ToolDefinition<C>> {
         self.inner
             .registry
-            .handlers
+            .tools
             .iter()
+            .map(|tool| &tool.definition)
             .find(|handler| handler.spec.name == name)
     }
 
@@ -225,19 +208,16 @@ impl<C: Send + Sync + 'static> Server<C> {
         let registry = &self.inner.registry;
         MetricsSnapshot {
             tools: registry
-                .handlers
+                .tools
                 .iter()
-                .enumerate()
-                .map(|(index, handler)| {
-                    let name = match (handler.spec.group, handler.spec.action) {
+                .map(|tool| {
+                    let spec = &tool.definition.spec;
+                    let name = match (spec.group, spec.action) {
                         (Some(group), Some(action)) => format!("{group}/{action}"),
-                        _ => handler.spec.name.to_owned(),
+                        _ => spec.name.to_owned(),
                     };
-                    let open = self.inner.runtime[index]
-                        .circuit
-                        .as_ref()
-                        .is_some_and(Circuit::is_open);
-                    self.inner.metrics[index].snapshot(&name, open)
+                    let open = tool.circuit.as_ref().is_some_and(Circuit::is_open);
+                    tool.metrics.snapshot(&name, open)
                 })
                 .collect(),
         }

@@ -31,7 +31,7 @@ pub use self::http::{HttpConfigError, HttpOptions};
 pub use self::http::{JwtAlgorithm, OAuth};
 pub use self::stdio::StdioOptions;
 use self::stdio::{StdioHandle, StdioTransport};
-use crate::setup::server::Server;
+use crate::{protocol::answer_call, setup::server::Server};
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// Serves the server over stdin/stdout until the client disconnects, and returns the
@@ -214,7 +214,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let server = self.clone();
         Arc::new(move |params, context| {
             let server = server.clone();
-            Box::pin(async move { server.answer_call(params, context).await })
+            Box::pin(async move { answer_call(&server, params, context).await })
         })
     }
 }

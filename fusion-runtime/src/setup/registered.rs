@@ -1,0 +1,57 @@
+//! One registered tool: its definition and all the server keeps for it (the middleware
+//! chain, the effective policy, the circuit breaker, the counters), in one record that the
+//! pipeline's stages are handed.
+
+use std::sync::Arc;
+
+use crate::{
+    metrics::ToolMetrics,
+    middleware::Middleware,
+    policy::{Circuit, Policy},
+    tool::ToolDefinition,
+};
+
+pub(crate) struct RegisteredTool<C> {
+    /// What `#[mcp_tool]` built: the spec, the schemas, the validator, the handler.
+    pub(crate) definition: ToolDefinition<C>,
+    /// Middleware: global, then group, then tool (set when the server is built).
+    pub(crate) chain: Vec<Arc<dyn Middleware<C>>>,
+    /// The tool's own policy over the server's defaults (set when the server is built).
+    pub(crate) policy: Policy,
+    /// The breaker, when the policy has one.
+    pub(crate) circuit: Option<Circuit>,
+    /// Calls by outcome, latency, calls in flight, retries.
+    pub(crate) metrics: ToolMetrics,
+    /// How a caller would check what this tool did when its outcome is unknown: a read-only
+    /// action of the same group, as the model should call it (set when the server is built).
+    pub(crate) check_with: Option<String>,
+}
+
+impl<C> RegisteredTool<C> {
+    /// The tool as registered, before the server's defaults and middleware are known.
+    pub(crate) fn new(definition: ToolDefinition<C>) -> Self {
+        Self {
+            policy: definition.spec.policy,
+            definition,
+            chain: Vec::new(),
+            circuit: None,
+            metrics: ToolMetrics::default(),
+            check_with: None,
+        }
+    }
+
+    /// Completes the record when the server is built: the server's `defaults` under the
+    /// tool's own policy, a breaker if that policy has one, the middleware `chain`, and the
+    /// read-only sibling that `check_with` names.
+    pub(crate) fn complete(
+        &mut self,
+        defaults: Policy,
+        chain: Vec<Arc<dyn Middleware<C>>>,
+        check_with: Option<String>,
+    ) {
+        self.policy = self.definition.spec.policy.or(defaults);
+        self.circuit = self.policy.circuit.map(Circuit::new);
+        self.chain = chain;
+        self.check_with = check_with;
+    }
+}
