@@ -83,7 +83,10 @@ fn the_stages_import_one_way_transport_protocol_pipeline_policy() {
             }
         }
     }
-    assert!(backwards.is_empty(), "a stage imports one before it:\n{backwards}");
+    assert!(
+        backwards.is_empty(),
+        "a stage imports one before it:\n{backwards}"
+    );
     // Each stage reaches the next through an import, so the direction is written down
     // where the compiler and this test can see it, not only in methods on `Server`.
     for (stage, reaches) in forward.iter().enumerate().take(STAGES.len() - 1) {
