@@ -8,4 +8,5 @@ mod support;
 mod http;
 mod mount;
 mod oauth;
+mod otel;
 mod report_task;

@@ -10,6 +10,7 @@ mod call_log_format;
 mod cancel_storm;
 mod cli;
 mod lifecycle;
+mod otel;
 mod robustness;
 mod soak;
 mod startup;

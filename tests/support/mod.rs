@@ -23,6 +23,8 @@
 //!   file their effects are counted in.
 //! - [`redis_server::RedisServer`]: a Redis of the test's own on a loopback port, stopped
 //!   and started again at will, killed on drop ([`redis_server()`] finds the binary).
+//! - [`otlp::OtlpReceiver`]: an OTLP/HTTP receiver on loopback that decodes the spans a
+//!   server exports with the official protobuf definitions.
 //! - [`auth_server::AuthServer`]: a test OAuth authorization server on loopback (RFC 8414
 //!   metadata, a JWKS of RSA keys made at start), minting and forging access tokens.
 
@@ -32,6 +34,7 @@ pub(crate) mod auth_server;
 pub(crate) mod fleet;
 pub(crate) mod http;
 pub(crate) mod nginx_proxy;
+pub(crate) mod otlp;
 pub(crate) mod process;
 pub(crate) mod redis_server;
 pub(crate) mod stdio_peer;

@@ -37,6 +37,10 @@ pub(super) struct Inner {
     /// How questions to the client are answered when the call cannot send the client a
     /// request (2026-07-28 rounds, tasks): `None` asks through `peer`.
     pub(super) input: Option<Arc<InputState>>,
+    /// The W3C trace context the request carried in `params._meta` (`traceparent`, and
+    /// `tracestate` if any): the parent of the call's span (feature `otel`).
+    #[cfg(feature = "otel")]
+    trace_context: Option<Box<(String, Option<String>)>>,
 }
 
 impl Call {
@@ -61,8 +65,35 @@ impl Call {
                 numbers,
                 request,
                 input: None,
+                #[cfg(feature = "otel")]
+                trace_context: None,
             }),
         }
+    }
+
+    /// The trace context of the request, from its `params._meta`: its span's parent. Only
+    /// on a call just made (its `Arc` not shared yet).
+    #[cfg_attr(not(feature = "otel"), allow(unused_mut, unused_variables))]
+    pub(crate) fn with_trace_context(mut self, meta: &rmcp::model::RequestMetaObject) -> Self {
+        #[cfg(feature = "otel")]
+        {
+            let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
+            if let (Some(parent), Some(inner)) =
+                (text("traceparent"), Arc::get_mut(&mut self.inner))
+            {
+                inner.trace_context = Some(Box::new((parent, text("tracestate"))));
+            }
+        }
+        self
+    }
+
+    /// The `traceparent` (and `tracestate`) the request carried in `params._meta`.
+    #[cfg(feature = "otel")]
+    pub(crate) fn trace_context(&self) -> Option<(&str, Option<&str>)> {
+        self.inner
+            .trace_context
+            .as_deref()
+            .map(|(parent, state)| (parent.as_str(), state.as_deref()))
     }
 
     /// This call's questions to the client go through `input` (rounds or a task) instead
@@ -92,6 +123,8 @@ impl Call {
                 numbers: NumberLiterals::default(),
                 request,
                 input: Some(input),
+                #[cfg(feature = "otel")]
+                trace_context: None,
             }),
         }
     }
@@ -119,6 +152,8 @@ impl Call {
                 numbers,
                 request,
                 input: None,
+                #[cfg(feature = "otel")]
+                trace_context: None,
             }),
         }
     }

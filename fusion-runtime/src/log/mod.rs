@@ -16,6 +16,8 @@ mod call_line;
 mod clock;
 mod json;
 mod line_cut;
+#[cfg(feature = "otel")]
+pub(crate) mod otel;
 mod redact;
 mod sink;
 
@@ -25,6 +27,9 @@ use serde_json::Value;
 
 use crate::failure::{Failure, FailureKind};
 
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub use otel::{OTEL_TARGET, otel_layer};
 pub(crate) use redact::Redactor;
 
 /// The `tracing` target of per-call events.
@@ -75,17 +80,19 @@ pub fn init() {
             .compact()
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(writer);
-        tracing_subscriber::registry()
-            .with(filter)
-            .with(text)
-            .try_init()
+        let registry = tracing_subscriber::registry().with(filter);
+        #[cfg(feature = "otel")]
+        let registry = registry.with(otel::otel_layer());
+        registry.with(text).try_init()
     } else {
         let fmt = tracing_subscriber::fmt::layer()
             .json()
             .with_current_span(false)
             .with_writer(writer);
-        tracing_subscriber::registry()
-            .with(filter)
+        let registry = tracing_subscriber::registry().with(filter);
+        #[cfg(feature = "otel")]
+        let registry = registry.with(otel::otel_layer());
+        registry
             .with(json::JsonLog::new(fmt, std::sync::Arc::clone(&sink)))
             .try_init()
     };
@@ -112,6 +119,8 @@ fn text_format() -> bool {
 /// seconds for a stderr that nobody reads). Lines logged afterwards are written at once, by
 /// the thread that logs them.
 pub fn flush() {
+    #[cfg(feature = "otel")]
+    otel::flush();
     if let Some(sink) = SINK.get() {
         sink.close(FLUSH_TIMEOUT);
     }

@@ -52,14 +52,24 @@ pub(super) async fn attempts<C: Send + Sync + 'static>(
     loop {
         // Await: one run of the handler (decode, handler, timeout). Holds `_probe`; a
         // drop here drops the handler's future, and its destructors run.
-        let outcome = invoke(
+        let run = invoke(
             definition,
             context,
             call,
             args,
             run_deadline(registered.policy, call),
-        )
-        .await;
+        );
+        // With `otel`: the attempt's span, under the call's, around the handler (so a
+        // user's own spans are its children).
+        #[cfg(feature = "otel")]
+        let outcome = if crate::log::otel::active() {
+            let span = crate::log::otel::attempt_span(attempt);
+            tracing::Instrument::instrument(run, span).await
+        } else {
+            run.await
+        };
+        #[cfg(not(feature = "otel"))]
+        let outcome = run.await;
         let transient = matches!(&outcome, Outcome::Failure(failure) if failure.is_transient());
         if let Some(circuit) = &registered.circuit {
             let transition = match &outcome {

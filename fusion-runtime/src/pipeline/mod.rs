@@ -69,8 +69,26 @@ async fn until_cancelled(call: &Call, run: impl Future<Output = Ran>) -> Ran {
 /// Runs one call through the whole pipeline and returns exactly one result.
 ///
 /// `args` may be absent (`Null`) or an object; anything else is an invalid-arguments
-/// result. `context` replaces the factory's context (the tester uses it).
+/// result. `context` replaces the factory's context (the tester uses it). With the `otel`
+/// feature and an exporter installed, the call runs inside its server span.
 pub(crate) async fn run<C: Send + Sync + 'static>(
+    server: &Server<C>,
+    tool: &str,
+    action: Option<&str>,
+    args: Value,
+    context: Option<C>,
+    call: &Call,
+) -> CallReport {
+    #[cfg(feature = "otel")]
+    if crate::log::otel::active() {
+        let span = crate::log::otel::call_span(tool, call);
+        let traced = run_call(server, tool, action, args, context, call);
+        return tracing::Instrument::instrument(traced, span).await;
+    }
+    run_call(server, tool, action, args, context, call).await
+}
+
+async fn run_call<C: Send + Sync + 'static>(
     server: &Server<C>,
     tool: &str,
     action: Option<&str>,
@@ -193,6 +211,10 @@ pub(crate) async fn run<C: Send + Sync + 'static>(
         &correlation_id,
         &log.redactor,
     );
+    #[cfg(feature = "otel")]
+    if let Some(failure) = &rendered.failure {
+        crate::log::otel::record_failure(failure);
+    }
     if outcome_name == outcome::OK && attempts > 1 {
         outcome_name = outcome::RETRIED_OK;
     }

@@ -174,7 +174,8 @@ pub(crate) async fn serve_call<C: Send + Sync + 'static>(
         server.log_level(),
         numbers,
         request_info(&context.extensions),
-    );
+    )
+    .with_trace_context(&context.meta);
     let args = request.arguments.map_or(Value::Null, Value::Object);
     pipeline::run(server, &request.name, None, args, None, &call)
         .await

@@ -59,6 +59,7 @@ pub(crate) fn connected_call<C: Send + Sync + 'static>(
         crate::validate::NumberLiterals::from_meta(&context.meta),
         request_info(&context.extensions),
     )
+    .with_trace_context(&context.meta)
 }
 
 /// One round of a multi-round request.
