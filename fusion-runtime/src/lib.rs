@@ -59,6 +59,8 @@ mod setup;
 mod suggest;
 pub mod tasks;
 pub mod testing;
+#[cfg(any(feature = "oauth", feature = "otel"))]
+mod tls;
 pub mod tool;
 mod transport;
 pub mod validate;

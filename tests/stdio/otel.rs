@@ -20,11 +20,12 @@ const ARRIVAL: Duration = Duration::from_secs(10);
 
 /// The quickstart over stdio, exporting to `receiver`.
 fn quickstart_exporting_to(receiver: &OtlpReceiver) -> StdioPeer {
+    let endpoint = receiver.endpoint();
     StdioPeer::spawn(
         &support::example_binary("quickstart"),
         &[],
         &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint()),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
             ("OTEL_SERVICE_NAME", "quickstart-under-test"),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
         ],

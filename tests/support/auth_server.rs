@@ -11,18 +11,15 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
-    thread,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{SystemTime, UNIX_EPOCH},
 };
 
+use super::axum_thread::AxumThread;
 use axum::{Router, extract::State, http::StatusCode, response::IntoResponse, routing::get};
 use base64::Engine as _;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
 use rsa::{Generate as _, pkcs1::EncodeRsaPrivateKey as _, pkcs8::EncodePublicKey as _};
 use serde_json::{Value, json};
-
-/// How long dropping the server waits for its thread.
-const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// An RSA signing key, with its public half as a JWK and as PEM.
 pub(crate) struct SigningKey {
@@ -82,8 +79,8 @@ pub(crate) struct AuthServer {
     /// The key new tokens are signed with (the last published).
     current: Mutex<Arc<SigningKey>>,
     jwks_fetches: Arc<AtomicUsize>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
+    /// Serves the metadata and the JWKS; stopped when the server is dropped.
+    _server: AxumThread,
 }
 
 #[derive(Clone)]
@@ -139,53 +136,28 @@ fn b64(bytes: &[u8]) -> String {
 impl AuthServer {
     /// Starts the server with one key, `k1`, published.
     pub(crate) fn start() -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
-        listener
-            .set_nonblocking(true)
-            .expect("a non-blocking listener");
-        let port = listener.local_addr().expect("a bound address").port();
-        let issuer = format!("http://127.0.0.1:{port}");
         let first = Arc::new(SigningKey::generate("k1"));
         let published = Arc::new(Mutex::new(Published {
             keys: vec![first.jwk.clone()],
         }));
         let jwks_fetches = Arc::new(AtomicUsize::new(0));
-        let shared = Shared {
-            issuer: issuer.clone(),
-            published: Arc::clone(&published),
-            jwks_fetches: Arc::clone(&jwks_fetches),
-        };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = thread::Builder::new()
-            .name("test-auth-server".to_owned())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a runtime");
-                runtime.block_on(async move {
-                    let listener =
-                        tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                    let app = Router::new()
-                        .route("/.well-known/oauth-authorization-server", get(metadata))
-                        .route("/jwks", get(jwks))
-                        .with_state(shared);
-                    // Stopping drops the runtime and with it every connection: the
-                    // server's idle keep-alive connections must not hold the test.
-                    tokio::select! {
-                        _ = axum::serve(listener, app) => {}
-                        _ = stopped => {}
-                    }
-                });
-            })
-            .expect("a thread for the auth server");
+        let server = AxumThread::start("test-auth-server", |issuer| {
+            let shared = Shared {
+                issuer: issuer.to_owned(),
+                published: Arc::clone(&published),
+                jwks_fetches: Arc::clone(&jwks_fetches),
+            };
+            Router::new()
+                .route("/.well-known/oauth-authorization-server", get(metadata))
+                .route("/jwks", get(jwks))
+                .with_state(shared)
+        });
         Self {
-            issuer,
+            issuer: server.url(),
             published,
             current: Mutex::new(first),
             jwks_fetches,
-            stop: Some(stop),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -284,22 +256,5 @@ impl AuthServer {
     pub(crate) fn forge_foreign_key(&self, claims: &Value) -> String {
         let foreign = SigningKey::generate("foreign");
         foreign.sign(Some(&self.current().kid), claims)
-    }
-}
-
-impl Drop for AuthServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let deadline = Instant::now() + STOP_WAIT;
-            while !thread.is_finished() && Instant::now() < deadline {
-                thread::sleep(Duration::from_millis(10));
-            }
-            if thread.is_finished() {
-                let _ = thread.join();
-            }
-        }
     }
 }

@@ -23,6 +23,7 @@
 //!   file their effects are counted in.
 //! - [`redis_server::RedisServer`]: a Redis of the test's own on a loopback port, stopped
 //!   and started again at will, killed on drop ([`redis_server()`] finds the binary).
+//! - [`axum_thread::AxumThread`]: an axum router on loopback, on a thread of its own.
 //! - [`otlp::OtlpReceiver`]: an OTLP/HTTP receiver on loopback that decodes the spans a
 //!   server exports with the official protobuf definitions.
 //! - [`auth_server::AuthServer`]: a test OAuth authorization server on loopback (RFC 8414
@@ -31,6 +32,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod auth_server;
+pub(crate) mod axum_thread;
 pub(crate) mod fleet;
 pub(crate) mod http;
 pub(crate) mod nginx_proxy;

@@ -1,8 +1,7 @@
 //! An OTLP/HTTP receiver of the test's own: axum on a free loopback port, on its own thread
 //! and runtime, taking `POST /v1/traces` as a collector does and decoding each export with
 //! the official protobuf definitions (`opentelemetry-proto`, prost). No mock exporter: a
-//! server under test exports to it as it would to a collector. Stopped (its thread joined,
-//! within a bound) when dropped.
+//! server under test exports to it as it would to a collector. Stopped when dropped.
 
 use std::{
     sync::{Arc, Mutex},
@@ -10,6 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use super::axum_thread::AxumThread;
 use axum::{Router, body::Bytes, extract::State, http::StatusCode, routing::post};
 use opentelemetry_proto::tonic::{
     collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse},
@@ -17,9 +17,6 @@ use opentelemetry_proto::tonic::{
     trace::v1::Span,
 };
 use prost::Message as _;
-
-/// How long dropping the receiver waits for its thread.
-const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// One span as received, with the attributes of its resource.
 #[derive(Clone, Debug)]
@@ -72,53 +69,26 @@ fn hex(bytes: &[u8]) -> String {
 type Received = Arc<Mutex<Vec<ReceivedSpan>>>;
 
 pub(crate) struct OtlpReceiver {
-    endpoint: String,
     received: Received,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
+    /// Serves `/v1/traces`; stopped when the receiver is dropped.
+    server: AxumThread,
 }
 
 impl OtlpReceiver {
     pub(crate) fn start() -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
-        listener
-            .set_nonblocking(true)
-            .expect("a non-blocking listener");
-        let port = listener.local_addr().expect("a bound address").port();
         let received = Received::default();
         let shared = Arc::clone(&received);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = thread::Builder::new()
-            .name("test-otlp-receiver".to_owned())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a runtime");
-                runtime.block_on(async move {
-                    let listener =
-                        tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                    let app = Router::new()
-                        .route("/v1/traces", post(export))
-                        .with_state(shared);
-                    tokio::select! {
-                        _ = axum::serve(listener, app) => {}
-                        _ = stopped => {}
-                    }
-                });
-            })
-            .expect("a thread for the OTLP receiver");
-        Self {
-            endpoint: format!("http://127.0.0.1:{port}"),
-            received,
-            stop: Some(stop),
-            thread: Some(thread),
-        }
+        let server = AxumThread::start("test-otlp-receiver", |_| {
+            Router::new()
+                .route("/v1/traces", post(export))
+                .with_state(shared)
+        });
+        Self { received, server }
     }
 
     /// The base URL to give a server as `OTEL_EXPORTER_OTLP_ENDPOINT`.
-    pub(crate) fn endpoint(&self) -> &str {
-        &self.endpoint
+    pub(crate) fn endpoint(&self) -> String {
+        self.server.url()
     }
 
     /// Every span received so far.
@@ -185,21 +155,4 @@ async fn export(State(received): State<Received>, body: Bytes) -> (StatusCode, V
         StatusCode::OK,
         ExportTraceServiceResponse::default().encode_to_vec(),
     )
-}
-
-impl Drop for OtlpReceiver {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let deadline = Instant::now() + STOP_WAIT;
-            while !thread.is_finished() && Instant::now() < deadline {
-                thread::sleep(Duration::from_millis(10));
-            }
-            if thread.is_finished() {
-                let _ = thread.join();
-            }
-        }
-    }
 }

@@ -75,7 +75,7 @@ where
     // log. Every other event in a span (a retry's backoff, a circuit that opens, a user's
     // own) becomes one of its span events.
     let not_the_call_log = tracing_subscriber::filter::filter_fn(|metadata| {
-        !(metadata.is_event() && metadata.target() == super::CALL_TARGET)
+        !(metadata.is_event() && metadata.target() == super::call_line::TARGET)
     });
     Some(
         tracing_opentelemetry::layer()
@@ -136,14 +136,7 @@ fn provider() -> Option<SdkTracerProvider> {
 /// blocking client owns a runtime, which must not be made (or dropped) on the caller's.
 fn http_client() -> Result<reqwest::blocking::Client, String> {
     std::thread::spawn(|| {
-        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .and_then(|builder| {
-                rustls_platform_verifier::BuilderVerifierExt::with_platform_verifier(builder)
-            })
-            .map_err(|error| format!("cannot set up TLS: {error}"))?
-            .with_no_client_auth();
+        let tls = crate::tls::client_config()?;
         reqwest::blocking::Client::builder()
             .tls_backend_preconfigured(tls)
             .user_agent(concat!("fusion/", env!("CARGO_PKG_VERSION")))

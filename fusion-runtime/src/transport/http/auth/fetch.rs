@@ -1,7 +1,7 @@
 //! Fetching JSON from the issuer, bounded: a timeout on the whole exchange and a cap on the
 //! body, so that a slow or hostile issuer can neither hang a request nor fill memory.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use reqwest::{Client, RequestBuilder, StatusCode, redirect};
 use serde::de::DeserializeOwned;
@@ -47,14 +47,8 @@ pub(super) struct Fetcher {
 
 impl Fetcher {
     pub(super) fn new(timeout: Duration) -> Result<Self, String> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .and_then(|builder| {
-                rustls_platform_verifier::BuilderVerifierExt::with_platform_verifier(builder)
-            })
-            .map_err(|error| format!("cannot set up TLS for the OAuth issuer: {error}"))?
-            .with_no_client_auth();
+        let tls = crate::tls::client_config()
+            .map_err(|error| format!("for the OAuth issuer: {error}"))?;
         let client = Client::builder()
             .tls_backend_preconfigured(tls)
             .timeout(timeout)
