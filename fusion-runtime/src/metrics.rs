@@ -22,12 +22,18 @@
 
 use std::{
     collections::BTreeMap,
-    fmt::Write as _,
     sync::{
         Mutex,
         atomic::{AtomicI64, AtomicU64, Ordering},
     },
     time::Duration,
+};
+
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, NoLabelSet},
+    metrics::MetricType,
+    registry::Registry,
 };
 
 /// Upper bounds of the latency buckets, in microseconds (the last bucket is unbounded).
@@ -39,6 +45,12 @@ const BUCKETS_US: [u64; 19] = [
 /// The live counters of one tool.
 #[derive(Debug, Default)]
 pub(crate) struct ToolMetrics {
+    /// The tool as clients call it (a grouped tool's name), and the action: the labels of
+    /// the exported metrics.
+    #[cfg(feature = "otel")]
+    tool: &'static str,
+    #[cfg(feature = "otel")]
+    action: Option<&'static str>,
     calls: Mutex<BTreeMap<&'static str, u64>>,
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
     latency_sum_us: AtomicU64,
@@ -59,18 +71,29 @@ pub(crate) struct InFlight<'a> {
 }
 
 impl InFlight<'_> {
-    /// Ends the call with its outcome.
-    pub(crate) fn finish(mut self, outcome: &'static str, latency: Duration, attempts: u32) {
+    /// Ends the call with its outcome; `error_type` is the failure's code or class
+    /// (`None` for a success), as the exported metrics label it.
+    pub(crate) fn finish(
+        mut self,
+        outcome: &'static str,
+        latency: Duration,
+        attempts: u32,
+        error_type: Option<&str>,
+    ) {
         self.finished = true;
-        self.metrics.finished(outcome, latency, attempts);
+        self.metrics.finished(outcome, latency, attempts, error_type);
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            self.metrics
-                .finished(OUTCOME_DROPPED, self.started.elapsed(), 0);
+            self.metrics.finished(
+                OUTCOME_DROPPED,
+                self.started.elapsed(),
+                0,
+                Some(OUTCOME_DROPPED),
+            );
         }
     }
 }
@@ -79,6 +102,27 @@ impl Drop for InFlight<'_> {
 const OUTCOME_DROPPED: &str = crate::failure::outcome::CANCELLED;
 
 impl ToolMetrics {
+    /// The counters of `tool` (as clients call it), `action` if it is one.
+    pub(crate) fn new(tool: &'static str, action: Option<&'static str>) -> Self {
+        #[cfg(feature = "otel")]
+        return Self {
+            tool,
+            action,
+            ..Self::default()
+        };
+        #[cfg(not(feature = "otel"))]
+        {
+            let _ = (tool, action);
+            Self::default()
+        }
+    }
+
+    /// The tool as clients call it, and the action: the labels of its exported metrics.
+    #[cfg(feature = "otel")]
+    pub(crate) fn label(&self) -> (&'static str, Option<&'static str>) {
+        (self.tool, self.action)
+    }
+
     /// Counts a call in flight until the guard is finished or dropped.
     pub(crate) fn start(&self) -> InFlight<'_> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -89,7 +133,13 @@ impl ToolMetrics {
         }
     }
 
-    fn finished(&self, outcome: &'static str, latency: Duration, attempts: u32) {
+    fn finished(
+        &self,
+        outcome: &'static str,
+        latency: Duration,
+        attempts: u32,
+        error_type: Option<&str>,
+    ) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
         let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
         let bucket = BUCKETS_US
@@ -103,6 +153,18 @@ impl ToolMetrics {
         if let Ok(mut calls) = self.calls.lock() {
             *calls.entry(outcome).or_default() += 1;
         }
+        #[cfg(feature = "otel")]
+        {
+            use crate::log::otel;
+            otel::record_operation(
+                otel::Operation::CallTool(self.tool),
+                latency.as_secs_f64(),
+                error_type,
+            );
+            otel::record_call(self.tool, self.action, outcome, attempts);
+        }
+        #[cfg(not(feature = "otel"))]
+        let _ = error_type;
     }
 
     pub(crate) fn snapshot(&self, tool: &str, circuit_open: bool) -> ToolSnapshot {
@@ -180,82 +242,106 @@ pub struct MetricsSnapshot {
 }
 
 impl MetricsSnapshot {
-    /// The metrics in the Prometheus text exposition format (version 0.0.4).
+    /// The metrics in the Prometheus text exposition format (version 0.0.4), encoded by
+    /// `prometheus-client`.
     pub fn to_prometheus(&self) -> String {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Exposition(self.clone())));
         let mut text = String::new();
-        text.push_str("# HELP fusion_tool_calls_total Finished tool calls by outcome.\n");
-        text.push_str("# TYPE fusion_tool_calls_total counter\n");
-        for tool in &self.tools {
-            for (outcome, count) in &tool.calls {
-                let _ = writeln!(
-                    text,
-                    "fusion_tool_calls_total{{tool=\"{}\",outcome=\"{outcome}\"}} {count}",
-                    escape(&tool.tool)
-                );
-            }
-        }
-        text.push_str("# HELP fusion_tool_latency_seconds Latency of tool calls.\n");
-        text.push_str("# TYPE fusion_tool_latency_seconds histogram\n");
-        for tool in &self.tools {
-            let name = escape(&tool.tool);
-            let mut cumulative = 0;
-            for (index, count) in tool.latency_buckets.iter().enumerate() {
-                cumulative += count;
-                let bound = BUCKETS_US
-                    .get(index)
-                    .map_or_else(|| "+Inf".to_owned(), |us| format!("{}", *us as f64 / 1e6));
-                let _ = writeln!(
-                    text,
-                    "fusion_tool_latency_seconds_bucket{{tool=\"{name}\",le=\"{bound}\"}} {cumulative}"
-                );
-            }
-            let _ = writeln!(
-                text,
-                "fusion_tool_latency_seconds_sum{{tool=\"{name}\"}} {}",
-                tool.latency_sum_us as f64 / 1e6
-            );
-            let _ = writeln!(
-                text,
-                "fusion_tool_latency_seconds_count{{tool=\"{name}\"}} {cumulative}"
-            );
-        }
-        for (metric, kind, help, value) in [
-            (
-                "fusion_tool_in_flight",
-                "gauge",
-                "Tool calls running now.",
-                (|t: &ToolSnapshot| t.in_flight.to_string()) as fn(&ToolSnapshot) -> String,
-            ),
-            (
-                "fusion_tool_retries_total",
-                "counter",
-                "Retries of transient failures.",
-                |t| t.retries.to_string(),
-            ),
-            (
-                "fusion_tool_circuit_open",
-                "gauge",
-                "1 while the tool's circuit breaker is open.",
-                |t| u8::from(t.circuit_open).to_string(),
-            ),
-        ] {
-            let _ = writeln!(text, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
-            for tool in &self.tools {
-                let _ = writeln!(
-                    text,
-                    "{metric}{{tool=\"{}\"}} {}",
-                    escape(&tool.tool),
-                    value(tool)
-                );
-            }
-        }
+        // Writing to a `String` fails only if a metric's encoding does, which ours cannot.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &registry);
         text
     }
 }
 
-fn escape(label: &str) -> String {
-    label
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// The content type of [`MetricsSnapshot::to_prometheus`]'s text.
+#[cfg(feature = "http")]
+pub(crate) const PROMETHEUS_CONTENT_TYPE: &str =
+    prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// A snapshot, encoded on a scrape.
+#[derive(Debug)]
+struct Exposition(MetricsSnapshot);
+
+/// The upper bounds of the latency buckets in seconds, then `+Inf`.
+fn bucket_bounds() -> impl Iterator<Item = f64> {
+    BUCKETS_US
+        .iter()
+        .map(|us| *us as f64 / 1e6)
+        .chain(std::iter::once(f64::INFINITY))
+}
+
+impl Collector for Exposition {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let tools = &self.0.tools;
+        // Counters are named without `_total`: the encoder adds it.
+        let mut calls = encoder.encode_descriptor(
+            "fusion_tool_calls",
+            "Finished tool calls by outcome.",
+            None,
+            MetricType::Counter,
+        )?;
+        for tool in tools {
+            for (outcome, count) in &tool.calls {
+                let labels = [("tool", tool.tool.as_str()), ("outcome", outcome.as_str())];
+                calls
+                    .encode_family(&labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(count, None)?;
+            }
+        }
+        let mut latency = encoder.encode_descriptor(
+            "fusion_tool_latency_seconds",
+            "Latency of tool calls.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for tool in tools {
+            let buckets: Vec<(f64, u64)> = bucket_bounds()
+                .zip(tool.latency_buckets.iter().copied())
+                .collect();
+            let count = tool.latency_buckets.iter().sum();
+            latency
+                .encode_family(&[("tool", tool.tool.as_str())])?
+                .encode_histogram::<NoLabelSet>(
+                    tool.latency_sum_us as f64 / 1e6,
+                    count,
+                    &buckets,
+                    None,
+                )?;
+        }
+        let mut in_flight = encoder.encode_descriptor(
+            "fusion_tool_in_flight",
+            "Tool calls running now.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for tool in tools {
+            in_flight
+                .encode_family(&[("tool", tool.tool.as_str())])?
+                .encode_gauge(&tool.in_flight)?;
+        }
+        let mut retries = encoder.encode_descriptor(
+            "fusion_tool_retries",
+            "Retries of transient failures.",
+            None,
+            MetricType::Counter,
+        )?;
+        for tool in tools {
+            retries
+                .encode_family(&[("tool", tool.tool.as_str())])?
+                .encode_counter::<NoLabelSet, _, u64>(&tool.retries, None)?;
+        }
+        let mut circuit = encoder.encode_descriptor(
+            "fusion_tool_circuit_open",
+            "1 while the tool's circuit breaker is open.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for tool in tools {
+            circuit
+                .encode_family(&[("tool", tool.tool.as_str())])?
+                .encode_gauge(&i64::from(tool.circuit_open))?;
+        }
+        Ok(())
+    }
 }

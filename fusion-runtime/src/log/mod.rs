@@ -284,6 +284,14 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
     let caller = caller.as_ref();
     // Written once, by whoever formats the event: straight into fusion's log line.
     let arguments = args::LoggedArgs { args, redactor };
+    // With `otel`, inside the call's span: the ids of its trace, so that the line and the
+    // trace meet. Absent otherwise (the fields are left out of the line).
+    #[cfg(feature = "otel")]
+    let trace = otel::active().then(otel::current_ids).flatten();
+    #[cfg(not(feature = "otel"))]
+    let trace: Option<(String, String)> = None;
+    let trace_id = trace.as_ref().map(|(trace_id, _)| trace_id.as_str());
+    let span_id = trace.as_ref().map(|(_, span_id)| span_id.as_str());
     macro_rules! event {
         ($level:expr, $message:literal $(, $key:ident = $value:expr)*) => {
             tracing::event!(
@@ -298,6 +306,8 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
                 outcome,
                 attempts,
                 arguments = %arguments,
+                trace_id,
+                span_id,
                 $($key = $value,)*
                 $message
             )

@@ -48,7 +48,7 @@ pub(super) async fn admit<C: Send + Sync + 'static>(
     // call the tool at all.
     let scopes = tool.definition.spec.scopes;
     if let Some(refusal) = missing_scopes(scopes, &info) {
-        return Ran::no_attempt(refusal);
+        return refused(refusal);
     }
     let mut guards: Vec<Guard> = Vec::new();
     for middleware in &tool.chain {
@@ -57,7 +57,7 @@ pub(super) async fn admit<C: Send + Sync + 'static>(
         let verdict = recover::catch(middleware.before(&mut context, &info)).await;
         match verdict {
             Ok(Ok(guard)) => guards.extend(guard),
-            Ok(Err(failure)) => return Ran::no_attempt(failure),
+            Ok(Err(failure)) => return refused(failure),
             Err(panic) => return Ran::no_attempt(Failure::panic(panic)),
         }
     }
@@ -65,4 +65,14 @@ pub(super) async fn admit<C: Send + Sync + 'static>(
     let finished = attempts(tool, &context, call, args, redactor).await;
     drop(guards);
     finished
+}
+
+/// A call the tool's scopes or a middleware refused; the refusal is an event of the call's
+/// span (with `otel`).
+fn refused(refusal: Failure) -> Ran {
+    #[cfg(feature = "otel")]
+    if crate::log::otel::active() {
+        crate::log::otel::events::middleware_refused(&crate::log::otel::error_type(&refusal));
+    }
+    Ran::no_attempt(refusal)
 }

@@ -42,6 +42,10 @@ pub(super) async fn attempts<C: Send + Sync + 'static>(
     // this future is dropped first, the guard gives the slot back for the next call.
     let _probe = match registered.circuit.as_ref().map(Circuit::admit) {
         Some(Admission::Reject(retry_after)) => {
+            #[cfg(feature = "otel")]
+            if crate::log::otel::active() {
+                crate::log::otel::events::circuit_refused(retry_after);
+            }
             let kind = FailureKind::CircuitOpen { retry_after };
             return Ran::no_attempt(Failure::new(kind));
         }
@@ -83,6 +87,15 @@ pub(super) async fn attempts<C: Send + Sync + 'static>(
             };
             if let Some(transition) = transition {
                 crate::log::circuit_event(tool, transition);
+                #[cfg(feature = "otel")]
+                {
+                    let (label, action) = registered.metrics.label();
+                    let opened = transition == Transition::Opened;
+                    crate::log::otel::record_circuit(label, action, opened);
+                    if opened && crate::log::otel::active() {
+                        crate::log::otel::events::circuit_opened();
+                    }
+                }
                 if transition == Transition::Opened {
                     return Ran {
                         outcome,
@@ -126,6 +139,11 @@ pub(super) async fn attempts<C: Send + Sync + 'static>(
                 delay = delay.max(after.min(retry.max_backoff));
             }
             crate::log::retry_event(tool, attempt, retry.attempts, delay, failure, redactor);
+            #[cfg(feature = "otel")]
+            if crate::log::otel::active() {
+                let outcome = failure.outcome_name();
+                crate::log::otel::events::backoff(attempt, retry.attempts, delay, outcome);
+            }
         }
         if let Some(reconnect) = &definition.reconnect {
             let started = Instant::now();

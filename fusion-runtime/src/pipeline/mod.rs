@@ -81,7 +81,13 @@ pub(crate) async fn run<C: Send + Sync + 'static>(
 ) -> CallReport {
     #[cfg(feature = "otel")]
     if crate::log::otel::active() {
-        let span = crate::log::otel::call_span(tool, call);
+        use crate::log::otel;
+        let origin = otel::Origin {
+            request_id: call.request_id(),
+            request: call.request(),
+            meta_trace: call.trace_context(),
+        };
+        let span = otel::server_span(otel::Operation::CallTool(tool), &origin);
         let traced = run_call(server, tool, action, args, context, call);
         return tracing::Instrument::instrument(traced, span).await;
     }
@@ -158,9 +164,13 @@ async fn run_call<C: Send + Sync + 'static>(
     // cancelled before it started never starts.
     let (ran, claim) = match (resolved, registered, replay) {
         (_, _, Replay::Replayed(report)) => {
+            #[cfg(feature = "otel")]
+            if crate::log::otel::active() {
+                crate::log::otel::events::replayed();
+            }
             let latency = log.finish(outcome::REPLAYED, 0, None, "");
             if let Some(in_flight) = in_flight {
-                in_flight.finish(outcome::REPLAYED, latency, 0);
+                in_flight.finish(outcome::REPLAYED, latency, 0, None);
             }
             return *report;
         }
@@ -211,9 +221,19 @@ async fn run_call<C: Send + Sync + 'static>(
         &correlation_id,
         &log.redactor,
     );
+    // How the call failed, as the exported spans and metrics label it.
     #[cfg(feature = "otel")]
-    if let Some(failure) = &rendered.failure {
-        crate::log::otel::record_failure(failure);
+    let error_type = rendered.failure.as_ref().map(crate::log::otel::error_type);
+    #[cfg(not(feature = "otel"))]
+    let error_type: Option<String> = None;
+    #[cfg(feature = "otel")]
+    if let (Some(failure), Some(error_type)) = (&rendered.failure, &error_type)
+        && crate::log::otel::active()
+    {
+        crate::log::otel::record_failure(failure, error_type);
+        if let FailureKind::InvalidArguments(issues) = failure.kind() {
+            crate::log::otel::events::validation_failed(issues);
+        }
     }
     if outcome_name == outcome::OK && attempts > 1 {
         outcome_name = outcome::RETRIED_OK;
@@ -232,8 +252,19 @@ async fn run_call<C: Send + Sync + 'static>(
         rendered.failure.as_ref(),
         rendered.report.data.as_str().unwrap_or(""),
     );
-    if let Some(in_flight) = in_flight {
-        in_flight.finish(outcome_name, latency, attempts);
+    match in_flight {
+        Some(in_flight) => {
+            in_flight.finish(outcome_name, latency, attempts, error_type.as_deref());
+        }
+        // A tool that is not registered: measured under one label, whatever its name.
+        #[cfg(feature = "otel")]
+        None => crate::log::otel::record_operation(
+            crate::log::otel::Operation::CallTool(crate::log::otel::OTHER),
+            latency.as_secs_f64(),
+            error_type.as_deref(),
+        ),
+        #[cfg(not(feature = "otel"))]
+        None => {}
     }
     if let Some(failure) = rendered
         .failure

@@ -9,6 +9,7 @@ mod call;
 pub(crate) use call::answer_call;
 mod embed;
 mod input_required;
+mod observed;
 mod params;
 mod prompt;
 pub(crate) mod request;
@@ -199,27 +200,10 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.require_resources()?;
-        match self.catalog().resources.read(&request.uri).await {
-            Ok(contents) => Ok(rmcp::model::ReadResourceResult::new(contents).into()),
-            Err(error) => {
-                let message = error.message(&request.uri);
-                let data = Some(serde_json::json!({ "uri": request.uri }));
-                Err(match error {
-                    crate::setup::resource::ReadError::NotFound => {
-                        ErrorData::resource_not_found(message, data)
-                    }
-                    crate::setup::resource::ReadError::InvalidUri(_) => {
-                        ErrorData::invalid_params(message, data)
-                    }
-                    crate::setup::resource::ReadError::Failed { .. } => {
-                        ErrorData::internal_error(message, data)
-                    }
-                })
-            }
-        }
+        let watch = observed::Watch::start(observed::Read::Resource { uri: &request.uri }, &context);
+        watch.run(self.answer_resource(request)).await
     }
 
     // `resources/subscribe` is legacy-only in rmcp (2026-07-28 replaces it); clients of
@@ -280,7 +264,14 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         // Boxed: the largest of these futures (1.9 KB, with the prompt's own), and rmcp's
         // dispatch holds room for the largest in every request's task and, through the
         // `initialize` it serves, in every session's task for as long as it lives.
-        Box::pin(self.answer_prompt(request, context)).await
+        let read = observed::Read::Prompt {
+            name: &request.name,
+            known: self.catalog().prompts.knows(&request.name),
+        };
+        let watch = observed::Watch::start(read, &context);
+        watch
+            .run(Box::pin(self.answer_prompt(request, context)))
+            .await
     }
 
     async fn complete(
@@ -313,6 +304,32 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
+    /// Answers one `resources/read`.
+    async fn answer_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.require_resources()?;
+        match self.catalog().resources.read(&request.uri).await {
+            Ok(contents) => Ok(rmcp::model::ReadResourceResult::new(contents).into()),
+            Err(error) => {
+                let message = error.message(&request.uri);
+                let data = Some(serde_json::json!({ "uri": request.uri }));
+                Err(match error {
+                    crate::setup::resource::ReadError::NotFound => {
+                        ErrorData::resource_not_found(message, data)
+                    }
+                    crate::setup::resource::ReadError::InvalidUri(_) => {
+                        ErrorData::invalid_params(message, data)
+                    }
+                    crate::setup::resource::ReadError::Failed { .. } => {
+                        ErrorData::internal_error(message, data)
+                    }
+                })
+            }
+        }
+    }
+
     /// `-32601` when the server offers no resources (the capability is not advertised).
     fn require_resources(&self) -> Result<(), ErrorData> {
         if self.catalog().resources.has_resources() {

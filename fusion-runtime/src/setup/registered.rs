@@ -32,11 +32,14 @@ impl<C> RegisteredTool<C> {
     pub(crate) fn new(definition: ToolDefinition<C>) -> Self {
         Self {
             policy: definition.spec.policy,
-            definition,
             chain: Vec::new(),
             circuit: None,
-            metrics: ToolMetrics::default(),
+            metrics: ToolMetrics::new(
+                definition.spec.group.unwrap_or(definition.spec.name),
+                definition.spec.action,
+            ),
             check_with: None,
+            definition,
         }
     }
 

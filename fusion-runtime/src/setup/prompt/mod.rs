@@ -291,6 +291,11 @@ impl Prompts {
             })
     }
 
+    /// Whether a prompt is registered as `name`.
+    pub(crate) fn knows(&self, name: &str) -> bool {
+        self.prompts.iter().any(|prompt| prompt.info.name == name)
+    }
+
     pub(crate) fn list(&self) -> Vec<rmcp::model::Prompt> {
         self.prompts
             .iter()

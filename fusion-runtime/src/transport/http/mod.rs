@@ -396,9 +396,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                         (
                             [(
                                 header::CONTENT_TYPE,
-                                HeaderValue::from_static(
-                                    "text/plain; version=0.0.4; charset=utf-8",
-                                ),
+                                HeaderValue::from_static(crate::metrics::PROMETHEUS_CONTENT_TYPE),
                             )],
                             server.metrics().to_prometheus(),
                         )

@@ -1,0 +1,128 @@
+//! The metrics exported over OTLP: the conventions' `mcp.server.operation.duration`
+//! histogram, and fusion's own counters of a tool's calls, attempts and retries and the
+//! state of its circuit.
+//!
+//! Their labels are bounded: a tool or prompt is named only when it is registered (else
+//! `_OTHER`, as the conventions spell a value outside the known set), and nothing the
+//! client sent (a resource's URI, an argument) becomes a label.
+
+use std::sync::OnceLock;
+
+use opentelemetry::{
+    KeyValue,
+    metrics::{Counter, Gauge, Histogram, MeterProvider as _},
+};
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+
+use super::spans::Operation;
+
+/// The conventions' bucket boundaries for `mcp.server.operation.duration`, in seconds.
+const DURATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// The label of a tool or prompt that is not registered.
+pub(crate) const OTHER: &str = "_OTHER";
+
+struct Instruments {
+    duration: Histogram<f64>,
+    calls: Counter<u64>,
+    attempts: Counter<u64>,
+    retries: Counter<u64>,
+    circuit_open: Gauge<u64>,
+}
+
+static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
+
+/// Makes the instruments on `provider`'s meter; the first provider wins.
+pub(super) fn install(provider: &SdkMeterProvider) {
+    INSTRUMENTS.get_or_init(|| {
+        let meter = provider.meter("fusion");
+        Instruments {
+            duration: meter
+                .f64_histogram("mcp.server.operation.duration")
+                .with_unit("s")
+                .with_description(
+                    "MCP request duration as observed on the server, from its arrival until its answer.",
+                )
+                .with_boundaries(DURATION_BUCKETS.to_vec())
+                .build(),
+            calls: meter
+                .u64_counter("fusion.tool.calls")
+                .with_unit("{call}")
+                .with_description("Finished tool calls by outcome (ok, retried_ok, replayed, timeout, ...).")
+                .build(),
+            attempts: meter
+                .u64_counter("fusion.tool.attempts")
+                .with_unit("{attempt}")
+                .with_description("Runs of tool handlers, retries included.")
+                .build(),
+            retries: meter
+                .u64_counter("fusion.tool.retries")
+                .with_unit("{retry}")
+                .with_description("Retries of transient failures (runs beyond a call's first).")
+                .build(),
+            circuit_open: meter
+                .u64_gauge("fusion.tool.circuit.open")
+                .with_description("1 while the tool's circuit breaker is open, 0 once it closed.")
+                .build(),
+        }
+    });
+}
+
+/// Records one request's duration, with its method, its target and `error.type` when it
+/// failed.
+pub(crate) fn record_operation(operation: Operation<'_>, seconds: f64, error_type: Option<&str>) {
+    let Some(instruments) = INSTRUMENTS.get() else {
+        return;
+    };
+    let mut attributes = Vec::with_capacity(4);
+    attributes.push(KeyValue::new("mcp.method.name", operation.method()));
+    match operation {
+        Operation::CallTool(tool) => {
+            attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
+            attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        }
+        Operation::GetPrompt(prompt) => {
+            attributes.push(KeyValue::new("gen_ai.prompt.name", prompt.to_owned()));
+        }
+        Operation::ReadResource(_) => {}
+    }
+    if let Some(error_type) = error_type {
+        attributes.push(KeyValue::new("error.type", error_type.to_owned()));
+    }
+    instruments.duration.record(seconds, &attributes);
+}
+
+/// Counts one finished call of `tool` (its `action`, if grouped) by `outcome`, with the
+/// runs of its handler.
+pub(crate) fn record_call(tool: &str, action: Option<&str>, outcome: &'static str, attempts: u32) {
+    let Some(instruments) = INSTRUMENTS.get() else {
+        return;
+    };
+    let mut attributes = vec![KeyValue::new("gen_ai.tool.name", tool.to_owned())];
+    if let Some(action) = action {
+        attributes.push(KeyValue::new("fusion.action", action.to_owned()));
+    }
+    if attempts > 0 {
+        instruments.attempts.add(u64::from(attempts), &attributes);
+    }
+    if attempts > 1 {
+        instruments
+            .retries
+            .add(u64::from(attempts - 1), &attributes);
+    }
+    attributes.push(KeyValue::new("fusion.outcome", outcome));
+    instruments.calls.add(1, &attributes);
+}
+
+/// Records that the circuit of `tool` (its `action`, if grouped) opened (`true`) or closed.
+pub(crate) fn record_circuit(tool: &str, action: Option<&str>, open: bool) {
+    if let Some(instruments) = INSTRUMENTS.get() {
+        let mut attributes = vec![KeyValue::new("gen_ai.tool.name", tool.to_owned())];
+        if let Some(action) = action {
+            attributes.push(KeyValue::new("fusion.action", action.to_owned()));
+        }
+        instruments.circuit_open.record(u64::from(open), &attributes);
+    }
+}

@@ -1,0 +1,178 @@
+//! The spans: one server span per request by the MCP semantic conventions (named
+//! `{mcp.method.name} {target}`, kind SERVER), its parent the client's span (W3C trace
+//! context from `params._meta`, else the HTTP `traceparent` header), and a child span for
+//! each attempt of a call's handler.
+
+use opentelemetry::{
+    propagation::{Extractor, TextMapPropagator as _},
+    trace::TraceContextExt as _,
+};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use crate::{
+    failure::{Failure, FailureKind},
+    identity::RequestInfo,
+};
+
+/// The `tracing` target of fusion's spans.
+pub const OTEL_TARGET: &str = "fusion::otel";
+
+/// What a request works on, as its span and its metrics name it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Operation<'a> {
+    /// `tools/call` of a tool (`gen_ai.tool.name`).
+    CallTool(&'a str),
+    /// `prompts/get` of a prompt (`gen_ai.prompt.name`).
+    GetPrompt(&'a str),
+    /// `resources/read` of a URI (`mcp.resource.uri`).
+    ReadResource(&'a str),
+}
+
+impl Operation<'_> {
+    /// `mcp.method.name`.
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            Self::CallTool(_) => "tools/call",
+            Self::GetPrompt(_) => "prompts/get",
+            Self::ReadResource(_) => "resources/read",
+        }
+    }
+}
+
+/// Where a request came from: its id, the caller's request (HTTP headers, session), and the
+/// trace context of its `params._meta` when it carries one.
+pub(crate) struct Origin<'a> {
+    pub(crate) request_id: Option<&'a str>,
+    pub(crate) request: &'a RequestInfo,
+    /// `traceparent`, and `tracestate` if any.
+    pub(crate) meta_trace: Option<(&'a str, Option<&'a str>)>,
+}
+
+/// The server span of one request, under the client's span when the request carries one.
+/// A resource's URI is kept out of the span's name (the conventions' target is a tool or
+/// a prompt): it is its `mcp.resource.uri`.
+pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> tracing::Span {
+    let method = operation.method();
+    let name = match operation {
+        // The client's name, cut as the log cuts it: an unknown tool's may be megabytes.
+        Operation::CallTool(target) | Operation::GetPrompt(target) => {
+            format!("{method} {}", crate::limits::name(target))
+        }
+        Operation::ReadResource(_) => method.to_owned(),
+    };
+    let request = origin.request;
+    // A root span: the request's own trace context is its only parent, never whatever span
+    // the transport happens to run in.
+    let span = tracing::info_span!(
+        target: OTEL_TARGET,
+        parent: None,
+        "mcp.server",
+        "otel.name" = name,
+        "otel.kind" = "server",
+        "mcp.method.name" = method,
+        "gen_ai.tool.name" = tracing::field::Empty,
+        "gen_ai.operation.name" = tracing::field::Empty,
+        "gen_ai.prompt.name" = tracing::field::Empty,
+        "mcp.resource.uri" = tracing::field::Empty,
+        "jsonrpc.request.id" = origin.request_id,
+        "mcp.session.id" = request.session_id(),
+        "mcp.protocol.version" = request.header("mcp-protocol-version"),
+        "error.type" = tracing::field::Empty,
+        "otel.status_code" = tracing::field::Empty,
+    );
+    match operation {
+        Operation::CallTool(tool) => {
+            span.record("gen_ai.tool.name", crate::limits::name(tool).as_ref());
+            span.record("gen_ai.operation.name", "execute_tool");
+        }
+        Operation::GetPrompt(prompt) => {
+            span.record("gen_ai.prompt.name", crate::limits::name(prompt).as_ref());
+        }
+        Operation::ReadResource(uri) => {
+            span.record("mcp.resource.uri", crate::limits::name(uri).as_ref());
+        }
+    }
+    let (traceparent, tracestate) = match origin.meta_trace {
+        Some((parent, state)) => (Some(parent), state),
+        None => (
+            request.header("traceparent"),
+            request.header("tracestate"),
+        ),
+    };
+    if traceparent.is_some() {
+        let carrier = Carrier {
+            traceparent,
+            tracestate,
+        };
+        let parent = TraceContextPropagator::new().extract(&carrier);
+        // Fails only when the span is disabled (no layer records it): nothing to parent.
+        let _ = span.set_parent(parent);
+    }
+    span
+}
+
+/// The span of one attempt of a call's handler, a child of the call's span; the handler's
+/// own spans are its children.
+pub(crate) fn attempt_span(attempt: u32) -> tracing::Span {
+    tracing::info_span!(target: OTEL_TARGET, "attempt", "otel.name" = "attempt", attempt)
+}
+
+/// `error.type` of a failed call: the failure's code as `_meta["fusion/failure"]` gives it,
+/// else its class.
+pub(crate) fn error_type(failure: &Failure) -> String {
+    let entry = failure.entry("", None);
+    entry.code.unwrap_or(entry.class)
+}
+
+/// Records how the current call failed on its span: `error.type`, and status ERROR when
+/// the server failed (internal, fatal, a panic, a timeout). Invalid input leaves the status
+/// unset: the server did its job.
+pub(crate) fn record_failure(failure: &Failure, error_type: &str) {
+    let span = tracing::Span::current();
+    span.record("error.type", error_type);
+    let timed_out = matches!(failure.kind(), FailureKind::Timeout { .. });
+    if failure.is_masked() || failure.is_fatal() || timed_out {
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
+/// Records a request answered with a JSON-RPC error on the current span: `error.type` is
+/// the error's code; status ERROR for the server's own (`-32603`, internal).
+pub(crate) fn record_error_code(code: i32) {
+    let span = tracing::Span::current();
+    span.record("error.type", code.to_string());
+    if code == -32603 {
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
+/// The trace and span ids of the current span, in hex, when it is in a trace: what the
+/// call log's line carries so that a line and its trace meet.
+pub(crate) fn current_ids() -> Option<(String, String)> {
+    let context = tracing::Span::current().context();
+    let span = context.span();
+    let ids = span.span_context();
+    ids.is_valid()
+        .then(|| (ids.trace_id().to_string(), ids.span_id().to_string()))
+}
+
+/// W3C trace context, as a request carries it.
+struct Carrier<'a> {
+    traceparent: Option<&'a str>,
+    tracestate: Option<&'a str>,
+}
+
+impl Extractor for Carrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => self.traceparent,
+            "tracestate" => self.tracestate,
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        ["traceparent", "tracestate"].to_vec()
+    }
+}
