@@ -139,3 +139,170 @@ fn a_call_with_trace_context_is_a_server_span_in_the_clients_trace() {
     let status_code = divide.span.status.as_ref().map_or(0, |status| status.code);
     assert_eq!(status_code, 0, "{:?}", divide.span.status);
 }
+
+/// The semantic conventions' bucket boundaries of `mcp.server.operation.duration`.
+const DURATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// Over grpc: a retried call's span has one `attempt` child per run and a backoff event;
+/// an idempotent replay, a circuit that opens and then refuses, and a validation failure
+/// are events of their calls' spans (codes, never values); the metrics arrive with the
+/// conventions' histogram and fusion's counters; each call's JSON log line carries the
+/// trace and span ids of its span.
+#[test]
+fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
+    let receiver = OtlpReceiver::start_grpc();
+    let endpoint = receiver.endpoint();
+    let mut server = StdioPeer::spawn(
+        &support::example_binary("cancel_safety"),
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_SERVICE_NAME", "cancel-safety-under-test"),
+            // The metrics leave when the process ends, whatever the interval; a short one
+            // shows the periodic export works too.
+            ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
+            ("FUSION_LOG_FORMAT", "json"),
+        ],
+    );
+    server.initialize();
+    // Fails transiently on its first run, succeeds on the retry.
+    let blip = server.call(json!(1), "blip", json!({"key": "traced"}));
+    assert_eq!(blip["result"]["isError"], json!(false), "{blip}");
+    // The same idempotency key twice: the second is a replay.
+    let order = json!({"request_id": "order-1", "item": "widget"});
+    for id in [2, 3] {
+        let placed = server.call(json!(id), "place_order", order.clone());
+        assert_eq!(placed["result"]["isError"], json!(false), "{placed}");
+    }
+    // The circuit opens on the first failure, then refuses the next call at once.
+    let failed = server.call(json!(4), "breaker", json!({"fail": true}));
+    assert_eq!(failed["result"]["isError"], json!(true), "{failed}");
+    let refused = server.call(json!(5), "breaker", json!({"fail": false}));
+    assert_eq!(refused["result"]["isError"], json!(true), "{refused}");
+    // Invalid input: a string where a number is expected, and a field missing.
+    let invalid = server.call(json!(6), "work", json!({"ms": "secret-value"}));
+    assert_eq!(invalid["result"]["isError"], json!(true), "{invalid}");
+    drop(server.take_stdin());
+    let status = server.wait_exit(Duration::from_secs(20));
+    assert!(
+        status.is_some_and(|status| status.success()),
+        "the server did not end cleanly at the end of its input: {status:?}\n{}",
+        server.stderr()
+    );
+    let span_named = |name: &str| {
+        receiver
+            .wait_for(ARRIVAL, |span| span.span.name == name)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no `{name}` span over grpc; got {:?}\n--- stderr ---\n{}",
+                    receiver
+                        .spans()
+                        .iter()
+                        .map(|span| span.span.name.clone())
+                        .collect::<Vec<_>>(),
+                    server.stderr()
+                )
+            })
+    };
+    let blip_span = span_named("tools/call blip");
+    let attempts: Vec<String> = receiver
+        .spans()
+        .iter()
+        .filter(|span| span.span.name == "attempt" && span.parent_span_id() == blip_span.span_id())
+        .filter_map(|span| span.attribute("attempt"))
+        .collect();
+    let mut sorted = attempts.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["1", "2"], "one attempt span per run of the handler");
+    assert!(
+        blip_span
+            .event_names()
+            .contains(&"fusion.retry.backoff".to_owned()),
+        "the backoff is an event: {:?}",
+        blip_span.event_names()
+    );
+    let replayed = receiver
+        .spans()
+        .into_iter()
+        .filter(|span| span.span.name == "tools/call place_order")
+        .filter(|span| span.event_names().contains(&"fusion.idempotency.replayed".to_owned()))
+        .count();
+    assert_eq!(replayed, 1, "the second order is a replay, and says so");
+    let breakers: Vec<Vec<String>> = receiver
+        .spans()
+        .iter()
+        .filter(|span| span.span.name == "tools/call breaker")
+        .map(|span| span.event_names())
+        .collect();
+    assert!(
+        breakers
+            .iter()
+            .any(|events| events.contains(&"fusion.circuit.opened".to_owned()))
+            && breakers
+                .iter()
+                .any(|events| events.contains(&"fusion.circuit.refused".to_owned())),
+        "the circuit opening and refusing are events: {breakers:?}"
+    );
+    let work = span_named("tools/call work");
+    let validation = work
+        .span
+        .events
+        .iter()
+        .find(|event| event.name == "fusion.validation.failed")
+        .unwrap_or_else(|| panic!("the validation failure is an event: {:?}", work.event_names()));
+    let shown = format!("{:?}", validation.attributes);
+    assert!(shown.contains("type"), "the issue's code: {shown}");
+    assert!(!shown.contains("secret-value"), "never the value: {shown}");
+    assert_eq!(work.attribute("error.type").as_deref(), Some("invalid_arguments"));
+    // Metrics: the conventions' histogram, labelled by method and tool, with its buckets.
+    let duration = receiver
+        .wait_for_point(ARRIVAL, |point| {
+            point.metric == "mcp.server.operation.duration"
+                && point.attribute("gen_ai.tool.name") == Some("blip")
+        })
+        .unwrap_or_else(|| panic!("no duration of blip: {:?}", receiver.points()));
+    assert_eq!(duration.unit, "s");
+    assert_eq!(duration.attribute("mcp.method.name"), Some("tools/call"));
+    assert_eq!(duration.count, 1);
+    assert_eq!(duration.bounds, DURATION_BUCKETS);
+    assert_eq!(duration.attribute("error.type"), None, "a success");
+    let refused_duration = receiver
+        .wait_for_point(ARRIVAL, |point| {
+            point.metric == "mcp.server.operation.duration"
+                && point.attribute("gen_ai.tool.name") == Some("work")
+        })
+        .expect("the refused call's duration");
+    assert_eq!(refused_duration.attribute("error.type"), Some("invalid_arguments"));
+    let retries = receiver
+        .wait_for_point(ARRIVAL, |point| {
+            point.metric == "fusion.tool.retries" && point.attribute("gen_ai.tool.name") == Some("blip")
+        })
+        .expect("blip's retries");
+    assert_eq!(retries.value, 1.0);
+    let replays = receiver
+        .wait_for_point(ARRIVAL, |point| {
+            point.metric == "fusion.tool.calls"
+                && point.attribute("gen_ai.tool.name") == Some("place_order")
+                && point.attribute("fusion.outcome") == Some("replayed")
+        })
+        .expect("the replay counted");
+    assert_eq!(replays.value, 1.0);
+    let circuit = receiver
+        .wait_for_point(ARRIVAL, |point| {
+            point.metric == "fusion.tool.circuit.open" && point.attribute("gen_ai.tool.name") == Some("breaker")
+        })
+        .expect("the breaker's circuit state");
+    assert_eq!(circuit.value, 1.0, "open");
+    // The call log's line for blip carries the trace and span ids of blip's span.
+    let stderr = server.stderr();
+    let line = stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|line| line["target"] == "fusion::call" && line["fields"]["tool"] == "blip")
+        .unwrap_or_else(|| panic!("no call line for blip:\n{stderr}"));
+    assert_eq!(line["fields"]["trace_id"], json!(blip_span.trace_id()), "{line}");
+    assert_eq!(line["fields"]["span_id"], json!(blip_span.span_id()), "{line}");
+}

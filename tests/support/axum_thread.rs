@@ -10,6 +10,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// A server running on the thread's runtime until it ends or the thread is stopped.
+pub(crate) type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// How long dropping the server waits for its thread.
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
@@ -24,11 +27,30 @@ impl AxumThread {
     /// port's URL, `http://127.0.0.1:<port>`, which some documents must name).
     pub(crate) fn start(name: &str, router: impl FnOnce(&str) -> axum::Router) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
+        let app = router(&format!("http://{}", listener.local_addr().expect("a bound address")));
+        Self::serve(name, listener, move |listener| {
+            Box::pin(async move {
+                let _ = axum::serve(listener, app).await;
+            })
+        })
+    }
+
+    /// Serves on a free loopback port with a server of another kind (tonic's, for gRPC):
+    /// `serve` is handed the bound listener, on the thread's runtime.
+    pub(crate) fn start_with(name: &str, serve: impl FnOnce(tokio::net::TcpListener) -> Serving + Send + 'static) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
+        Self::serve(name, listener, serve)
+    }
+
+    fn serve(
+        name: &str,
+        listener: std::net::TcpListener,
+        serve: impl FnOnce(tokio::net::TcpListener) -> Serving + Send + 'static,
+    ) -> Self {
         listener
             .set_nonblocking(true)
             .expect("a non-blocking listener");
         let addr = listener.local_addr().expect("a bound address");
-        let app = router(&format!("http://{addr}"));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = thread::Builder::new()
             .name(name.to_owned())
@@ -41,7 +63,7 @@ impl AxumThread {
                     let listener =
                         tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
                     tokio::select! {
-                        _ = axum::serve(listener, app) => {}
+                        () = serve(listener) => {}
                         _ = stopped => {}
                     }
                 });

@@ -73,6 +73,14 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// # }
     /// ```
     pub async fn serve_stdio_with(self, options: StdioOptions) -> ExitCode {
+        let code = self.serve_stdio_until_done(options).await;
+        // The log's last lines, and (with `otel`) the spans and metrics not exported yet,
+        // leave before the process ends: at the end of input as after a signal.
+        crate::log::flush();
+        code
+    }
+
+    async fn serve_stdio_until_done(self, options: StdioOptions) -> ExitCode {
         if std::io::stdin().is_terminal() {
             eprintln!("{}", self.banner());
         }

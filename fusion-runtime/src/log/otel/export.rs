@@ -6,9 +6,19 @@
 //! timeout, the resource (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`), the sampler
 //! (`OTEL_TRACES_SAMPLER`) and the export interval (`OTEL_METRIC_EXPORT_INTERVAL`).
 
-use std::sync::OnceLock;
+use std::{
+    pin::Pin,
+    sync::OnceLock,
+    task::{Context, Poll},
+    time::Duration,
+};
 
 use opentelemetry_otlp::{WithHttpConfig as _, WithTonicConfig as _};
+use opentelemetry_sdk::{
+    error::OTelSdkResult,
+    metrics::{Temporality, data::ResourceMetrics, exporter::PushMetricExporter},
+    trace::{SpanData, SpanExporter},
+};
 
 /// One of the two signals fusion exports.
 #[derive(Clone, Copy, Debug)]
@@ -94,9 +104,84 @@ fn protocol(signal: Signal) -> Option<Protocol> {
     }
 }
 
+/// An OTLP exporter, and the runtime its exports must be polled in (tonic's, for grpc).
+///
+/// Why: the SDK's batch processor and periodic reader poll an export on threads of their
+/// own, outside any runtime; tonic's channel hands the caller futures that make tokio
+/// timers and I/O, which need the runtime's context on every poll.
+#[derive(Debug)]
+pub(super) struct Exporter<E> {
+    inner: E,
+    runtime: Option<&'static tokio::runtime::Handle>,
+}
+
+/// A future polled in a runtime's context (when there is one).
+struct InContext<'a> {
+    runtime: Option<&'static tokio::runtime::Handle>,
+    future: Pin<Box<dyn Future<Output = OTelSdkResult> + Send + 'a>>,
+}
+
+impl Future for InContext<'_> {
+    type Output = OTelSdkResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<OTelSdkResult> {
+        let _entered = self.runtime.map(|runtime| runtime.enter());
+        self.future.as_mut().poll(cx)
+    }
+}
+
+impl<E: SpanExporter> SpanExporter for Exporter<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        InContext {
+            runtime: self.runtime,
+            future: Box::pin(self.inner.export(batch)),
+        }
+        .await
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        let _entered = self.runtime.map(|runtime| runtime.enter());
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        let _entered = self.runtime.map(|runtime| runtime.enter());
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+impl<E: PushMetricExporter> PushMetricExporter for Exporter<E> {
+    async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        InContext {
+            runtime: self.runtime,
+            future: Box::pin(self.inner.export(metrics)),
+        }
+        .await
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        let _entered = self.runtime.map(|runtime| runtime.enter());
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        let _entered = self.runtime.map(|runtime| runtime.enter());
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn temporality(&self) -> Temporality {
+        self.inner.temporality()
+    }
+}
+
 /// The span exporter the environment asks for, or `None` (the reason on stderr).
-pub(super) fn span_exporter() -> Option<opentelemetry_otlp::SpanExporter> {
+pub(super) fn span_exporter() -> Option<Exporter<opentelemetry_otlp::SpanExporter>> {
     let signal = Signal::Traces;
+    let mut runtime = None;
     let built = match protocol(signal)? {
         Protocol::HttpProtobuf => {
             let client = reported(signal, http_client())?;
@@ -106,7 +191,9 @@ pub(super) fn span_exporter() -> Option<opentelemetry_otlp::SpanExporter> {
                 .build()
         }
         Protocol::Grpc => {
-            let _entered = reported(signal, grpc_runtime())?.enter();
+            let grpc = reported(signal, grpc_runtime())?;
+            runtime = Some(grpc);
+            let _entered = grpc.enter();
             let builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
             match tls_roots(signal) {
                 Some(tls) => builder.with_tls_config(tls).build(),
@@ -114,13 +201,15 @@ pub(super) fn span_exporter() -> Option<opentelemetry_otlp::SpanExporter> {
             }
         }
     };
-    reported(signal, built.map_err(|error| error.to_string()))
+    let inner = reported(signal, built.map_err(|error| error.to_string()))?;
+    Some(Exporter { inner, runtime })
 }
 
 /// The metric exporter the environment asks for (cumulative temporality, as Prometheus
 /// reads it), or `None` (the reason on stderr).
-pub(super) fn metric_exporter() -> Option<opentelemetry_otlp::MetricExporter> {
+pub(super) fn metric_exporter() -> Option<Exporter<opentelemetry_otlp::MetricExporter>> {
     let signal = Signal::Metrics;
+    let mut runtime = None;
     let built = match protocol(signal)? {
         Protocol::HttpProtobuf => {
             let client = reported(signal, http_client())?;
@@ -130,7 +219,9 @@ pub(super) fn metric_exporter() -> Option<opentelemetry_otlp::MetricExporter> {
                 .build()
         }
         Protocol::Grpc => {
-            let _entered = reported(signal, grpc_runtime())?.enter();
+            let grpc = reported(signal, grpc_runtime())?;
+            runtime = Some(grpc);
+            let _entered = grpc.enter();
             let builder = opentelemetry_otlp::MetricExporter::builder().with_tonic();
             match tls_roots(signal) {
                 Some(tls) => builder.with_tls_config(tls).build(),
@@ -138,7 +229,8 @@ pub(super) fn metric_exporter() -> Option<opentelemetry_otlp::MetricExporter> {
             }
         }
     };
-    reported(signal, built.map_err(|error| error.to_string()))
+    let inner = reported(signal, built.map_err(|error| error.to_string()))?;
+    Some(Exporter { inner, runtime })
 }
 
 /// `result`'s value, or `None` with its error on stderr: an exporter that cannot be built

@@ -125,6 +125,14 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// # }
     /// ```
     pub async fn serve_http_with(self, options: HttpOptions) -> ExitCode {
+        let code = self.serve_http_until_done(options).await;
+        // The log's last lines, and (with `otel`) the spans and metrics not exported yet,
+        // leave before the process ends.
+        crate::log::flush();
+        code
+    }
+
+    async fn serve_http_until_done(self, options: HttpOptions) -> ExitCode {
         if let Err(problem) = options.check() {
             eprintln!("{}: {problem}", self.name());
             return ExitCode::from(crate::exit::EXIT_CONFIG);
