@@ -154,15 +154,14 @@ impl ToolMetrics {
             *calls.entry(outcome).or_default() += 1;
         }
         #[cfg(feature = "otel")]
-        {
-            use crate::log::otel;
-            otel::record_operation(
-                otel::Operation::CallTool(self.tool),
-                latency.as_secs_f64(),
-                error_type,
-            );
-            otel::record_call(self.tool, self.action, outcome, attempts);
-        }
+        crate::log::otel::record_call(
+            self.tool,
+            self.action,
+            latency.as_secs_f64(),
+            outcome,
+            error_type,
+            attempts,
+        );
         #[cfg(not(feature = "otel"))]
         let _ = error_type;
     }

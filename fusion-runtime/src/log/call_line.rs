@@ -40,6 +40,39 @@ pub(crate) struct CallLine<'a> {
     pub(crate) attempts: u32,
     pub(crate) args: &'a Value,
     pub(crate) redactor: &'a Redactor,
+    /// The ids of the call's span, when it is in a trace (feature `otel`).
+    pub(crate) trace: Option<TraceIds>,
+}
+
+/// The W3C ids of a span in a trace, written on a call's line as lowercase hex
+/// (`trace_id`, `span_id`), as OpenTelemetry writes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TraceIds {
+    pub(crate) trace_id: [u8; 16],
+    pub(crate) span_id: [u8; 8],
+}
+
+impl TraceIds {
+    /// The two ids in hex.
+    pub(crate) fn to_hex(self) -> (String, String) {
+        let mut trace_id = Vec::with_capacity(32);
+        let mut span_id = Vec::with_capacity(16);
+        push_hex(&mut trace_id, &self.trace_id);
+        push_hex(&mut span_id, &self.span_id);
+        // Hex digits are ASCII.
+        (
+            String::from_utf8(trace_id).unwrap_or_default(),
+            String::from_utf8(span_id).unwrap_or_default(),
+        )
+    }
+}
+
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)]);
+        out.push(DIGITS[usize::from(byte & 0xf)]);
+    }
 }
 
 /// A call line in the queue: its numbers, and where its texts are in the queue's text
@@ -57,6 +90,7 @@ pub(crate) struct Queued {
     caller: Range<usize>,
     /// The arguments' JSON, cut and redacted, to be written as one string.
     args: Range<usize>,
+    trace: Option<TraceIds>,
 }
 
 /// About what a queued line adds to its texts once written (its keys, numbers and
@@ -93,6 +127,7 @@ impl Queued {
             request_id,
             caller,
             args: start..text.len(),
+            trace: line.trace,
         }
     }
 
@@ -144,6 +179,13 @@ impl Queued {
         // As tracing-serde records a `%value` field: its `Display`, as a string.
         out.extend_from_slice(br#","arguments":"#);
         string(out, part(&self.args)?)?;
+        if let Some(ids) = &self.trace {
+            out.extend_from_slice(br#","trace_id":""#);
+            push_hex(out, &ids.trace_id);
+            out.extend_from_slice(br#"","span_id":""#);
+            push_hex(out, &ids.span_id);
+            out.push(b'"');
+        }
         out.extend_from_slice(FIELDS_END_AND_TARGET);
         Ok(())
     }

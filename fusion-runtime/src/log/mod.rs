@@ -82,7 +82,7 @@ pub fn init() {
             .with_writer(writer);
         let registry = tracing_subscriber::registry().with(filter);
         #[cfg(feature = "otel")]
-        let registry = registry.with(otel::otel_layer());
+        let registry = registry.with(otel::layer());
         registry.with(text).try_init()
     } else {
         let fmt = tracing_subscriber::fmt::layer()
@@ -91,7 +91,7 @@ pub fn init() {
             .with_writer(writer);
         let registry = tracing_subscriber::registry().with(filter);
         #[cfg(feature = "otel")]
-        let registry = registry.with(otel::otel_layer());
+        let registry = registry.with(otel::layer());
         registry
             .with(json::JsonLog::new(fmt, std::sync::Arc::clone(&sink)))
             .try_init()
@@ -158,9 +158,18 @@ fn call_enabled(level: tracing::Level) -> bool {
     }
 }
 
+/// What [`init`]'s JSON layer is laid over: the filter over the registry.
+type Filtered = tracing_subscriber::layer::Layered<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
+
 /// The subscriber [`init`] installs: its JSON layer over the filter over the registry.
+#[cfg(not(feature = "otel"))]
+type OwnLayer = json::JsonLog<Filtered>;
+
+/// The subscriber [`init`] installs: its JSON layer over the OpenTelemetry layer (`None`
+/// when nothing is exported) over the filter over the registry.
+#[cfg(feature = "otel")]
 type OwnLayer = json::JsonLog<
-    tracing_subscriber::layer::Layered<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
+    tracing_subscriber::layer::Layered<Option<otel::OtelLayer<Filtered>>, Filtered>,
 >;
 
 /// What the log says of a successful call, apart from its arguments.
@@ -190,8 +199,15 @@ pub(crate) fn defer_success(success: &Success<'_>, args: &Value, redactor: &Reda
     };
     // The global subscriber is `init`'s (SINK is set only then); a scoped one may be in
     // force on this thread, and inside a span the line would list the span.
+    // With `otel`, the call's own server span may be current: the line is still ours to
+    // write, with the span's ids in place of the span list.
     let own = tracing::dispatcher::get_default(|dispatch| {
-        dispatch.is::<OwnLayer>() && dispatch.current_span().id().is_none()
+        let current = dispatch.current_span();
+        dispatch.is::<OwnLayer>()
+            && (current.id().is_none()
+                || current
+                    .metadata()
+                    .is_some_and(|metadata| json::is_otel_span(metadata)))
     });
     if !own {
         return false;
@@ -212,8 +228,17 @@ pub(crate) fn defer_success(success: &Success<'_>, args: &Value, redactor: &Reda
         attempts: success.attempts,
         args,
         redactor,
+        trace: trace_ids(),
     });
     true
+}
+
+/// The ids of the current span's trace, when spans are exported (feature `otel`).
+fn trace_ids() -> Option<call_line::TraceIds> {
+    #[cfg(feature = "otel")]
+    return otel::active().then(otel::current_ids).flatten();
+    #[cfg(not(feature = "otel"))]
+    None
 }
 
 /// [`call_enabled`] for `init`'s subscriber, outside any span, asked once per level.
@@ -286,10 +311,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
     let arguments = args::LoggedArgs { args, redactor };
     // With `otel`, inside the call's span: the ids of its trace, so that the line and the
     // trace meet. Absent otherwise (the fields are left out of the line).
-    #[cfg(feature = "otel")]
-    let trace = otel::active().then(otel::current_ids).flatten();
-    #[cfg(not(feature = "otel"))]
-    let trace: Option<(String, String)> = None;
+    let trace = trace_ids().map(call_line::TraceIds::to_hex);
     let trace_id = trace.as_ref().map(|(trace_id, _)| trace_id.as_str());
     let span_id = trace.as_ref().map(|(_, span_id)| span_id.as_str());
     macro_rules! event {

@@ -471,6 +471,7 @@ mod tests {
             attempts: 1,
             args,
             redactor,
+            trace: None,
         }
     }
 

@@ -63,10 +63,11 @@ pub(super) async fn attempts<C: Send + Sync + 'static>(
             args,
             run_deadline(registered.policy, call),
         );
-        // With `otel`: the attempt's span, under the call's, around the handler (so a
-        // user's own spans are its children).
+        // With `otel`, for a tool that may run more than once: the attempt's span, under
+        // the call's, around the handler (so a user's own spans are its children). A tool
+        // that runs once runs in the call's span: one span less a call.
         #[cfg(feature = "otel")]
-        let outcome = if crate::log::otel::active() {
+        let outcome = if retry.attempts > 1 && crate::log::otel::active() {
             let span = crate::log::otel::attempt_span(attempt);
             tracing::Instrument::instrument(run, span).await
         } else {

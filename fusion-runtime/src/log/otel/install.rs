@@ -7,8 +7,14 @@ use std::sync::{
 };
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::{metrics::SdkMeterProvider, trace::SdkTracerProvider};
-use tracing_subscriber::Layer as _;
+use opentelemetry_sdk::{
+    metrics::SdkMeterProvider,
+    trace::{SamplingDecision, SdkTracerProvider, ShouldSample},
+};
+use tracing_subscriber::{
+    Layer as _,
+    filter::{FilterFn, Filtered},
+};
 
 use super::{
     export::{self, Signal},
@@ -44,6 +50,22 @@ pub fn otel_layer<S>() -> Option<impl tracing_subscriber::Layer<S>>
 where
     S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
 {
+    layer()
+}
+
+/// The layer [`otel_layer`] gives, as a type [`init`](crate::log::init)'s subscriber can
+/// name (the call log knows its own subscriber by its type).
+pub(crate) type OtelLayer<S> = Filtered<
+    tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::SdkTracer>,
+    FilterFn<fn(&tracing::Metadata<'_>) -> bool>,
+    S,
+>;
+
+/// [`otel_layer`], typed.
+pub(crate) fn layer<S>() -> Option<OtelLayer<S>>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
     start_metrics();
     if !export::wanted(Signal::Traces) {
         return None;
@@ -52,6 +74,9 @@ where
         Some(provider) => provider.clone(),
         None => {
             let exporter = export::span_exporter()?;
+            // The same sampler as the provider's: both are the SDK's default, read from
+            // `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`.
+            let _ = SAMPLER.set(opentelemetry_sdk::trace::Config::default().sampler);
             let provider = SdkTracerProvider::builder()
                 .with_batch_exporter(exporter)
                 .with_resource(opentelemetry_sdk::Resource::builder().build())
@@ -60,14 +85,22 @@ where
         }
     };
     ACTIVE.store(true, Ordering::Release);
-    let not_the_log = tracing_subscriber::filter::filter_fn(|metadata| {
-        !(metadata.is_event() && metadata.target().starts_with("fusion::"))
-    });
+    let not_the_log: fn(&tracing::Metadata<'_>) -> bool = not_the_log;
     Some(
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("fusion"))
-            .with_filter(not_the_log),
+            // The conventions' attributes only: no source location, thread, or busy and
+            // idle times on every span (each an attribute to build and export a request).
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_filter(tracing_subscriber::filter::filter_fn(not_the_log)),
     )
+}
+
+/// fusion's log events stay out of the spans.
+fn not_the_log(metadata: &tracing::Metadata<'_>) -> bool {
+    !(metadata.is_event() && metadata.target().starts_with("fusion::"))
 }
 
 /// Starts the periodic export of the metrics (every `OTEL_METRIC_EXPORT_INTERVAL`
@@ -99,6 +132,30 @@ pub(crate) fn flush() {
     }
     if let Some(provider) = METER_PROVIDER.get() {
         let _ = provider.force_flush();
+    }
+}
+
+/// The sampler the tracer provider was built with (the SDK's, from
+/// `OTEL_TRACES_SAMPLER`), kept to decide early for a request that no span would record.
+static SAMPLER: OnceLock<Box<dyn ShouldSample>> = OnceLock::new();
+
+/// Whether the sampler drops a server span named `name` under `parent` (the client's span)
+/// whatever the new span's trace id: under a parent, its trace id is the parent's; without
+/// one, the decision must be the same for the lowest and the highest trace id.
+pub(super) fn dropped(parent: Option<&opentelemetry::Context>, name: &str) -> bool {
+    use opentelemetry::trace::{SpanKind, TraceContextExt as _, TraceId};
+    let Some(sampler) = SAMPLER.get() else {
+        return false;
+    };
+    let drops = |trace_id: TraceId| {
+        let result =
+            sampler.should_sample(parent, trace_id, name, &SpanKind::Server, &[], &[]);
+        result.decision == SamplingDecision::Drop
+    };
+    let remote = parent.map(|context| context.span().span_context().clone());
+    match remote.filter(opentelemetry::trace::SpanContext::is_valid) {
+        Some(remote) => drops(remote.trace_id()),
+        None => drops(TraceId::from(1)) && drops(TraceId::from(u128::MAX)),
     }
 }
 

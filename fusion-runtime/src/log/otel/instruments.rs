@@ -71,7 +71,8 @@ pub(super) fn install(provider: &SdkMeterProvider) {
 }
 
 /// Records one request's duration, with its method, its target and `error.type` when it
-/// failed.
+/// failed: a prompt's, a resource's, or a call of a tool that is not registered (a
+/// registered tool's calls are [`record_call`]'s).
 pub(crate) fn record_operation(operation: Operation<'_>, seconds: f64, error_type: Option<&str>) {
     let Some(instruments) = INSTRUMENTS.get() else {
         return;
@@ -94,15 +95,32 @@ pub(crate) fn record_operation(operation: Operation<'_>, seconds: f64, error_typ
     instruments.duration.record(seconds, &attributes);
 }
 
-/// Counts one finished call of `tool` (its `action`, if grouped) by `outcome`, with the
-/// runs of its handler.
-pub(crate) fn record_call(tool: &str, action: Option<&str>, outcome: &'static str, attempts: u32) {
+/// Records one finished call of `tool` (its `action`, if grouped): its duration in the
+/// conventions' histogram, its outcome and the runs of its handler. The names are the
+/// registered tool's (`'static`): no allocation for a success.
+pub(crate) fn record_call(
+    tool: &'static str,
+    action: Option<&'static str>,
+    seconds: f64,
+    outcome: &'static str,
+    error_type: Option<&str>,
+    attempts: u32,
+) {
     let Some(instruments) = INSTRUMENTS.get() else {
         return;
     };
-    let mut attributes = vec![KeyValue::new("gen_ai.tool.name", tool.to_owned())];
+    let mut attributes = Vec::with_capacity(4);
+    attributes.push(KeyValue::new("mcp.method.name", "tools/call"));
+    attributes.push(KeyValue::new("gen_ai.tool.name", tool));
+    attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+    if let Some(error_type) = error_type {
+        attributes.push(KeyValue::new("error.type", error_type.to_owned()));
+    }
+    instruments.duration.record(seconds, &attributes);
+    let mut attributes = Vec::with_capacity(3);
+    attributes.push(KeyValue::new("gen_ai.tool.name", tool));
     if let Some(action) = action {
-        attributes.push(KeyValue::new("fusion.action", action.to_owned()));
+        attributes.push(KeyValue::new("fusion.action", action));
     }
     if attempts > 0 {
         instruments.attempts.add(u64::from(attempts), &attributes);
@@ -117,11 +135,11 @@ pub(crate) fn record_call(tool: &str, action: Option<&str>, outcome: &'static st
 }
 
 /// Records that the circuit of `tool` (its `action`, if grouped) opened (`true`) or closed.
-pub(crate) fn record_circuit(tool: &str, action: Option<&str>, open: bool) {
+pub(crate) fn record_circuit(tool: &'static str, action: Option<&'static str>, open: bool) {
     if let Some(instruments) = INSTRUMENTS.get() {
-        let mut attributes = vec![KeyValue::new("gen_ai.tool.name", tool.to_owned())];
+        let mut attributes = vec![KeyValue::new("gen_ai.tool.name", tool)];
         if let Some(action) = action {
-            attributes.push(KeyValue::new("fusion.action", action.to_owned()));
+            attributes.push(KeyValue::new("fusion.action", action));
         }
         instruments.circuit_open.record(u64::from(open), &attributes);
     }

@@ -18,7 +18,7 @@ mod instruments;
 mod spans;
 
 pub use install::otel_layer;
-pub(crate) use install::{active, flush};
+pub(crate) use install::{OtelLayer, active, flush, layer};
 pub(crate) use instruments::{OTHER, record_call, record_circuit, record_operation};
 pub use spans::OTEL_TARGET;
 pub(crate) use spans::{

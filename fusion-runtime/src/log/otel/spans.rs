@@ -13,6 +13,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use crate::{
     failure::{Failure, FailureKind},
     identity::RequestInfo,
+    log::call_line::TraceIds,
 };
 
 /// The `tracing` target of fusion's spans.
@@ -52,8 +53,17 @@ pub(crate) struct Origin<'a> {
 /// The server span of one request, under the client's span when the request carries one.
 /// A resource's URI is kept out of the span's name (the conventions' target is a tool or
 /// a prompt): it is its `mcp.resource.uri`.
+///
+/// A request the sampler drops, whatever its trace id, makes no span at all (so a
+/// sampled-out request costs one decision, not a span's life): with the client's span as
+/// its parent, that is the decision the SDK would make for it; without one, only a
+/// decision that two trace ids at both ends agree on (`always_off`, say) is taken early.
 pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> tracing::Span {
     let method = operation.method();
+    let parent = client_context(origin);
+    if super::install::dropped(parent.as_ref(), method) {
+        return tracing::Span::none();
+    }
     let name = match operation {
         // The client's name, cut as the log cuts it: an unknown tool's may be megabytes.
         Operation::CallTool(target) | Operation::GetPrompt(target) => {
@@ -62,59 +72,71 @@ pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> trac
         Operation::ReadResource(_) => method.to_owned(),
     };
     let request = origin.request;
+    let protocol_version = request.header("mcp-protocol-version");
     // A root span: the request's own trace context is its only parent, never whatever span
-    // the transport happens to run in.
-    let span = tracing::info_span!(
-        target: OTEL_TARGET,
-        parent: None,
-        "mcp.server",
-        "otel.name" = name,
-        "otel.kind" = "server",
-        "mcp.method.name" = method,
-        "gen_ai.tool.name" = tracing::field::Empty,
-        "gen_ai.operation.name" = tracing::field::Empty,
-        "gen_ai.prompt.name" = tracing::field::Empty,
-        "mcp.resource.uri" = tracing::field::Empty,
-        "jsonrpc.request.id" = origin.request_id,
-        "mcp.session.id" = request.session_id(),
-        "mcp.protocol.version" = request.header("mcp-protocol-version"),
-        "error.type" = tracing::field::Empty,
-        "otel.status_code" = tracing::field::Empty,
-    );
-    match operation {
-        Operation::CallTool(tool) => {
-            span.record("gen_ai.tool.name", crate::limits::name(tool).as_ref());
-            span.record("gen_ai.operation.name", "execute_tool");
-        }
+    // the transport happens to run in. Every value is given here: a value recorded later
+    // is formatted again by every layer that keeps the span's fields (the JSON log's).
+    macro_rules! server_span {
+        ($($target_key:literal = $target_value:expr),*) => {
+            tracing::info_span!(
+                target: OTEL_TARGET,
+                parent: None,
+                "mcp.server",
+                "otel.name" = name,
+                "otel.kind" = "server",
+                "mcp.method.name" = method,
+                $($target_key = $target_value,)*
+                "jsonrpc.request.id" = origin.request_id,
+                "mcp.session.id" = request.session_id(),
+                "mcp.protocol.version" = protocol_version,
+                "error.type" = tracing::field::Empty,
+                "otel.status_code" = tracing::field::Empty,
+            )
+        };
+    }
+    let span = match operation {
+        Operation::CallTool(tool) => server_span!(
+            "gen_ai.tool.name" = crate::limits::name(tool).as_ref(),
+            "gen_ai.operation.name" = "execute_tool"
+        ),
         Operation::GetPrompt(prompt) => {
-            span.record("gen_ai.prompt.name", crate::limits::name(prompt).as_ref());
+            server_span!("gen_ai.prompt.name" = crate::limits::name(prompt).as_ref())
         }
         Operation::ReadResource(uri) => {
-            span.record("mcp.resource.uri", crate::limits::name(uri).as_ref());
+            server_span!("mcp.resource.uri" = crate::limits::name(uri).as_ref())
         }
-    }
-    let (traceparent, tracestate) = match origin.meta_trace {
-        Some((parent, state)) => (Some(parent), state),
-        None => (
-            request.header("traceparent"),
-            request.header("tracestate"),
-        ),
     };
-    if traceparent.is_some() {
-        let carrier = Carrier {
-            traceparent,
-            tracestate,
-        };
-        let parent = TraceContextPropagator::new().extract(&carrier);
+    if let Some(parent) = parent {
         // Fails only when the span is disabled (no layer records it): nothing to parent.
         let _ = span.set_parent(parent);
     }
     span
 }
 
+/// The client's span, when the request carries W3C trace context.
+fn client_context(origin: &Origin<'_>) -> Option<opentelemetry::Context> {
+    let (traceparent, tracestate) = match origin.meta_trace {
+        Some((parent, state)) => (Some(parent), state),
+        None => (
+            origin.request.header("traceparent"),
+            origin.request.header("tracestate"),
+        ),
+    };
+    traceparent?;
+    let carrier = Carrier {
+        traceparent,
+        tracestate,
+    };
+    Some(TraceContextPropagator::new().extract(&carrier))
+}
+
 /// The span of one attempt of a call's handler, a child of the call's span; the handler's
 /// own spans are its children.
 pub(crate) fn attempt_span(attempt: u32) -> tracing::Span {
+    // A call the sampler dropped has no span: nor do its attempts (they would be roots).
+    if tracing::Span::current().is_none() {
+        return tracing::Span::none();
+    }
     tracing::info_span!(target: OTEL_TARGET, "attempt", "otel.name" = "attempt", attempt)
 }
 
@@ -147,14 +169,16 @@ pub(crate) fn record_error_code(code: i32) {
     }
 }
 
-/// The trace and span ids of the current span, in hex, when it is in a trace: what the
-/// call log's line carries so that a line and its trace meet.
-pub(crate) fn current_ids() -> Option<(String, String)> {
+/// The trace and span ids of the current span, when it is in a trace: what the call log's
+/// line carries so that a line and its trace meet.
+pub(crate) fn current_ids() -> Option<TraceIds> {
     let context = tracing::Span::current().context();
     let span = context.span();
     let ids = span.span_context();
-    ids.is_valid()
-        .then(|| (ids.trace_id().to_string(), ids.span_id().to_string()))
+    ids.is_valid().then(|| TraceIds {
+        trace_id: ids.trace_id().to_bytes(),
+        span_id: ids.span_id().to_bytes(),
+    })
 }
 
 /// W3C trace context, as a request carries it.
