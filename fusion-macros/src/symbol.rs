@@ -46,6 +46,8 @@ pub(crate) const PRESENTER: &str = "presenter";
 pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency_key";
 /// `#[mcp_tool(scopes = ["db:write"])]`
 pub(crate) const SCOPES: &str = "scopes";
+/// `#[mcp_tool(trace_arguments)]`
+pub(crate) const TRACE_ARGUMENTS: &str = "trace_arguments";
 
 /// Every key of `#[mcp_tool(...)]`, in the order the error message lists them.
 pub(crate) const TOOL_KEYS: &[&str] = &[
@@ -65,6 +67,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     PRESENTER,
     IDEMPOTENCY_KEY,
     SCOPES,
+    TRACE_ARGUMENTS,
     CRATE,
 ];
 

@@ -81,7 +81,8 @@ impl InFlight<'_> {
         error_type: Option<&str>,
     ) {
         self.finished = true;
-        self.metrics.finished(outcome, latency, attempts, error_type);
+        self.metrics
+            .finished(outcome, latency, attempts, error_type);
     }
 }
 

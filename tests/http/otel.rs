@@ -99,12 +99,18 @@ fn prompts_and_resources_are_server_spans_and_measured() {
     assert_eq!(prompt.trace_id(), TRACE_ID);
     assert_eq!(prompt.parent_span_id(), CLIENT_SPAN_ID);
     assert_eq!(prompt.span.kind, 2, "kind SERVER");
-    assert_eq!(prompt.attribute("mcp.method.name").as_deref(), Some("prompts/get"));
+    assert_eq!(
+        prompt.attribute("mcp.method.name").as_deref(),
+        Some("prompts/get")
+    );
     assert_eq!(
         prompt.attribute("gen_ai.prompt.name").as_deref(),
         Some("test_simple_prompt")
     );
-    assert_eq!(prompt.attribute("jsonrpc.request.id").as_deref(), Some("11"));
+    assert_eq!(
+        prompt.attribute("jsonrpc.request.id").as_deref(),
+        Some("11")
+    );
     let read = wait("resources/read");
     assert_eq!(read.parent_span_id(), CLIENT_SPAN_ID);
     assert_eq!(
@@ -113,7 +119,9 @@ fn prompts_and_resources_are_server_spans_and_measured() {
     );
     let unknown = wait("prompts/get no-such-prompt-xyz");
     assert!(
-        unknown.attribute("error.type").is_some_and(|code| code.starts_with('-')),
+        unknown
+            .attribute("error.type")
+            .is_some_and(|code| code.starts_with('-')),
         "a JSON-RPC error's code: {:?}",
         unknown.span.attributes
     );
@@ -122,8 +130,9 @@ fn prompts_and_resources_are_server_spans_and_measured() {
             point.metric == "mcp.server.operation.duration" && wanted(point)
         })
     };
-    let known = duration(&|point| point.attribute("gen_ai.prompt.name") == Some("test_simple_prompt"))
-        .unwrap_or_else(|| panic!("no duration of the prompt: {:?}", receiver.points()));
+    let known =
+        duration(&|point| point.attribute("gen_ai.prompt.name") == Some("test_simple_prompt"))
+            .unwrap_or_else(|| panic!("no duration of the prompt: {:?}", receiver.points()));
     assert_eq!(known.attribute("mcp.method.name"), Some("prompts/get"));
     assert_eq!(known.count, 1);
     let other = duration(&|point| point.attribute("gen_ai.prompt.name") == Some("_OTHER"))

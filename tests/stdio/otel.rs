@@ -235,7 +235,11 @@ fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
         .collect();
     let mut sorted = attempts.clone();
     sorted.sort();
-    assert_eq!(sorted, ["1", "2"], "one attempt span per run of the handler");
+    assert_eq!(
+        sorted,
+        ["1", "2"],
+        "one attempt span per run of the handler"
+    );
     assert!(
         blip_span
             .event_names()
@@ -247,7 +251,10 @@ fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
         .spans()
         .into_iter()
         .filter(|span| span.span.name == "tools/call place_order")
-        .filter(|span| span.event_names().contains(&"fusion.idempotency.replayed".to_owned()))
+        .filter(|span| {
+            span.event_names()
+                .contains(&"fusion.idempotency.replayed".to_owned())
+        })
         .count();
     assert_eq!(replayed, 1, "the second order is a replay, and says so");
     let breakers: Vec<Vec<String>> = receiver
@@ -271,11 +278,19 @@ fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
         .events
         .iter()
         .find(|event| event.name == "fusion.validation.failed")
-        .unwrap_or_else(|| panic!("the validation failure is an event: {:?}", work.event_names()));
+        .unwrap_or_else(|| {
+            panic!(
+                "the validation failure is an event: {:?}",
+                work.event_names()
+            )
+        });
     let shown = format!("{:?}", validation.attributes);
     assert!(shown.contains("type"), "the issue's code: {shown}");
     assert!(!shown.contains("secret-value"), "never the value: {shown}");
-    assert_eq!(work.attribute("error.type").as_deref(), Some("invalid_arguments"));
+    assert_eq!(
+        work.attribute("error.type").as_deref(),
+        Some("invalid_arguments")
+    );
     // Metrics: the conventions' histogram, labelled by method and tool, with its buckets.
     let duration = receiver
         .wait_for_point(ARRIVAL, |point| {
@@ -294,10 +309,14 @@ fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
                 && point.attribute("gen_ai.tool.name") == Some("work")
         })
         .expect("the refused call's duration");
-    assert_eq!(refused_duration.attribute("error.type"), Some("invalid_arguments"));
+    assert_eq!(
+        refused_duration.attribute("error.type"),
+        Some("invalid_arguments")
+    );
     let retries = receiver
         .wait_for_point(ARRIVAL, |point| {
-            point.metric == "fusion.tool.retries" && point.attribute("gen_ai.tool.name") == Some("blip")
+            point.metric == "fusion.tool.retries"
+                && point.attribute("gen_ai.tool.name") == Some("blip")
         })
         .expect("blip's retries");
     assert_eq!(retries.value, 1.0);
@@ -311,7 +330,8 @@ fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
     assert_eq!(replays.value, 1.0);
     let circuit = receiver
         .wait_for_point(ARRIVAL, |point| {
-            point.metric == "fusion.tool.circuit.open" && point.attribute("gen_ai.tool.name") == Some("breaker")
+            point.metric == "fusion.tool.circuit.open"
+                && point.attribute("gen_ai.tool.name") == Some("breaker")
         })
         .expect("the breaker's circuit state");
     assert_eq!(circuit.value, 1.0, "open");
@@ -322,6 +342,14 @@ fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .find(|line| line["target"] == "fusion::call" && line["fields"]["tool"] == "blip")
         .unwrap_or_else(|| panic!("no call line for blip:\n{stderr}"));
-    assert_eq!(line["fields"]["trace_id"], json!(blip_span.trace_id()), "{line}");
-    assert_eq!(line["fields"]["span_id"], json!(blip_span.span_id()), "{line}");
+    assert_eq!(
+        line["fields"]["trace_id"],
+        json!(blip_span.trace_id()),
+        "{line}"
+    );
+    assert_eq!(
+        line["fields"]["span_id"],
+        json!(blip_span.span_id()),
+        "{line}"
+    );
 }

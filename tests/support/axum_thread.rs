@@ -27,7 +27,10 @@ impl AxumThread {
     /// port's URL, `http://127.0.0.1:<port>`, which some documents must name).
     pub(crate) fn start(name: &str, router: impl FnOnce(&str) -> axum::Router) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
-        let app = router(&format!("http://{}", listener.local_addr().expect("a bound address")));
+        let app = router(&format!(
+            "http://{}",
+            listener.local_addr().expect("a bound address")
+        ));
         Self::serve(name, listener, move |listener| {
             Box::pin(async move {
                 let _ = axum::serve(listener, app).await;
@@ -37,7 +40,10 @@ impl AxumThread {
 
     /// Serves on a free loopback port with a server of another kind (tonic's, for gRPC):
     /// `serve` is handed the bound listener, on the thread's runtime.
-    pub(crate) fn start_with(name: &str, serve: impl FnOnce(tokio::net::TcpListener) -> Serving + Send + 'static) -> Self {
+    pub(crate) fn start_with(
+        name: &str,
+        serve: impl FnOnce(tokio::net::TcpListener) -> Serving + Send + 'static,
+    ) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
         Self::serve(name, listener, serve)
     }

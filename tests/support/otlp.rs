@@ -272,7 +272,9 @@ fn keep_metrics(received: &Received, request: ExportMetricsServiceRequest) {
                     bounds: Vec::new(),
                     bucket_counts: Vec::new(),
                 };
-                let number = |value: Option<&opentelemetry_proto::tonic::metrics::v1::number_data_point::Value>| {
+                let number = |value: Option<
+                    &opentelemetry_proto::tonic::metrics::v1::number_data_point::Value,
+                >| {
                     use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
                     match value {
                         Some(Value::AsDouble(number)) => *number,

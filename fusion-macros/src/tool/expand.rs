@@ -488,6 +488,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
     };
     let idempotency_key = option_lit(attrs.idempotency_key.as_ref());
     let scopes = attrs.scopes.iter().flatten();
+    let trace_arguments = attrs.trace_arguments.is_some_and(|flag| flag.value);
     quote! {
         #private::ToolSpec {
             name: #name,
@@ -499,6 +500,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
             action: #action,
             idempotency_key: #idempotency_key,
             scopes: &[#(#scopes),*],
+            trace_arguments: #trace_arguments,
         }
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) idempotency_key: Option<LitStr>,
     /// The OAuth scopes a caller's token must grant: `scopes = ["db:write"]`.
     pub(crate) scopes: Option<Vec<LitStr>>,
+    /// Whether the call's span records its arguments (secrets redacted).
+    pub(crate) trace_arguments: Option<Flag>,
 }
 
 /// A duration written as `"250ms"`, `"5s"` or `"2m"`, in milliseconds.
@@ -214,6 +216,10 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             symbol::DESTRUCTIVE => set_once(cx, &meta, &mut attrs.destructive, flag_value(&meta)?),
             symbol::IDEMPOTENT => set_once(cx, &meta, &mut attrs.idempotent, flag_value(&meta)?),
             symbol::OPEN_WORLD => set_once(cx, &meta, &mut attrs.open_world, flag_value(&meta)?),
+            // trace_arguments | trace_arguments = true
+            symbol::TRACE_ARGUMENTS => {
+                set_once(cx, &meta, &mut attrs.trace_arguments, flag_value(&meta)?)
+            }
             // timeout = "100ms"
             symbol::TIMEOUT => {
                 let value = duration_value(&meta, cx)?;

@@ -76,7 +76,10 @@ where
             // inside the span lists it by name only.
             if let Some(span) = ctx.span(id) {
                 let mut extensions = span.extensions_mut();
-                if extensions.get_mut::<FormattedFields<JsonFields>>().is_none() {
+                if extensions
+                    .get_mut::<FormattedFields<JsonFields>>()
+                    .is_none()
+                {
                     extensions.insert(FormattedFields::<JsonFields>::new("{}".to_owned()));
                 }
             }

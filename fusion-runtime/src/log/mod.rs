@@ -11,7 +11,7 @@
 //! (`line_cut.rs`), the lines of successful calls (`call_line.rs`), and the timestamps
 //! (`clock.rs`).
 
-mod args;
+pub(crate) mod args;
 mod call_line;
 mod clock;
 mod json;
@@ -159,7 +159,8 @@ fn call_enabled(level: tracing::Level) -> bool {
 }
 
 /// What [`init`]'s JSON layer is laid over: the filter over the registry.
-type Filtered = tracing_subscriber::layer::Layered<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
+type Filtered =
+    tracing_subscriber::layer::Layered<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
 
 /// The subscriber [`init`] installs: its JSON layer over the filter over the registry.
 #[cfg(not(feature = "otel"))]
@@ -168,9 +169,8 @@ type OwnLayer = json::JsonLog<Filtered>;
 /// The subscriber [`init`] installs: its JSON layer over the OpenTelemetry layer (`None`
 /// when nothing is exported) over the filter over the registry.
 #[cfg(feature = "otel")]
-type OwnLayer = json::JsonLog<
-    tracing_subscriber::layer::Layered<Option<otel::OtelLayer<Filtered>>, Filtered>,
->;
+type OwnLayer =
+    json::JsonLog<tracing_subscriber::layer::Layered<Option<otel::OtelLayer<Filtered>>, Filtered>>;
 
 /// What the log says of a successful call, apart from its arguments.
 pub(crate) struct Success<'a> {

@@ -126,6 +126,13 @@ async fn run_call<C: Send + Sync + 'static>(
         Some(registered) => Redactor::new(&registered.definition.secret_keys, &args),
         None => Redactor::default(),
     };
+    // Arguments reach the call's span only if the tool opts in, as the log shows them.
+    #[cfg(feature = "otel")]
+    if registered.is_some_and(|registered| registered.definition.spec.trace_arguments)
+        && crate::log::otel::active()
+    {
+        crate::log::otel::record_arguments(&args, &redactor);
+    }
     // Counted in flight from here; the guard gives the count back however the call
     // ends, its future dropped included.
     let in_flight = registered.map(|registered| registered.metrics.start());

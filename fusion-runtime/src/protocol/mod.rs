@@ -202,7 +202,8 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        let watch = observed::Watch::start(observed::Read::Resource { uri: &request.uri }, &context);
+        let watch =
+            observed::Watch::start(observed::Read::Resource { uri: &request.uri }, &context);
         watch.run(self.answer_resource(request)).await
     }
 

@@ -243,7 +243,9 @@ fn reported<T>(signal: Signal, result: Result<T, String>) -> Option<T> {
 
 /// TLS for an `https` grpc endpoint: the platform's roots, through rustls and *ring*;
 /// `None` for a plain one.
-fn tls_roots(signal: Signal) -> Option<opentelemetry_otlp::tonic_types::transport::ClientTlsConfig> {
+fn tls_roots(
+    signal: Signal,
+) -> Option<opentelemetry_otlp::tonic_types::transport::ClientTlsConfig> {
     first_set(signal.endpoint_vars())
         .filter(|endpoint| endpoint.starts_with("https:"))
         .map(|_| {

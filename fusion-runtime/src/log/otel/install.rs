@@ -148,8 +148,7 @@ pub(super) fn dropped(parent: Option<&opentelemetry::Context>, name: &str) -> bo
         return false;
     };
     let drops = |trace_id: TraceId| {
-        let result =
-            sampler.should_sample(parent, trace_id, name, &SpanKind::Server, &[], &[]);
+        let result = sampler.should_sample(parent, trace_id, name, &SpanKind::Server, &[], &[]);
         result.decision == SamplingDecision::Drop
     };
     let remote = parent.map(|context| context.span().span_context().clone());

@@ -141,6 +141,8 @@ pub(crate) fn record_circuit(tool: &'static str, action: Option<&'static str>, o
         if let Some(action) = action {
             attributes.push(KeyValue::new("fusion.action", action));
         }
-        instruments.circuit_open.record(u64::from(open), &attributes);
+        instruments
+            .circuit_open
+            .record(u64::from(open), &attributes);
     }
 }

@@ -97,7 +97,8 @@ pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> trac
     let span = match operation {
         Operation::CallTool(tool) => server_span!(
             "gen_ai.tool.name" = crate::limits::name(tool).as_ref(),
-            "gen_ai.operation.name" = "execute_tool"
+            "gen_ai.operation.name" = "execute_tool",
+            "gen_ai.tool.call.arguments" = tracing::field::Empty
         ),
         Operation::GetPrompt(prompt) => {
             server_span!("gen_ai.prompt.name" = crate::limits::name(prompt).as_ref())
@@ -167,6 +168,14 @@ pub(crate) fn record_error_code(code: i32) {
     if code == -32603 {
         span.record("otel.status_code", "ERROR");
     }
+}
+
+/// Records a call's arguments on its span as `gen_ai.tool.call.arguments`, as the log
+/// shows them (secrets redacted, long values cut): only for a tool that opts in
+/// (`#[mcp_tool(trace_arguments)]`).
+pub(crate) fn record_arguments(args: &serde_json::Value, redactor: &crate::log::Redactor) {
+    let shown = crate::log::args::LoggedArgs { args, redactor }.to_string();
+    tracing::Span::current().record("gen_ai.tool.call.arguments", shown.as_str());
 }
 
 /// The trace and span ids of the current span, when it is in a trace: what the call log's
