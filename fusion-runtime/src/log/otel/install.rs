@@ -7,10 +7,7 @@ use std::sync::{
 };
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::{
-    metrics::SdkMeterProvider,
-    trace::{SamplingDecision, SdkTracerProvider, ShouldSample},
-};
+use opentelemetry_sdk::{metrics::SdkMeterProvider, trace::SdkTracerProvider};
 use tracing_subscriber::{
     Layer as _,
     filter::{FilterFn, Filtered},
@@ -18,7 +15,7 @@ use tracing_subscriber::{
 
 use super::{
     export::{self, Signal},
-    instruments,
+    instruments, sampling,
 };
 
 /// The providers installed, kept to flush them before the process ends.
@@ -76,7 +73,7 @@ where
             let exporter = export::span_exporter()?;
             // The same sampler as the provider's: both are the SDK's default, read from
             // `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`.
-            let _ = SAMPLER.set(opentelemetry_sdk::trace::Config::default().sampler);
+            sampling::remember(opentelemetry_sdk::trace::Config::default().sampler);
             let provider = SdkTracerProvider::builder()
                 .with_batch_exporter(exporter)
                 .with_resource(opentelemetry_sdk::Resource::builder().build())
@@ -132,29 +129,6 @@ pub(crate) fn flush() {
     }
     if let Some(provider) = METER_PROVIDER.get() {
         let _ = provider.force_flush();
-    }
-}
-
-/// The sampler the tracer provider was built with (the SDK's, from
-/// `OTEL_TRACES_SAMPLER`), kept to decide early for a request that no span would record.
-static SAMPLER: OnceLock<Box<dyn ShouldSample>> = OnceLock::new();
-
-/// Whether the sampler drops a server span named `name` under `parent` (the client's span)
-/// whatever the new span's trace id: under a parent, its trace id is the parent's; without
-/// one, the decision must be the same for the lowest and the highest trace id.
-pub(super) fn dropped(parent: Option<&opentelemetry::Context>, name: &str) -> bool {
-    use opentelemetry::trace::{SpanKind, TraceContextExt as _, TraceId};
-    let Some(sampler) = SAMPLER.get() else {
-        return false;
-    };
-    let drops = |trace_id: TraceId| {
-        let result = sampler.should_sample(parent, trace_id, name, &SpanKind::Server, &[], &[]);
-        result.decision == SamplingDecision::Drop
-    };
-    let remote = parent.map(|context| context.span().span_context().clone());
-    match remote.filter(opentelemetry::trace::SpanContext::is_valid) {
-        Some(remote) => drops(remote.trace_id()),
-        None => drops(TraceId::from(1)) && drops(TraceId::from(u128::MAX)),
     }
 }
 

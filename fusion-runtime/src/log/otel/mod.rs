@@ -15,6 +15,7 @@ pub(crate) mod events;
 mod export;
 mod install;
 mod instruments;
+mod sampling;
 mod spans;
 
 pub use install::otel_layer;

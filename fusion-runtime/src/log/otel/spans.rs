@@ -61,7 +61,7 @@ pub(crate) struct Origin<'a> {
 pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> tracing::Span {
     let method = operation.method();
     let parent = client_context(origin);
-    if super::install::dropped(parent.as_ref(), method) {
+    if super::sampling::dropped(parent.as_ref(), method) {
         return tracing::Span::none();
     }
     let name = match operation {
