@@ -10,20 +10,17 @@
 mod support;
 
 use std::{
-    future::Future,
-    pin::Pin,
     sync::{
         Arc,
         atomic::{AtomicI64, Ordering},
     },
-    task::{Context, Poll},
     time::Duration,
 };
 
 use fusion_runtime::{log::OTEL_TARGET, prelude::*, testing::Tester};
 use fusion_tests::cancel_safety::{self, StormCtx};
 use serde_json::json;
-use support::otlp::OtlpReceiver;
+use support::{drop_after::drop_after, otlp::OtlpReceiver};
 use tracing_subscriber::{Layer, layer::SubscriberExt as _, registry::LookupSpan};
 
 /// The most polls a sweep tries before it declares that the call never finishes.
@@ -53,39 +50,6 @@ where
             .is_some_and(|span| span.metadata().target() == OTEL_TARGET)
         {
             self.0.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-/// Polls `future` until its `k`-th `Pending`, then drops it (zero: dropped unpolled).
-struct DropAfter<F> {
-    inner: Option<Pin<Box<F>>>,
-    pendings_left: usize,
-}
-
-impl<F: Future> Future for DropAfter<F> {
-    type Output = Option<F::Output>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        let Some(inner) = this.inner.as_mut().filter(|_| this.pendings_left > 0) else {
-            this.inner = None;
-            return Poll::Ready(None);
-        };
-        match inner.as_mut().poll(cx) {
-            Poll::Ready(output) => {
-                this.inner = None;
-                Poll::Ready(Some(output))
-            }
-            Poll::Pending => {
-                this.pendings_left -= 1;
-                if this.pendings_left == 0 {
-                    this.inner = None;
-                    Poll::Ready(None)
-                } else {
-                    Poll::Pending
-                }
-            }
         }
     }
 }
@@ -199,11 +163,7 @@ fn a_call_dropped_at_any_poll_leaves_no_span_open() {
             let ctx = StormCtx::default();
             let server = cancel_safety::record(cancel_safety::builder(ctx.clone()).build(), &ctx);
             let tester = Tester::new(server);
-            let call = DropAfter {
-                inner: Some(Box::pin(tester.call(tool, arguments.clone()))),
-                pendings_left: k,
-            };
-            let finished = runtime.block_on(call);
+            let finished = runtime.block_on(drop_after(tester.call(tool, arguments.clone()), k));
             // A call dropped unpolled never made its span.
             made += usize::from(k > 0);
             assert_eq!(

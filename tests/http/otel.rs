@@ -33,16 +33,7 @@ fn a_call_with_a_traceparent_header_is_a_server_span_in_that_trace() {
         "the server did not end cleanly on SIGTERM: {status:?}\n{}",
         server.stderr()
     );
-    let span = receiver
-        .wait_for(Duration::from_secs(10), |span| {
-            span.span.name == "tools/call add"
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "no `tools/call add` span reached the receiver\n--- stderr ---\n{}",
-                server.stderr()
-            )
-        });
+    let span = receiver.span_named("tools/call add", Duration::from_secs(10), &server.stderr());
     assert_eq!(span.trace_id(), TRACE_ID);
     assert_eq!(span.parent_span_id(), CLIENT_SPAN_ID);
     assert_eq!(span.span.kind, 2, "kind SERVER");
@@ -80,21 +71,8 @@ fn prompts_and_resources_are_server_spans_and_measured() {
         "the server did not end cleanly on SIGTERM: {status:?}\n{}",
         server.stderr()
     );
-    let wait = |name: &str| {
-        receiver
-            .wait_for(Duration::from_secs(10), |span| span.span.name == name)
-            .unwrap_or_else(|| {
-                panic!(
-                    "no `{name}` span; got {:?}\n--- stderr ---\n{}",
-                    receiver
-                        .spans()
-                        .iter()
-                        .map(|span| span.span.name.clone())
-                        .collect::<Vec<_>>(),
-                    server.stderr()
-                )
-            })
-    };
+    let stderr = server.stderr();
+    let wait = |name: &str| receiver.span_named(name, Duration::from_secs(10), &stderr);
     let prompt = wait("prompts/get test_simple_prompt");
     assert_eq!(prompt.trace_id(), TRACE_ID);
     assert_eq!(prompt.parent_span_id(), CLIENT_SPAN_ID);

@@ -21,17 +21,13 @@
 //! cancel a call as a client does; `tests/stdio/cancel_storm.rs` sends `notifications/cancelled`
 //! over stdio instead.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::atomic::Ordering,
-    task::{Context, Poll},
-    time::Duration,
-};
+use std::{sync::atomic::Ordering, time::Duration};
 
 use fusion_runtime::{Server, middleware, testing::Tester};
 use fusion_tests::cancel_safety::{self, StormCtx};
 use serde_json::{Value, json};
+
+use crate::support::drop_after::drop_after;
 
 /// The most polls a sweep tries before it declares that the call never finishes.
 const MAX_POLLS: usize = 100;
@@ -41,53 +37,6 @@ const FOLLOW_UP: Duration = Duration::from_secs(5);
 
 /// Longer than the breaker's cooldown (50 ms).
 const PAST_COOLDOWN: Duration = Duration::from_millis(60);
-
-/// Polls the inner future at most `pendings` times: when its `pendings`-th poll returns
-/// `Pending`, it is dropped on the spot (as a client's cancellation or a `select!` would)
-/// and this resolves to `None`. Zero drops it unpolled.
-struct DropAfter<F> {
-    inner: Option<Pin<Box<F>>>,
-    pendings_left: usize,
-}
-
-impl<F: Future> Future for DropAfter<F> {
-    type Output = Option<F::Output>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        if this.pendings_left == 0 {
-            this.inner = None;
-            return Poll::Ready(None);
-        }
-        let Some(inner) = this.inner.as_mut() else {
-            return Poll::Ready(None);
-        };
-        match inner.as_mut().poll(cx) {
-            Poll::Ready(output) => {
-                this.inner = None;
-                Poll::Ready(Some(output))
-            }
-            Poll::Pending => {
-                this.pendings_left -= 1;
-                if this.pendings_left == 0 {
-                    this.inner = None;
-                    Poll::Ready(None)
-                } else {
-                    Poll::Pending
-                }
-            }
-        }
-    }
-}
-
-/// Runs `future`, dropping it after its `k`-th `Pending`; its output if it finished first.
-async fn drop_after<F: Future>(future: F, k: usize) -> Option<F::Output> {
-    DropAfter {
-        inner: Some(Box::pin(future)),
-        pendings_left: k,
-    }
-    .await
-}
 
 /// The record of one sweep over the await points of a call.
 struct Sweep {

@@ -66,19 +66,7 @@ fn a_call_with_trace_context_is_a_server_span_in_the_clients_trace() {
         "the server did not end cleanly at the end of its input: {status:?}\n{}",
         server.stderr()
     );
-    let call = receiver
-        .wait_for(ARRIVAL, |span| span.span.name == "tools/call echo")
-        .unwrap_or_else(|| {
-            panic!(
-                "no `tools/call echo` span reached the receiver; got {:?}\n--- stderr ---\n{}",
-                receiver
-                    .spans()
-                    .iter()
-                    .map(|span| span.span.name.clone())
-                    .collect::<Vec<_>>(),
-                server.stderr()
-            )
-        });
+    let call = receiver.span_named("tools/call echo", ARRIVAL, &server.stderr());
     assert_eq!(
         call.trace_id(),
         TRACE_ID,
@@ -211,21 +199,8 @@ fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
         "the server did not end cleanly at the end of its input: {status:?}\n{}",
         server.stderr()
     );
-    let span_named = |name: &str| {
-        receiver
-            .wait_for(ARRIVAL, |span| span.span.name == name)
-            .unwrap_or_else(|| {
-                panic!(
-                    "no `{name}` span over grpc; got {:?}\n--- stderr ---\n{}",
-                    receiver
-                        .spans()
-                        .iter()
-                        .map(|span| span.span.name.clone())
-                        .collect::<Vec<_>>(),
-                    server.stderr()
-                )
-            })
-    };
+    let stderr = server.stderr();
+    let span_named = |name: &str| receiver.span_named(name, ARRIVAL, &stderr);
     let blip_span = span_named("tools/call blip");
     let attempts: Vec<String> = receiver
         .spans()

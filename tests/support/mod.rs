@@ -17,6 +17,7 @@
 //!   [`nginx`], [`redis_server()`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
 //!   missing; under `CI=true` a missing tool fails the test.
 //! - [`stdio_peer::StdioPeer`]: raw JSON-RPC lines to an example server over stdio.
+//! - [`drop_after::drop_after`]: a future dropped after its k-th `Pending` poll.
 //! - [`nginx_proxy::Nginx`]: nginx of the test's own in front of replicas (round robin),
 //!   killed on drop.
 //! - [`fleet::Fleet`]: `examples/fleet.rs` replicas on a Redis of the test's own, and the
@@ -33,6 +34,7 @@
 
 pub(crate) mod auth_server;
 pub(crate) mod axum_thread;
+pub(crate) mod drop_after;
 pub(crate) mod fleet;
 pub(crate) mod http;
 pub(crate) mod nginx_proxy;

@@ -206,6 +206,22 @@ impl OtlpReceiver {
         wait(limit, || self.spans().into_iter().find(|span| wanted(span)))
     }
 
+    /// Waits (at most `limit`) for the span named `name`; panics if none came, with the
+    /// names that did and the server's `stderr`.
+    pub(crate) fn span_named(&self, name: &str, limit: Duration, stderr: &str) -> ReceivedSpan {
+        self.wait_for(limit, |span| span.span.name == name)
+            .unwrap_or_else(|| {
+                let names: Vec<String> = self
+                    .spans()
+                    .iter()
+                    .map(|span| span.span.name.clone())
+                    .collect();
+                panic!(
+                    "no `{name}` span reached the receiver; got {names:?}\n--- stderr ---\n{stderr}"
+                )
+            })
+    }
+
     /// Waits (at most `limit`) until a data point satisfies `wanted`, and returns the
     /// newest such (metrics are cumulative: the last export has the totals).
     pub(crate) fn wait_for_point(

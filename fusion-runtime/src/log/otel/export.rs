@@ -178,59 +178,47 @@ impl<E: PushMetricExporter> PushMetricExporter for Exporter<E> {
     }
 }
 
+/// The exporter of `$signal` that the environment asks for, built by
+/// `opentelemetry_otlp::$kind`'s builder over http/protobuf or grpc, or `None` (the reason
+/// on stderr). A macro: the two signals' builders are of different types, step for step alike.
+macro_rules! exporter {
+    ($signal:expr, $kind:ident) => {{
+        let signal = $signal;
+        let mut runtime = None;
+        let built = match protocol(signal)? {
+            Protocol::HttpProtobuf => {
+                let client = reported(signal, http_client())?;
+                opentelemetry_otlp::$kind::builder()
+                    .with_http()
+                    .with_http_client(client)
+                    .build()
+            }
+            Protocol::Grpc => {
+                let grpc = reported(signal, grpc_runtime())?;
+                runtime = Some(grpc);
+                // tonic's channel starts its task on the runtime entered here.
+                let _entered = grpc.enter();
+                let builder = opentelemetry_otlp::$kind::builder().with_tonic();
+                match tls_roots(signal) {
+                    Some(tls) => builder.with_tls_config(tls).build(),
+                    None => builder.build(),
+                }
+            }
+        };
+        let inner = reported(signal, built.map_err(|error| error.to_string()))?;
+        Some(Exporter { inner, runtime })
+    }};
+}
+
 /// The span exporter the environment asks for, or `None` (the reason on stderr).
 pub(super) fn span_exporter() -> Option<Exporter<opentelemetry_otlp::SpanExporter>> {
-    let signal = Signal::Traces;
-    let mut runtime = None;
-    let built = match protocol(signal)? {
-        Protocol::HttpProtobuf => {
-            let client = reported(signal, http_client())?;
-            opentelemetry_otlp::SpanExporter::builder()
-                .with_http()
-                .with_http_client(client)
-                .build()
-        }
-        Protocol::Grpc => {
-            let grpc = reported(signal, grpc_runtime())?;
-            runtime = Some(grpc);
-            let _entered = grpc.enter();
-            let builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
-            match tls_roots(signal) {
-                Some(tls) => builder.with_tls_config(tls).build(),
-                None => builder.build(),
-            }
-        }
-    };
-    let inner = reported(signal, built.map_err(|error| error.to_string()))?;
-    Some(Exporter { inner, runtime })
+    exporter!(Signal::Traces, SpanExporter)
 }
 
 /// The metric exporter the environment asks for (cumulative temporality, as Prometheus
 /// reads it), or `None` (the reason on stderr).
 pub(super) fn metric_exporter() -> Option<Exporter<opentelemetry_otlp::MetricExporter>> {
-    let signal = Signal::Metrics;
-    let mut runtime = None;
-    let built = match protocol(signal)? {
-        Protocol::HttpProtobuf => {
-            let client = reported(signal, http_client())?;
-            opentelemetry_otlp::MetricExporter::builder()
-                .with_http()
-                .with_http_client(client)
-                .build()
-        }
-        Protocol::Grpc => {
-            let grpc = reported(signal, grpc_runtime())?;
-            runtime = Some(grpc);
-            let _entered = grpc.enter();
-            let builder = opentelemetry_otlp::MetricExporter::builder().with_tonic();
-            match tls_roots(signal) {
-                Some(tls) => builder.with_tls_config(tls).build(),
-                None => builder.build(),
-            }
-        }
-    };
-    let inner = reported(signal, built.map_err(|error| error.to_string()))?;
-    Some(Exporter { inner, runtime })
+    exporter!(Signal::Metrics, MetricExporter)
 }
 
 /// `result`'s value, or `None` with its error on stderr: an exporter that cannot be built
