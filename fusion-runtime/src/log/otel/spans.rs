@@ -54,10 +54,10 @@ pub(crate) struct Origin<'a> {
 /// A resource's URI is kept out of the span's name (the conventions' target is a tool or
 /// a prompt): it is its `mcp.resource.uri`.
 ///
-/// A request the sampler drops, whatever its trace id, makes no span at all (so a
-/// sampled-out request costs one decision, not a span's life): with the client's span as
-/// its parent, that is the decision the SDK would make for it; without one, only a
-/// decision that two trace ids at both ends agree on (`always_off`, say) is taken early.
+/// A request without a client span that the sampler drops whatever its trace id
+/// (`always_off`, say) makes no span at all: a sampled-out request then costs one decision,
+/// not a span's life. Under a client span, the span is made, recording or not, so that
+/// the client's decision reaches the handler's own spans.
 pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> tracing::Span {
     let method = operation.method();
     let parent = client_context(origin);
