@@ -171,6 +171,19 @@ fn state_key(args: &[String], flag: &str) -> Result<Option<[u8; 32]>, String> {
     Ok(Some(key))
 }
 
+/// `--require-surface`: a digest as given, or the text of the lockfile it names.
+fn surface_pin(args: &[String]) -> Result<Option<String>, String> {
+    let Some(pin) = flag::<String>(args, "--require-surface")? else {
+        return Ok(None);
+    };
+    if std::path::Path::new(&pin).is_file() {
+        return std::fs::read_to_string(&pin)
+            .map(Some)
+            .map_err(|error| format!("--require-surface {pin}: {error}"));
+    }
+    Ok(Some(pin))
+}
+
 #[path = "support/cli.rs"]
 mod cli;
 
@@ -216,6 +229,16 @@ const USAGE: cli::Usage = cli::Usage {
             "append one line per order placed to FILE",
         ),
         ("--stateless", "", "serve without sessions"),
+        (
+            "--timeout-ms",
+            "MS",
+            "the deadline of every call (default 300000): part of the tool surface, so replicas given another value serve another contract",
+        ),
+        (
+            "--require-surface",
+            "PIN",
+            "refuse to start (exit 78) unless the tool surface is PIN: a digest, or the path of a lockfile",
+        ),
     ],
     env: &[],
 };
@@ -237,15 +260,18 @@ async fn main() -> ExitCode {
             flag::<u64>(&args, "--grace-ms")?,
             state_key(&args, "--state-key")?,
             state_key(&args, "--previous-state-key")?,
+            flag::<u64>(&args, "--timeout-ms")?,
+            surface_pin(&args)?,
         ))
     })();
-    let (port, url, lease_ms, rate, effects, grace_ms, key, previous_key) = match parsed {
-        Ok(parsed) => parsed,
-        Err(problem) => {
-            eprintln!("fleet: {problem}");
-            return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
-        }
-    };
+    let (port, url, lease_ms, rate, effects, grace_ms, key, previous_key, timeout_ms, pin) =
+        match parsed {
+            Ok(parsed) => parsed,
+            Err(problem) => {
+                eprintln!("fleet: {problem}");
+                return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
+            }
+        };
     let mut redis = match RedisStore::connect(&url).await {
         Ok(redis) => redis,
         Err(error) => {
@@ -263,6 +289,14 @@ async fn main() -> ExitCode {
         options = options.shutdown_grace(Duration::from_millis(grace_ms));
     }
     let mut builder = Server::builder("fleet", "1.0.0");
+    if let Some(timeout_ms) = timeout_ms {
+        builder = builder.timeout(Duration::from_millis(timeout_ms));
+    }
+    // A fleet pins the surface it attested: a replica built or configured otherwise
+    // stops at start, naming both digests, instead of serving next to its peers.
+    if let Some(pin) = pin {
+        builder = builder.require_surface(pin);
+    }
     builder = match (key, previous_key) {
         (Some(key), Some(previous)) => builder.request_state_keys(key, [previous]),
         (Some(key), None) => builder.request_state_key(key),

@@ -146,8 +146,14 @@ async fn main() -> ExitCode {
         return exit;
     }
     fusion_runtime::log::init();
+    // stdio, or Streamable HTTP with `--http PORT` (and `--stateless`).
+    server().serve().await
+}
+
+/// The server: its context and its tools.
+fn server() -> fusion_runtime::ServerBuilder<App> {
     let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let builder = Server::builder("quickstart", env!("CARGO_PKG_VERSION"))
+    Server::builder("quickstart", env!("CARGO_PKG_VERSION"))
         .context(move || App {
             greeting: "Hello".to_owned(),
             calls: Arc::clone(&calls),
@@ -157,7 +163,18 @@ async fn main() -> ExitCode {
         .tool(divide)
         .tool(weather)
         .tool(greet)
-        .tool(crash);
-    // stdio, or Streamable HTTP with `--http PORT` (and `--stateless`).
-    builder.serve().await
+        .tool(crash)
+}
+
+#[cfg(test)]
+mod tests {
+    use fusion_runtime::testing::Tester;
+
+    /// The tools are what `quickstart.fusion.lock` says: a change to a schema, a hint, a
+    /// description or a retry fails here until it is accepted with
+    /// `FUSION_LOCK=update cargo test --example quickstart` and the lockfile committed.
+    #[test]
+    fn the_tool_surface_is_the_locked_one() {
+        Tester::new(super::server().build()).assert_contract("examples/quickstart.fusion.lock");
+    }
 }

@@ -34,6 +34,7 @@
 mod autoref;
 pub mod call;
 mod canonical_json;
+pub mod contract;
 pub mod exit;
 pub mod failure;
 mod future;

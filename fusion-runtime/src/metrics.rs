@@ -239,6 +239,11 @@ pub struct ToolSnapshot {
 pub struct MetricsSnapshot {
     /// One entry per tool handler, in registration order.
     pub tools: Vec<ToolSnapshot>,
+    /// The digest of the server's tool surface
+    /// ([`Server::surface_digest`](crate::Server::surface_digest)), exposed as
+    /// `fusion_surface_info{digest=".."} 1` so that replicas serving different surfaces
+    /// show in one query.
+    pub surface_digest: String,
 }
 
 impl MetricsSnapshot {
@@ -342,6 +347,16 @@ impl Collector for Exposition {
                 .encode_family(&[("tool", tool.tool.as_str())])?
                 .encode_gauge(&i64::from(tool.circuit_open))?;
         }
+        // An info metric in the 0.0.4 text format's way: a gauge of 1 whose label says it.
+        encoder
+            .encode_descriptor(
+                "fusion_surface_info",
+                "The SHA-256 of the server's tool surface (its contract).",
+                None,
+                MetricType::Gauge,
+            )?
+            .encode_family(&[("digest", self.0.surface_digest.as_str())])?
+            .encode_gauge(&1_i64)?;
         Ok(())
     }
 }

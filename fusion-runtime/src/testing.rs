@@ -167,6 +167,54 @@ impl<C: Send + Sync + 'static> Tester<C> {
         &self.server
     }
 
+    /// Holds the server's tool surface to the lockfile at `path` (relative to the crate
+    /// being tested, where `cargo test` runs): passes when the server's
+    /// [`contract`](Server::contract) is the one written there.
+    ///
+    /// With `FUSION_LOCK=update` in the environment it writes the file instead (and
+    /// passes). Commit the file: a change to a tool's schema, hints, description or
+    /// recovery policy then fails the tests until someone accepts it on purpose, and the
+    /// lockfile's diff shows it in review.
+    ///
+    /// # Panics
+    /// When the surface differs, with every change rated
+    /// ([`Severity`](crate::contract::Severity)), worst first; when the file is missing or
+    /// unreadable.
+    ///
+    /// ```
+    /// use fusion_runtime::{prelude::*, testing::Tester};
+    ///
+    /// /// Echo the text back.
+    /// #[mcp_tool(read_only)]
+    /// async fn echo(text: String) -> String {
+    ///     text
+    /// }
+    ///
+    /// /// Echo the text back, twice.
+    /// #[mcp_tool(name = "echo")]
+    /// async fn echo_twice(text: String, times: u32) -> String {
+    ///     text.repeat(times as usize)
+    /// }
+    ///
+    /// let lock = std::env::temp_dir().join(format!("fusion-doc-{}.lock", std::process::id()));
+    /// std::fs::write(&lock, Server::builder("demo", "1").tool(echo).build().contract().to_lockfile()).unwrap();
+    /// Tester::new(Server::builder("demo", "1").tool(echo).build()).assert_contract(&lock);
+    ///
+    /// let changed = Tester::new(Server::builder("demo", "2").tool(echo_twice).build());
+    /// let failure = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| changed.assert_contract(&lock))).unwrap_err();
+    /// let message = failure.downcast_ref::<String>().unwrap();
+    /// assert!(message.contains("BREAKING echo"), "{message}");
+    /// # std::fs::remove_file(&lock).unwrap();
+    /// ```
+    #[track_caller]
+    pub fn assert_contract(&self, path: impl AsRef<std::path::Path>) {
+        if let Err(message) =
+            crate::contract::compare_with_file(&self.server.contract(), path.as_ref())
+        {
+            panic!("{message}");
+        }
+    }
+
     /// Calls `tool` with `args` (an object, or `null` for none).
     pub async fn call(&self, tool: &str, args: Value) -> TestResult {
         self.run(tool, None, args, None).await

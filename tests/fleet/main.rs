@@ -7,4 +7,5 @@ mod support;
 
 mod fleet;
 mod scale_out;
+mod surface;
 mod task_fleet;

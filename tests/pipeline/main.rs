@@ -6,6 +6,7 @@
 mod support;
 
 mod cancel_safety;
+mod contract;
 mod failure_meta;
 mod group_hints;
 mod grouped_schema;

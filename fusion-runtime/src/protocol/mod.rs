@@ -132,6 +132,14 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         if let Some(instructions) = self.instructions() {
             config = config.with_instructions(instructions);
         }
+        // The surface's digest, so that a client (or an operator's probe) sees which
+        // contract this replica serves: rmcp's `server/discover` copies this `_meta`.
+        let mut meta = rmcp::model::MetaObject::new();
+        meta.0.insert(
+            crate::contract::SURFACE_META_KEY.to_owned(),
+            serde_json::json!({ "digest": self.surface_digest() }),
+        );
+        config.meta = Some(meta);
         config
     }
 

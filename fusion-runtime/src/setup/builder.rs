@@ -66,6 +66,8 @@ pub(crate) struct Startup {
     /// ([`ServerBuilder::context_from_setup`]): only [`ServerBuilder::start`] (and the
     /// `serve_*` methods) can build the server.
     pub(crate) context_in_setup: bool,
+    /// The surface the server must have to start ([`ServerBuilder::require_surface`]).
+    pub(crate) surface_pin: Option<String>,
 }
 
 impl Server<()> {
@@ -484,6 +486,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 sealer,
                 tasks: crate::tasks::Tasks::new(self.revision.tasks),
                 required_env: self.startup.required_env,
+                surface_digest: std::sync::OnceLock::new(),
             }),
             session_peers: None,
         })

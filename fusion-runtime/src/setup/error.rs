@@ -128,6 +128,21 @@ pub enum StartupError {
     /// A setup step failed.
     #[error("setup failed: {0}")]
     Setup(String),
+    /// The built tool surface is not the one
+    /// [`require_surface`](crate::ServerBuilder::require_surface) pinned.
+    #[error("{message}")]
+    SurfaceMismatch {
+        /// The built surface's digest.
+        built: String,
+        /// The pinned digest.
+        pinned: String,
+        /// Both digests and, when a lockfile was pinned, each change from it, worst first.
+        message: String,
+    },
+    /// The pin given to [`require_surface`](crate::ServerBuilder::require_surface) is
+    /// neither a digest nor a lockfile.
+    #[error("the surface pin cannot be read: {0}")]
+    InvalidSurfacePin(String),
 }
 
 pub(crate) fn describe_build_errors(errors: &[BuildError]) -> String {

@@ -36,6 +36,8 @@ pub(crate) struct Registry<C> {
     groups: HashMap<&'static str, Vec<(&'static str, usize)>>,
     /// The `tools/list` answer, in registration order.
     pub(crate) wire: Vec<rmcp::model::Tool>,
+    /// The descriptions given to groups (`ServerBuilder::group`), by group.
+    group_descriptions: HashMap<String, String>,
     /// What builds but probably should not (a group whose reads are listed destructive).
     pub(crate) warnings: Vec<BuildWarning>,
     /// The longest tool name looked up ([`MAX_NAME_BYTES`], or the longest name this server
@@ -139,10 +141,23 @@ impl<C> Registry<C> {
             entries,
             groups,
             wire,
+            group_descriptions: group_descriptions.clone(),
             warnings,
             max_tool_bytes,
             max_action_bytes,
         })
+    }
+
+    /// What the listed tool `name` routes to, and for a group the description it was
+    /// given.
+    pub(crate) fn listing(&self, name: &str) -> Option<Listing<'_>> {
+        match self.entries.get(name)? {
+            Entry::Single(index) => Some(Listing::Single(*index)),
+            Entry::Group(actions) => Some(Listing::Group {
+                actions,
+                description: self.group_descriptions.get(name).map(String::as_str),
+            }),
+        }
     }
 
     /// The listed tool names, in order.
@@ -299,6 +314,17 @@ impl<C> Registry<C> {
     fn take_action(&self, args: &mut Value) -> Option<String> {
         take_action(args).map(|action| self.bounded_action(&action).into_owned())
     }
+}
+
+/// What one listed tool is, for those that describe the surface (`contract/surface.rs`).
+pub(crate) enum Listing<'a> {
+    /// One handler, by its index in [`Registry::tools`].
+    Single(usize),
+    /// A grouped tool: its actions' names and indexes, and the description it was given.
+    Group {
+        actions: &'a [(&'static str, usize)],
+        description: Option<&'a str>,
+    },
 }
 
 enum Listed {

@@ -98,6 +98,8 @@ pub(crate) struct Inner<C> {
     pub(crate) tasks: crate::tasks::Tasks,
     /// The environment variables `require_env` declared, for the banner's snippets.
     pub(crate) required_env: Vec<String>,
+    /// The SHA-256 of the server's contract, made on first use (`contract/surface.rs`).
+    pub(crate) surface_digest: std::sync::OnceLock<String>,
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -220,6 +222,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                     tool.metrics.snapshot(&name, open)
                 })
                 .collect(),
+            surface_digest: self.surface_digest().to_owned(),
         }
     }
 

@@ -103,6 +103,36 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         self
     }
 
+    /// Refuses to start (exit code 78) unless the built tool surface is `pin`: the SHA-256
+    /// digest of a [`Contract`](crate::contract::Contract) in hex, or a lockfile's whole
+    /// text (`include_str!("../fusion.lock")`), whose difference from the built surface is
+    /// then named tool by tool. A replica built from other code than the one attested
+    /// stops at start instead of serving a skewed surface next to its peers.
+    ///
+    /// ```
+    /// use fusion_runtime::{StartupError, prelude::*};
+    ///
+    /// /// Echo the text back.
+    /// #[mcp_tool]
+    /// async fn echo(text: String) -> String {
+    ///     text
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let pinned = Server::builder("demo", "1").tool(echo).build().contract().to_lockfile();
+    /// assert!(Server::builder("demo", "1").tool(echo).require_surface(&pinned).start().await.is_ok());
+    ///
+    /// let skewed = Server::builder("demo", "1").require_surface(&pinned).start().await;
+    /// let Err(error) = skewed else { panic!("a skewed surface starts") };
+    /// assert!(matches!(error, StartupError::SurfaceMismatch { .. }));
+    /// assert!(error.to_string().contains("BREAKING echo: the tool was removed"));
+    /// # });
+    /// ```
+    pub fn require_surface(mut self, pin: impl AsRef<str>) -> Self {
+        self.startup.surface_pin = Some(pin.as_ref().to_owned());
+        self
+    }
+
     /// A fallible step run once before serving (check a database, load configuration).
     /// An error stops the start with exit code 78 and the error on stderr.
     pub fn setup<F, Fut, E>(mut self, step: F) -> Self
@@ -125,6 +155,8 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// [`BuildError`](crate::BuildError) of [`try_build`](Self::try_build); [`StartupError::MissingEnv`] for the
     /// first `require_env` variable that is missing or empty; [`StartupError::Setup`] for the
     /// first `setup` step that fails (the steps run in order; a failure stops them).
+    /// Before the environment and the steps: [`StartupError::SurfaceMismatch`] when the
+    /// built surface is not the one [`require_surface`](Self::require_surface) pinned.
     pub async fn start(mut self) -> Result<Server<C>, StartupError> {
         // Taken out first: with it gone, `try_build` does not refuse a context made in
         // setup, whose step runs below, before the server is returned.
@@ -132,6 +164,15 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         // Kept on the server too, for the banner's client configuration.
         self.startup.required_env = startup.required_env.clone();
         let server = self.try_build().map_err(StartupError::Build)?;
+        if let Some(pin) = &startup.surface_pin {
+            let pin = crate::contract::Pin::parse(pin).map_err(StartupError::InvalidSurfacePin)?;
+            pin.check(&server.contract())
+                .map_err(|mismatch| StartupError::SurfaceMismatch {
+                    built: mismatch.built.clone(),
+                    pinned: mismatch.pinned.clone(),
+                    message: mismatch.to_string(),
+                })?;
+        }
         for name in startup.required_env {
             if std::env::var_os(&name).is_none_or(|value| value.is_empty()) {
                 return Err(StartupError::MissingEnv(name));

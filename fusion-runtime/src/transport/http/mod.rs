@@ -388,6 +388,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         // calls served past it (`direct.rs`) never use.
         let mcp = Arc::new(mcp);
         let metrics_server = self.clone();
+        let readiness_server = self.clone();
         let protected = Router::new()
             .route(
                 &options.path,
@@ -427,11 +428,19 @@ impl<C: Send + Sync + 'static> Server<C> {
             .route("/healthz", get(|| async { "ok\n" }))
             .route(
                 "/readyz",
-                get(move |State(state): State<Arc<HttpState>>| async move {
-                    if state.draining.load(Ordering::SeqCst) {
-                        (StatusCode::SERVICE_UNAVAILABLE, "draining\n")
-                    } else {
-                        (StatusCode::OK, "ready\n")
+                get(move |State(state): State<Arc<HttpState>>| {
+                    // The surface's digest on its own line, so a probe or a deploy script
+                    // sees which contract each replica serves.
+                    let surface = format!("surface {}\n", readiness_server.surface_digest());
+                    async move {
+                        if state.draining.load(Ordering::SeqCst) {
+                            (
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                format!("draining\n{surface}"),
+                            )
+                        } else {
+                            (StatusCode::OK, format!("ready\n{surface}"))
+                        }
                     }
                 }),
             )
