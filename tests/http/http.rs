@@ -117,9 +117,12 @@ fn health_and_readiness_answer_without_checks() {
     let health = get(&server, "/healthz", &[("Host", "anything.example")]);
     assert_eq!(health.status, 200, "{health:?}");
     let ready = get(&server, "/readyz", &[]);
-    assert_eq!(
-        (ready.status, ready.body.trim()),
-        (200, "ready"),
+    let lines: Vec<&str> = ready.body.lines().collect();
+    assert_eq!((ready.status, lines[0]), (200, "ready"), "{ready:?}");
+    // The second line says which tool surface this replica serves.
+    let digest = lines.get(1).and_then(|line| line.strip_prefix("surface "));
+    assert!(
+        digest.is_some_and(|digest| digest.len() == 64),
         "{ready:?}"
     );
     let missing = get(&server, "/nope", &[]);
