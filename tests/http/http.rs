@@ -121,10 +121,7 @@ fn health_and_readiness_answer_without_checks() {
     assert_eq!((ready.status, lines[0]), (200, "ready"), "{ready:?}");
     // The second line says which tool surface this replica serves.
     let digest = lines.get(1).and_then(|line| line.strip_prefix("surface "));
-    assert!(
-        digest.is_some_and(|digest| digest.len() == 64),
-        "{ready:?}"
-    );
+    assert!(digest.is_some_and(|digest| digest.len() == 64), "{ready:?}");
     let missing = get(&server, "/nope", &[]);
     assert_eq!(missing.status, 404, "{missing:?}");
 }

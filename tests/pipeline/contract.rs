@@ -266,8 +266,14 @@ fn assert_contract_passes_on_its_lockfile_and_fails_with_the_rated_changes() {
         lines[0].contains("the tool surface differs from"),
         "{message}"
     );
+    // Worst first: the removals (the tool, and the resources and prompt the new server
+    // left out) before the retry's change.
+    let first_risky = lines.iter().position(|line| line.starts_with("  - RISKY"));
+    let last_breaking = lines
+        .iter()
+        .rposition(|line| line.starts_with("  - BREAKING"));
     assert!(
-        lines[1].starts_with("  - BREAKING report"),
+        lines.contains(&"  - BREAKING report: the tool was removed") && last_breaking < first_risky,
         "worst first: {message}"
     );
     assert!(

@@ -4,11 +4,13 @@
 
 use std::path::Path;
 
-use crate::contract::{
-    LOCK_ENV,
-    diff::{Change, diff},
-    model::Contract,
-};
+use crate::contract::diff::{Change, diff};
+use crate::contract::model::Contract;
+
+/// The environment variable that makes
+/// [`Tester::assert_contract`](crate::testing::Tester::assert_contract) rewrite the lockfile
+/// instead of comparing with it: `FUSION_LOCK=update cargo test`.
+pub const LOCK_ENV: &str = "FUSION_LOCK";
 
 /// What a server is pinned to: a digest, and the whole contract when a lockfile was given.
 #[derive(Clone, Debug)]

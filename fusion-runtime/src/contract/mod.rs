@@ -41,17 +41,10 @@ mod model;
 mod surface;
 
 pub use diff::{Change, Severity, diff};
+pub use lockfile::LOCK_ENV;
 pub(crate) use lockfile::{Pin, compare_with_file};
 pub use model::{
     CircuitContract, Contract, FORMAT, Hints, PolicyContract, PromptArgumentContract,
     PromptContract, ResourceContract, RetryContract, TaskSupport, ToolContract,
 };
-
-/// The environment variable that makes
-/// [`Tester::assert_contract`](crate::testing::Tester::assert_contract) rewrite the lockfile
-/// instead of comparing with it: `FUSION_LOCK=update cargo test`.
-pub const LOCK_ENV: &str = "FUSION_LOCK";
-
-/// The key of the `initialize` and `server/discover` results' `_meta` that carries the
-/// surface's digest: `{"fusion/surface": {"digest": "<sha-256 hex>"}}`.
-pub const SURFACE_META_KEY: &str = "fusion/surface";
+pub use surface::SURFACE_META_KEY;

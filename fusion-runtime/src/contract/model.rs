@@ -34,6 +34,7 @@ pub const FORMAT: u32 = 1;
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Contract {
     /// The lockfile format ([`FORMAT`]).
     pub format: u32,
@@ -57,6 +58,7 @@ pub struct Contract {
 /// `policy` are then absent, because the listed schema is built from the actions'.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ToolContract {
     /// The human-readable title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,6 +93,7 @@ pub struct ToolContract {
 /// A tool's behaviour hints, as `tools/list` sends them. `None` is a hint not given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Hints {
     /// `readOnlyHint`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +131,7 @@ impl From<crate::tool::Annotations> for Hints {
 /// idempotency key, in milliseconds where they are durations.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PolicyContract {
     /// The deadline of one run.
     pub timeout_ms: u64,
@@ -145,6 +149,7 @@ pub struct PolicyContract {
 /// A retry policy in the contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RetryContract {
     /// Runs in all.
     pub attempts: u32,
@@ -157,6 +162,7 @@ pub struct RetryContract {
 /// A circuit breaker in the contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct CircuitContract {
     /// Consecutive transient failures that open it.
     pub failures: u32,
@@ -179,6 +185,7 @@ pub enum TaskSupport {
 /// A resource or a resource template.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ResourceContract {
     /// Its name.
     pub name: String,
@@ -196,6 +203,7 @@ pub struct ResourceContract {
 /// A prompt.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PromptContract {
     /// Its title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -211,6 +219,7 @@ pub struct PromptContract {
 /// One argument of a prompt.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PromptArgumentContract {
     /// What it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]

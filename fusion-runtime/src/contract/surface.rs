@@ -18,6 +18,10 @@ use crate::{
     setup::server::Server,
 };
 
+/// The key of the `initialize` and `server/discover` results' `_meta` that carries the
+/// surface's digest: `{"fusion/surface": {"digest": "<sha-256 hex>"}}`.
+pub const SURFACE_META_KEY: &str = "fusion/surface";
+
 impl<C: Send + Sync + 'static> Server<C> {
     /// The server's surface as canonical, serializable data: every tool (a grouped tool
     /// with each action), its schemas, hints, scopes, recovery policy and task support,
