@@ -238,6 +238,13 @@ pub async fn echo(text: String) -> String {
     text
 }
 
+/// Answers `megabytes` MiB of text: far over the server's output limit (1 MiB), which
+/// cuts it.
+#[mcp_tool(read_only)]
+pub async fn flood(#[arg(max = 256)] megabytes: usize) -> String {
+    "x".repeat(megabytes << 20)
+}
+
 /// The fault server over a fresh state.
 pub fn server() -> Server<FaultCtx> {
     server_with(FaultCtx::default())
@@ -265,4 +272,5 @@ pub fn builder(ctx: FaultCtx) -> fusion_runtime::ServerBuilder<FaultCtx> {
         .tool(boxed_failure)
         .tool(shout)
         .tool(echo)
+        .tool(flood)
 }

@@ -106,6 +106,7 @@ fn check_word(word: &str) -> Result<(), String> {
     action = "everything",
     presenter = present,
     scopes = ["lint:read"],
+    max_output = "64KiB",
     crate = "::fusion_runtime"
 )]
 pub async fn everything(

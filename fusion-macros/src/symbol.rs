@@ -48,6 +48,8 @@ pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency_key";
 pub(crate) const SCOPES: &str = "scopes";
 /// `#[mcp_tool(trace_arguments)]`
 pub(crate) const TRACE_ARGUMENTS: &str = "trace_arguments";
+/// `#[mcp_tool(max_output = "64KiB")]`
+pub(crate) const MAX_OUTPUT: &str = "max_output";
 
 /// Every key of `#[mcp_tool(...)]`, in the order the error message lists them.
 pub(crate) const TOOL_KEYS: &[&str] = &[
@@ -68,6 +70,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     IDEMPOTENCY_KEY,
     SCOPES,
     TRACE_ARGUMENTS,
+    MAX_OUTPUT,
     CRATE,
 ];
 

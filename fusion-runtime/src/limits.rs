@@ -20,6 +20,18 @@ pub use crate::rounds::state::STATE_TTL;
 /// What stands for a secret value wherever it would have appeared.
 pub const REDACTED: &str = "[redacted]";
 
+/// The most bytes a tool's result may carry, when neither the tool
+/// (`#[mcp_tool(max_output = "64KiB")]`) nor the server
+/// ([`ServerBuilder::max_output`](crate::ServerBuilder::max_output)) says: 1 MiB.
+///
+/// A result is read by a model whose context holds a few hundred kilobytes of text at
+/// most, and over stdio it is queued whole: 1 MiB is well within stdio's backpressure
+/// bound ([`StdioOptions::max_unwritten_bytes`](crate::StdioOptions::max_unwritten_bytes),
+/// 8 MiB), so one large answer cannot take all of it. A text result over the limit is cut
+/// with a note giving its full size; a structured one is refused (`output_too_large`),
+/// never cut into something its `outputSchema` would refuse.
+pub const DEFAULT_MAX_OUTPUT: usize = 1 << 20;
+
 /// The longest tool or action name the server looks up, in bytes. MCP (2025-11-25, "Tool
 /// names") says tool names SHOULD be 1 to 128 characters of `A-Z a-z 0-9 _ - .`, all ASCII,
 /// so 128 bytes. A server whose own names are longer looks up names as long as its longest.

@@ -159,7 +159,7 @@ fn a_replica_pinned_to_a_lockfile_names_the_tools_that_differ() {
     let lockfile = json!({"format": 1, "tools": {"echo": {
         "description": "An older echo.",
         "input_schema": echo["inputSchema"],
-        "policy": {"timeout_ms": 300000}}}});
+        "policy": {"timeout_ms": 300000, "max_output_bytes": 1_048_576}}}});
     std::fs::write(&lock, lockfile.to_string()).expect("the lockfile is written");
     let mut command = Command::new(support::example_binary("fleet"));
     command

@@ -350,3 +350,43 @@ fn the_classics_get_the_right_answer_and_the_server_goes_on() {
     assert_eq!(pair["result"]["content"][0]["text"], "\u{1F600}", "{pair}");
     server.alive("end");
 }
+
+/// A handler that answers 100 MiB of text over stdio (issue 40, item 1): the answer is cut
+/// to the server's output limit (1 MiB) with a note of the full size, and the server never
+/// holds more than the handler's own string and a little more: no copy of the 100 MiB for
+/// the log, the wire JSON or the write queue.
+#[test]
+fn a_100_mib_result_is_cut_to_the_limit_and_memory_stays_near_the_handlers_own_string() {
+    let mut server = faults().kill_after(Duration::from_secs(120));
+    server.initialize();
+    let before = server.peak_rss_kib().unwrap_or_default();
+    let answer = server.call(json!("flood"), "flood", json!({"megabytes": 100}));
+    let shown = answer.to_string();
+    assert_eq!(
+        answer["result"]["isError"],
+        false,
+        "{}",
+        &shown[..300.min(shown.len())]
+    );
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.len() <= 1 << 20, "{} bytes sent", text.len());
+    assert!(
+        text.contains(
+            "the full result is 104857600 bytes, over this tool's limit of 1048576 bytes"
+        ),
+        "{}",
+        &text[text.len().saturating_sub(300)..]
+    );
+    server.alive("after a 100 MiB result");
+    let peak = server.peak_rss_kib().unwrap_or_default();
+    eprintln!("peak RSS: {before} KiB before the call, {peak} KiB after");
+    // The handler's string is 100 MiB (102,400 KiB); 20 MiB of slack is room for the
+    // answer's 1 MiB, not for a second copy of the string (measured: 332 MB at the peak
+    // before the limit existed and the text was held twice; about 127 MB now).
+    assert!(
+        peak < before + 102_400 + 20_480,
+        "peak RSS {peak} KiB (before: {before} KiB)"
+    );
+}

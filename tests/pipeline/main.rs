@@ -13,6 +13,7 @@ mod grouped_schema;
 mod identity;
 mod numbers;
 mod observability;
+mod output_limits;
 mod pipeline;
 mod recovery;
 mod resources_prompts;

@@ -240,12 +240,23 @@ pub(super) fn kill_tree(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// The most resident memory process `pid` has had, in KiB (`VmHWM`), or `None` once it is
+/// gone.
+pub(crate) fn peak_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
 /// The resident memory of process `pid` in KiB (`VmRSS`), or `None` once it is gone.
 pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// One `/proc/<pid>/status` figure in KiB.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
 }

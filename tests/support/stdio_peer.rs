@@ -355,4 +355,9 @@ impl StdioPeer {
     pub(crate) fn rss_kib(&self) -> Option<u64> {
         super::process::rss_kib(self.pid())
     }
+
+    /// The most resident memory the server has had, in KiB (Linux), read from `/proc`.
+    pub(crate) fn peak_rss_kib(&self) -> Option<u64> {
+        super::process::peak_rss_kib(self.pid())
+    }
 }

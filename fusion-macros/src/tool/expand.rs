@@ -489,6 +489,13 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
     let idempotency_key = option_lit(attrs.idempotency_key.as_ref());
     let scopes = attrs.scopes.iter().flatten();
     let trace_arguments = attrs.trace_arguments.is_some_and(|flag| flag.value);
+    let max_output = match attrs.max_output {
+        // The platform's `usize` holds any size a result can have; a larger one is no limit.
+        Some(bytes) => {
+            quote!(::core::option::Option::Some(::core::primitive::usize::try_from(#bytes).unwrap_or(::core::primitive::usize::MAX)))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         #private::ToolSpec {
             name: #name,
@@ -501,6 +508,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
             idempotency_key: #idempotency_key,
             scopes: &[#(#scopes),*],
             trace_arguments: #trace_arguments,
+            max_output: #max_output,
         }
     }
 }

@@ -43,6 +43,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) scopes: Option<Vec<LitStr>>,
     /// Whether the call's span records its arguments (secrets redacted).
     pub(crate) trace_arguments: Option<Flag>,
+    /// The most bytes the result may carry: `max_output = "64KiB"`.
+    pub(crate) max_output: Option<u64>,
 }
 
 /// A duration written as `"250ms"`, `"5s"` or `"2m"`, in milliseconds.
@@ -219,6 +221,21 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             // trace_arguments | trace_arguments = true
             symbol::TRACE_ARGUMENTS => {
                 set_once(cx, &meta, &mut attrs.trace_arguments, flag_value(&meta)?)
+            }
+            // max_output = "64KiB"
+            symbol::MAX_OUTPUT => {
+                let text: LitStr = meta.value()?.parse()?;
+                match crate::size::parse_bytes(&text.value()) {
+                    Some(bytes) => set_once(cx, &meta, &mut attrs.max_output, bytes),
+                    None => cx.error_spanned_by(
+                        &text,
+                        format!(
+                            "`{}` is not a size; {}",
+                            text.value(),
+                            crate::size::EXPECTED
+                        ),
+                    ),
+                }
             }
             // timeout = "100ms"
             symbol::TIMEOUT => {

@@ -337,6 +337,10 @@ fn policy(report: &mut Report, old: Option<&PolicyContract>, new: Option<&Policy
         (old.circuit, new.circuit),
         circuit_text,
     );
+    let limits = (Some(old.max_output_bytes), Some(new.max_output_bytes));
+    setting(report, "the output limit", limits, |bytes: &u64| {
+        format!("{bytes} bytes")
+    });
     let keys = (old.idempotency_key.as_ref(), new.idempotency_key.as_ref());
     setting(report, "the idempotency key", keys, |key: &&String| {
         (*key).clone()
@@ -1355,6 +1359,23 @@ mod tests {
             policy: Some(policy),
             ..taking(json!({}))
         }
+    }
+
+    #[test]
+    fn a_changed_output_limit_is_risky() {
+        let base = PolicyContract {
+            max_output_bytes: 1 << 20,
+            ..PolicyContract::default()
+        };
+        let smaller = PolicyContract {
+            max_output_bytes: 64 << 10,
+            ..base.clone()
+        };
+        assert_only(
+            &tools(recovering(base), recovering(smaller)),
+            Severity::Risky,
+            "the output limit changed from `1048576 bytes` to `65536 bytes`",
+        );
     }
 
     #[test]

@@ -144,6 +144,9 @@ pub struct PolicyContract {
     /// The argument whose value deduplicates calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The most bytes a result may carry (`max_output`): a text result over it is cut, a
+    /// structured one refused.
+    pub max_output_bytes: u64,
 }
 
 /// A retry policy in the contract.

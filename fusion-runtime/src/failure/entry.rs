@@ -132,6 +132,14 @@ impl Failure {
                 entry.code = Some("panic".into());
             }
             FailureKind::Cancelled => entry.class = "cancelled".into(),
+            FailureKind::OutputTooLarge { size, limit } => {
+                // The call ran; what the caller can change is how much it asks for.
+                entry.class = ErrorClass::InvalidInput.as_str().into();
+                entry.code = Some("output_too_large".into());
+                entry.hint = Some(format!(
+                    "ask for less: the result was {size} bytes, the limit is {limit}"
+                ));
+            }
             FailureKind::UnknownOutcome { cause, check_with } => {
                 entry.class = "unknown_outcome".into();
                 entry.code = Some((*cause).to_owned());

@@ -89,6 +89,14 @@ pub enum FailureKind {
     Panic,
     /// The client cancelled the request; the handler was dropped.
     Cancelled,
+    /// The handler's structured result was larger than the tool's output limit, so it was
+    /// not sent (a text result is cut instead).
+    OutputTooLarge {
+        /// The result's size in bytes, as it would have been sent.
+        size: usize,
+        /// The tool's limit in bytes.
+        limit: usize,
+    },
     /// A destructive, non-idempotent tool timed out or lost its connection mid-call: it
     /// may or may not have done its work.
     UnknownOutcome {
@@ -220,6 +228,7 @@ impl Failure {
             FailureKind::Panic => "panic",
             FailureKind::Cancelled => outcome::CANCELLED,
             FailureKind::UnknownOutcome { .. } => "unknown",
+            FailureKind::OutputTooLarge { .. } => "output_too_large",
             FailureKind::Handler(classification) => {
                 match (classification.code, classification.class) {
                     (Some(code), _) => code.as_str(),

@@ -31,6 +31,7 @@ mod admit;
 mod attempts;
 mod call_log;
 mod invoke;
+mod output_limit;
 pub(crate) mod render;
 mod replay;
 
@@ -221,9 +222,11 @@ async fn run_call<C: Send + Sync + 'static>(
     // No `.await` from here on: the call ends in this poll.
     let wrap_structured =
         registered.is_some_and(|registered| registered.definition.wrap_structured);
+    let max_output = registered.map(|registered| registered.max_output);
     let (mut rendered, mut outcome_name) = render(
         &target,
         wrap_structured,
+        max_output,
         outcome,
         &correlation_id,
         &log.redactor,

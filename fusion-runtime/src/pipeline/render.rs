@@ -35,19 +35,35 @@ pub(super) struct Rendered {
 /// Renders the outcome of a call as exactly one result; `wrap_structured`: the tool's
 /// structured output is wrapped in `{"result": ..}` (a value that is not an object).
 /// Returns the name the call is logged and counted under.
+/// `max_output`: the tool's output limit (`None` when no tool was resolved).
 pub(super) fn render(
     target: &Target<'_>,
     wrap_structured: bool,
+    max_output: Option<usize>,
     outcome: Outcome,
     correlation_id: &recover::CorrelationId,
     redactor: &Redactor,
 ) -> (Rendered, &'static str) {
     let mut failure = match outcome {
         Outcome::Success(output) => {
-            return (
-                render_success(wrap_structured, output),
-                crate::failure::outcome::OK,
-            );
+            let data_is_text = output.data_is_text;
+            let mut rendered = render_success(wrap_structured, output);
+            match max_output.map(|limit| super::output_limit::hold(&mut rendered.report, limit)) {
+                Some(Err(too_large)) => too_large,
+                _ => {
+                    if data_is_text {
+                        // The tester's view of a text result: the text as the client got it.
+                        let report = &mut rendered.report;
+                        report.data = report
+                            .result
+                            .content
+                            .first()
+                            .and_then(|block| block.as_text())
+                            .map_or(Value::Null, |text| Value::String(text.text.clone()));
+                    }
+                    return (rendered, crate::failure::outcome::OK);
+                }
+            }
         }
         Outcome::Failure(failure) => failure,
     };
@@ -125,6 +141,7 @@ fn render_success(wrap_structured: bool, output: crate::tool::output::ToolOutput
         mut structured,
         mut data,
         presentation,
+        ..
     } = output;
     if content.is_empty() {
         content.push(ContentBlock::text("done (the tool returned no content)"));

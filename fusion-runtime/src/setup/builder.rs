@@ -29,6 +29,8 @@ pub struct ServerBuilder<C = ()> {
     tools: Vec<ToolDefinition<C>>,
     limits: Limits,
     policy: Policy,
+    /// The output limit of tools that set none ([`Self::max_output`]).
+    max_output: usize,
     /// The start-up checks (`startup.rs`).
     pub(crate) startup: Startup,
     exposure: Exposure,
@@ -94,6 +96,7 @@ impl Server<()> {
             tools: Vec::new(),
             limits: Limits::default(),
             policy: Policy::default(),
+            max_output: crate::limits::DEFAULT_MAX_OUTPUT,
             startup: Startup::default(),
             exposure: Exposure::default(),
             group_descriptions: HashMap::new(),
@@ -175,6 +178,7 @@ impl ServerBuilder<()> {
             tools: Vec::new(),
             limits: self.limits,
             policy: self.policy,
+            max_output: self.max_output,
             startup: self.startup,
             exposure: self.exposure,
             group_descriptions: self.group_descriptions,
@@ -351,6 +355,36 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         self
     }
 
+    /// The most bytes a tool's result may carry, for every tool that does not set its own
+    /// (`#[mcp_tool(max_output = "..")]`); by default
+    /// [`DEFAULT_MAX_OUTPUT`](crate::limits::DEFAULT_MAX_OUTPUT) (1 MiB). A text result over
+    /// it is cut at a character boundary, with a note giving its full size; a structured
+    /// result over it is refused with `isError` and `_meta["fusion/failure"]` code
+    /// `output_too_large`.
+    ///
+    /// ```
+    /// use fusion_runtime::{prelude::*, testing::Tester};
+    ///
+    /// /// A long text.
+    /// #[mcp_tool]
+    /// async fn long() -> String {
+    ///     "é".repeat(200)
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let tester = Tester::new(Server::builder("t", "1").max_output(300).tool(long).build());
+    /// let cut = tester.call("long", serde_json::json!({})).await;
+    /// assert!(!cut.is_error);
+    /// assert!(cut.text().starts_with("éé"));
+    /// assert!(cut.text().len() <= 300);
+    /// assert!(cut.text().contains("cut: the full result is 400 bytes"));
+    /// # });
+    /// ```
+    pub fn max_output(mut self, bytes: usize) -> Self {
+        self.max_output = bytes;
+        self
+    }
+
     /// Makes errors of type `E` recognisable inside `Box<dyn Error>` and `anyhow::Error`
     /// returned by handlers (errors returned as themselves need nothing).
     pub fn classify<E: crate::failure::classify::Classify + std::error::Error + 'static>(
@@ -457,7 +491,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             .map(|index| registry.read_only_sibling(index))
             .collect();
         for ((tool, chain), check_with) in registry.tools.iter_mut().zip(chains).zip(siblings) {
-            tool.complete(self.policy, chain, check_with);
+            tool.complete(self.policy, self.max_output, chain, check_with);
         }
         let sealer = match &self.revision.state_key {
             Some(crate::tasks::StateKeys::One(key)) => crate::rounds::state::Sealer::with_key(*key),

@@ -18,6 +18,9 @@ pub(crate) struct RegisteredTool<C> {
     pub(crate) chain: Vec<Arc<dyn Middleware<C>>>,
     /// The tool's own policy over the server's defaults (set when the server is built).
     pub(crate) policy: Policy,
+    /// The most bytes its result may carry: its own limit, else the server's (set when the
+    /// server is built).
+    pub(crate) max_output: usize,
     /// The breaker, when the policy has one.
     pub(crate) circuit: Option<Circuit>,
     /// Calls by outcome, latency, calls in flight, retries.
@@ -32,6 +35,10 @@ impl<C> RegisteredTool<C> {
     pub(crate) fn new(definition: ToolDefinition<C>) -> Self {
         Self {
             policy: definition.spec.policy,
+            max_output: definition
+                .spec
+                .max_output
+                .unwrap_or(crate::limits::DEFAULT_MAX_OUTPUT),
             chain: Vec::new(),
             circuit: None,
             metrics: ToolMetrics::new(
@@ -44,15 +51,17 @@ impl<C> RegisteredTool<C> {
     }
 
     /// Completes the record when the server is built: the server's `defaults` under the
-    /// tool's own policy, a breaker if that policy has one, the middleware `chain`, and the
+    /// tool's own policy, the server's output limit unless the tool has its own, a breaker if that policy has one, the middleware `chain`, and the
     /// read-only sibling that `check_with` names.
     pub(crate) fn complete(
         &mut self,
         defaults: Policy,
+        max_output: usize,
         chain: Vec<Arc<dyn Middleware<C>>>,
         check_with: Option<String>,
     ) {
         self.policy = self.definition.spec.policy.or(defaults);
+        self.max_output = self.definition.spec.max_output.unwrap_or(max_output);
         self.circuit = self.policy.circuit.map(Circuit::new);
         self.chain = chain;
         self.check_with = check_with;

@@ -105,6 +105,10 @@ pub struct ToolSpec {
     /// `gen_ai.tool.call.arguments`, secrets redacted (`#[mcp_tool(trace_arguments)]`);
     /// off by default: arguments may hold what a trace backend should not keep.
     pub trace_arguments: bool,
+    /// The most bytes the tool's result may carry (`#[mcp_tool(max_output = "64KiB")]`);
+    /// `None` takes the server's ([`ServerBuilder::max_output`](crate::ServerBuilder::max_output),
+    /// by default [`DEFAULT_MAX_OUTPUT`](crate::limits::DEFAULT_MAX_OUTPUT)).
+    pub max_output: Option<usize>,
 }
 
 impl ToolSpec {

@@ -20,6 +20,9 @@ pub struct ToolOutput {
     pub(crate) content: Vec<ContentBlock>,
     pub(crate) structured: Option<Value>,
     pub(crate) data: Value,
+    /// `data` is the first block's text, filled in once the result is final (after the
+    /// output limit): a large text is then not held twice while the call is answered.
+    pub(crate) data_is_text: bool,
     /// System rules, UI blocks and the agent limit, from the tool's presenter.
     pub(crate) presentation: Option<crate::tool::present::Presentation>,
 }
@@ -27,11 +30,11 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// One text block. `data` in the tester is the text as a JSON string.
     pub fn text(text: impl Into<String>) -> Self {
-        let text = text.into();
         Self {
-            data: Value::String(text.clone()),
-            content: vec![ContentBlock::text(text)],
+            content: vec![ContentBlock::text(text.into())],
             structured: None,
+            data: Value::Null,
+            data_is_text: true,
             presentation: None,
         }
     }
@@ -48,6 +51,7 @@ impl ToolOutput {
             content: vec![ContentBlock::text(text)],
             structured: Some(value.clone()),
             data: value,
+            data_is_text: false,
             presentation: None,
         })
     }
@@ -60,6 +64,7 @@ impl ToolOutput {
             content,
             structured: None,
             data: Value::Null,
+            data_is_text: false,
             presentation: None,
         }
     }
@@ -138,6 +143,7 @@ impl IntoToolOutput for () {
     fn into_tool_output(self) -> ToolOutput {
         let mut output = ToolOutput::text("done");
         output.data = Value::Null;
+        output.data_is_text = false;
         output
     }
 }

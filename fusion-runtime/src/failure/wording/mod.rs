@@ -107,6 +107,10 @@ impl Failure {
                 text
             }
             FailureKind::Cancelled => format!("The call to {tool} was cancelled by the client."),
+            FailureKind::OutputTooLarge { size, limit } => format!(
+                "Tool {tool} produced a result of {size} bytes, more than its limit of {limit} bytes, so it was not sent. \
+                 Ask for less: a narrower filter, fewer items, or one page at a time."
+            ),
         }
     }
 
