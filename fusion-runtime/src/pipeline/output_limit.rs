@@ -3,17 +3,13 @@
 //! structured result over it is refused (`output_too_large`), because a cut JSON value
 //! would break the tool's `outputSchema`.
 
-use rmcp::model::ContentBlock;
+use rmcp::model::{CallToolResult, ContentBlock};
 
-use crate::{
-    failure::{Failure, FailureKind},
-    pipeline::render::CallReport,
-};
+use crate::failure::{Failure, FailureKind};
 
-/// Holds `report`'s result to `limit` bytes: cuts a text result in place, or returns the
-/// failure that replaces a structured one.
-pub(super) fn hold(report: &mut CallReport, limit: usize) -> Result<(), Failure> {
-    let result = &report.result;
+/// Holds a successful `result` to `limit` bytes: cuts a text result in place, or returns
+/// the failure that replaces a structured one.
+pub(super) fn hold(result: &mut CallToolResult, limit: usize) -> Result<(), Failure> {
     let content: usize = result.content.iter().map(block_bytes).sum();
     if let Some(structured) = &result.structured_content {
         let size = content.saturating_add(serialized_bytes(structured));
@@ -23,19 +19,19 @@ pub(super) fn hold(report: &mut CallReport, limit: usize) -> Result<(), Failure>
         return Ok(());
     }
     if content > limit {
-        cut(report, content, limit);
+        cut(result, content, limit);
     }
     Ok(())
 }
 
 /// Keeps the blocks that fit in `limit` with the note, the last text block cut at a
 /// character boundary, and appends the note.
-fn cut(report: &mut CallReport, size: usize, limit: usize) {
+fn cut(result: &mut CallToolResult, size: usize, limit: usize) {
     let note = format!(
         "\n[cut: the full result is {size} bytes, over this tool's limit of {limit} bytes; ask for less, e.g. a narrower filter, fewer items or one page at a time]"
     );
     let mut budget = limit.saturating_sub(note.len());
-    let blocks = std::mem::take(&mut report.result.content);
+    let blocks = std::mem::take(&mut result.content);
     let mut kept = Vec::new();
     for block in blocks {
         let bytes = block_bytes(&block);
@@ -59,7 +55,7 @@ fn cut(report: &mut CallReport, size: usize, limit: usize) {
         Some(ContentBlock::Text(last)) => last.text.push_str(&note),
         _ => kept.push(ContentBlock::text(note.trim_start().to_owned())),
     }
-    report.result.content = kept;
+    result.content = kept;
 }
 
 /// The largest index at most `index` that starts a character of `text` (what

@@ -48,7 +48,8 @@ pub(super) fn render(
         Outcome::Success(output) => {
             let data_is_text = output.data_is_text;
             let mut rendered = render_success(wrap_structured, output);
-            match max_output.map(|limit| super::output_limit::hold(&mut rendered.report, limit)) {
+            let result = &mut rendered.report.result;
+            match max_output.map(|limit| super::output_limit::hold(result, limit)) {
                 Some(Err(too_large)) => too_large,
                 _ => {
                     if data_is_text {
