@@ -84,15 +84,13 @@ impl<C: Send + Sync + 'static> Server<C> {
             .resources()
             .into_iter()
             .map(|resource| {
-                (
-                    resource.uri.clone(),
-                    ResourceContract {
-                        name: resource.name.clone(),
-                        title: resource.title.clone(),
-                        description: resource.description.clone(),
-                        mime_type: resource.mime_type.clone(),
-                    },
-                )
+                let described = resource_contract(
+                    resource.name,
+                    resource.title,
+                    resource.description,
+                    resource.mime_type,
+                );
+                (resource.uri, described)
             })
             .collect();
         let resource_templates = catalog
@@ -100,15 +98,13 @@ impl<C: Send + Sync + 'static> Server<C> {
             .templates()
             .into_iter()
             .map(|template| {
-                (
-                    template.uri_template.clone(),
-                    ResourceContract {
-                        name: template.name.clone(),
-                        title: template.title.clone(),
-                        description: template.description.clone(),
-                        mime_type: template.mime_type.clone(),
-                    },
-                )
+                let described = resource_contract(
+                    template.name,
+                    template.title,
+                    template.description,
+                    template.mime_type,
+                );
+                (template.uri_template, described)
             })
             .collect();
         let prompts = catalog
@@ -213,6 +209,22 @@ fn handler_contract<C>(tool: &RegisteredTool<C>) -> ToolContract {
         }),
         task: None,
         actions: BTreeMap::new(),
+    }
+}
+
+/// A resource or a template as the contract keeps it: what `resources/list` and
+/// `resources/templates/list` show of it.
+fn resource_contract(
+    name: String,
+    title: Option<String>,
+    description: Option<String>,
+    mime_type: Option<String>,
+) -> ResourceContract {
+    ResourceContract {
+        name,
+        title,
+        description,
+        mime_type,
     }
 }
 
