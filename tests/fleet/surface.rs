@@ -47,11 +47,16 @@ fn initialize_digest(addr: SocketAddr) -> String {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "surface-test", "version": "1"}}});
     let answer = support::post_mcp(addr, &[], &body.to_string(), REQUEST);
-    assert_eq!(answer.status, 200, "{answer:?}");
+    meta_digest(&answer, "initialize")
+}
+
+/// `_meta["fusion/surface"].digest` of a 200 answer's result.
+fn meta_digest(answer: &support::RawResponse, method: &str) -> String {
+    assert_eq!(answer.status, 200, "{method}: {answer:?}");
     let message = answer.message();
     message["result"]["_meta"]["fusion/surface"]["digest"]
         .as_str()
-        .unwrap_or_else(|| panic!("no surface in the initialize result: {message}"))
+        .unwrap_or_else(|| panic!("no surface in the {method} result: {message}"))
         .to_owned()
 }
 
@@ -73,12 +78,7 @@ fn discover_digest(addr: SocketAddr) -> String {
         body.to_string().as_bytes(),
         REQUEST,
     );
-    assert_eq!(answer.status, 200, "{answer:?}");
-    let message = answer.message();
-    message["result"]["_meta"]["fusion/surface"]["digest"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no surface in the discover result: {message}"))
-        .to_owned()
+    meta_digest(&answer, "server/discover")
 }
 
 /// Every way a replica says its surface, checked to agree; the digest.
