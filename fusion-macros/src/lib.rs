@@ -11,6 +11,7 @@ mod ctxt;
 mod duration;
 mod krate;
 mod mcp_type;
+mod redact;
 mod size;
 mod symbol;
 mod tool;

@@ -5,7 +5,8 @@
 //! - the type's `Serialize`/`Deserialize`/`JsonSchema` derives are pointed at the copies of
 //!   serde and schemars that fusion re-exports, so users need neither crate themselves
 //!   (without it, the prelude's derives of those names report that it is missing:
-//!   `bare_derive.rs`).
+//!   `bare_derive.rs`);
+//! - `#[redact]` on a field: masked in the results the server sends (`redact.rs`).
 //!
 //! It must come before the `#[derive(..)]` it adjusts.
 
@@ -13,7 +14,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
 use syn::{Fields, Item, Path, Token, punctuated::Punctuated, spanned::Spanned as _};
 
-use crate::{constraint, ctxt::Ctxt, symbol};
+use crate::{constraint, ctxt::Ctxt, redact, symbol};
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut cx = Ctxt::default();
@@ -55,8 +56,10 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut methods = TokenStream::new();
     let mut checks = TokenStream::new();
     let mut any_constraint = false;
+    let mut redactions = redact::Redactions::default();
     for fields in fields {
         for field in fields.iter_mut() {
+            redact::take(field, &ident, &private, &mut redactions, &mut cx);
             let (owned, kept): (Vec<_>, Vec<_>) = field
                 .attrs
                 .drain(..)
@@ -96,6 +99,18 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             "`#[mcp_type]` constraints are not supported on generic types",
         );
     }
+    if let Some(mark) = &redactions.first {
+        if !generics.params.is_empty() {
+            cx.error_spanned_by(&generics, "`#[redact]` is not supported on generic types");
+        }
+        if !derives_serialize(&parsed) {
+            cx.error_spanned_by(
+                mark,
+                "`#[redact]` masks a field where the type is serialized into a result, and this type does not derive `Serialize`",
+            );
+        }
+    }
+    methods.extend(redactions.methods);
     point_derives_at_reexports(&mut parsed, &private);
     let mut out = cx.into_compile_errors();
     parsed.to_tokens(&mut out);
@@ -113,6 +128,28 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 use syn::parse::Parser as _;
+
+/// Whether the item derives `Serialize` (by any path).
+fn derives_serialize(item: &Item) -> bool {
+    let attrs = match item {
+        Item::Struct(item) => &item.attrs,
+        Item::Enum(item) => &item.attrs,
+        _ => return false,
+    };
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("derive"))
+        .filter_map(|attr| {
+            attr.parse_args_with(Punctuated::<Path, Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .any(|path| {
+            path.segments
+                .last()
+                .is_some_and(|last| last.ident == "Serialize")
+        })
+}
 
 fn parse_attr(attr: TokenStream, cx: &mut Ctxt) -> Option<Path> {
     let mut krate = None;

@@ -74,6 +74,9 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     CRATE,
 ];
 
+/// `#[redact]` on a field of an `#[mcp_type]`.
+pub(crate) const REDACT: &str = "redact";
+
 /// `#[ctx]` on a parameter: the per-call context.
 pub(crate) const CTX: &str = "ctx";
 /// `#[call]` on a parameter: the request being served (`&fusion_runtime::Call`).

@@ -99,7 +99,11 @@ pub use fusion_macros::mcp_tool;
 /// - its fields may carry `#[arg(..)]` constraints, with the same vocabulary and meaning as
 ///   on tool parameters (each becomes a JSON Schema keyword that the runtime enforces);
 /// - its `Serialize`, `Deserialize` and `JsonSchema` derives use the serde and schemars that
-///   fusion re-exports, so a crate needs neither as a dependency.
+///   fusion re-exports, so a crate needs neither as a dependency;
+/// - a field marked `#[redact]` keeps its value in the program (a presenter sees it) but is
+///   masked in every result the server sends: `"[redacted]"` for text, `null` for an
+///   `Option` (see [`tool::Redact`]). A field of a type that cannot hold the mask does not
+///   compile.
 ///
 /// Its fields take the keys of `#[arg(..)]` listed under [`mcp_tool`](macro@mcp_tool#every-key-of-arg).
 ///
@@ -176,6 +180,7 @@ pub mod __private {
         },
         tool::output::{Outcome, attach_presentation, ladder},
         tool::present::present,
+        tool::redact::{schema as redacted_schema, serialize as serialize_redacted},
         tool::{Annotations, Tool, ToolDefinition, ToolSpec},
     };
     pub use schemars;

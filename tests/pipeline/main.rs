@@ -16,6 +16,7 @@ mod observability;
 mod output_limits;
 mod pipeline;
 mod recovery;
+mod redaction;
 mod resources_prompts;
 mod schema;
 mod seed;

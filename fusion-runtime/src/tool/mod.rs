@@ -7,16 +7,18 @@
 //! Inside, what `#[mcp_tool]`'s generated code relies on: its arguments (`argument.rs`),
 //! their constraints (`constraint.rs`), the autoref probe that picks an impl by method
 //! resolution (`autoref.rs`), the output ladder (`output.rs`) and presenters
-//! (`present.rs`).
+//! (`present.rs`), and the masks of `#[redact]` fields ([`Redact`]).
 
 pub(crate) mod argument;
 pub(crate) mod constraint;
 pub(crate) mod output;
 pub(crate) mod present;
+pub(crate) mod redact;
 pub mod schema;
 
 pub use output::{IntoToolOutput, Outcome, ToolOutput};
 pub use present::{Presentation, PresenterFn, UiBlock};
+pub use redact::Redact;
 
 /// The property that selects an action in a grouped tool.
 pub const ACTION_KEY: &str = "action";

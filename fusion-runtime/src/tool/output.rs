@@ -39,13 +39,17 @@ impl ToolOutput {
         }
     }
 
-    /// Structured content with a JSON text copy, from any serializable value.
+    /// Structured content with a JSON text copy, from any serializable value. Its
+    /// `#[redact]` fields are written as their masks (see [`Redact`](crate::tool::Redact)).
     ///
     /// # Errors
     /// Fails when the value cannot be represented as JSON (a map with non-string keys,
     /// a `Serialize` impl that errors); the server reports that as an internal error.
     pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        let value = serde_json::to_value(value)?;
+        let value = {
+            let _redacting = crate::tool::redact::Redacting::begin();
+            serde_json::to_value(value)?
+        };
         let text = serde_json::to_string(&value)?;
         Ok(Self {
             content: vec![ContentBlock::text(text)],
