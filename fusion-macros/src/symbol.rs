@@ -46,6 +46,8 @@ pub(crate) const PRESENTER: &str = "presenter";
 pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency_key";
 /// `#[mcp_tool(scopes = ["db:write"])]`
 pub(crate) const SCOPES: &str = "scopes";
+/// `#[mcp_tool(tags = ["beta"])]`
+pub(crate) const TAGS: &str = "tags";
 /// `#[mcp_tool(trace_arguments)]`
 pub(crate) const TRACE_ARGUMENTS: &str = "trace_arguments";
 /// `#[mcp_tool(max_output = "64KiB")]`
@@ -69,6 +71,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     PRESENTER,
     IDEMPOTENCY_KEY,
     SCOPES,
+    TAGS,
     TRACE_ARGUMENTS,
     MAX_OUTPUT,
     CRATE,

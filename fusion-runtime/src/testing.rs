@@ -215,6 +215,36 @@ impl<C: Send + Sync + 'static> Tester<C> {
         }
     }
 
+    /// The names `tools/list` shows the tester's caller, in order: every tool, unless the
+    /// server hides some ([`hide_unauthorized`](crate::ServerBuilder::hide_unauthorized),
+    /// [`visibility`](crate::ServerBuilder::visibility)).
+    ///
+    /// ```
+    /// use fusion_runtime::{prelude::*, testing::Tester};
+    ///
+    /// /// Add two integers.
+    /// #[mcp_tool]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let tester = Tester::new(Server::builder("calc", "1").tool(add).build());
+    /// assert_eq!(tester.tools().await, ["add"]);
+    /// # });
+    /// ```
+    pub async fn tools(&self) -> Vec<String> {
+        self.server
+            .tools_for(&self.request)
+            .iter()
+            .map(|tool| tool.name.to_string())
+            .collect()
+    }
+
+    /// The tools as `tools/list` describes them to the tester's caller: for a grouped
+    /// tool, its schema and hints built from the actions the caller is shown.
+    pub async fn list_tools(&self) -> Vec<rmcp::model::Tool> {
+        self.server.tools_for(&self.request).into_owned()
+    }
+
     /// Calls `tool` with `args` (an object, or `null` for none).
     pub async fn call(&self, tool: &str, args: Value) -> TestResult {
         self.run(tool, None, args, None).await

@@ -23,3 +23,4 @@ mod seed;
 mod setup_context;
 mod side_effects;
 mod validation;
+mod visibility;

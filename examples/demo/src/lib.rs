@@ -316,11 +316,24 @@ fn builder_with_roles(
     exposure: fusion_runtime::tool::Exposure,
 ) -> fusion_runtime::ServerBuilder<Ctx> {
     let store = Arc::new(Store::seeded());
+    let role_of = Arc::new(role_of);
+    let role_of_caller = Arc::clone(&role_of);
     Server::builder("fusion-demo", env!("CARGO_PKG_VERSION"))
         .instructions("A user directory. `db_user` reads and creates users (admins only); `system` reports health.")
         .context_from_request(move |request: &RequestInfo| Ctx {
             role: role_of(request),
             store: Arc::clone(&store),
+        })
+        // A caller is not shown what it may never call: a tool whose scopes its token
+        // lacks, and `db_user`'s writes for a guest (`create` is not listed to it under
+        // `--flat`, nor among `db_user`'s actions when grouped, and a call to it is answered
+        // as one to an action that does not exist). The reads stay listed, as MCP Fusion's
+        // demo lists them: a guest calling one reads that it needs the admin role.
+        .hide_unauthorized(true)
+        .visibility(move |tool, request| {
+            let writes_users =
+                tool.group == Some("db_user") && tool.annotations.read_only != Some(true);
+            !writes_users || role_of_caller(request) == Role::Admin
         })
         .exposure(exposure)
         .group("db_user", "Users of the directory: list them, fetch one by id, or create one. Admins only.")

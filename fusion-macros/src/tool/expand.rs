@@ -488,6 +488,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
     };
     let idempotency_key = option_lit(attrs.idempotency_key.as_ref());
     let scopes = attrs.scopes.iter().flatten();
+    let tags = attrs.tags.iter().flatten();
     let trace_arguments = attrs.trace_arguments.is_some_and(|flag| flag.value);
     let max_output = match attrs.max_output {
         // The platform's `usize` holds any size a result can have; a larger one is no limit.
@@ -507,6 +508,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
             action: #action,
             idempotency_key: #idempotency_key,
             scopes: &[#(#scopes),*],
+            tags: &[#(#tags),*],
             trace_arguments: #trace_arguments,
             max_output: #max_output,
         }

@@ -41,6 +41,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) idempotency_key: Option<LitStr>,
     /// The OAuth scopes a caller's token must grant: `scopes = ["db:write"]`.
     pub(crate) scopes: Option<Vec<LitStr>>,
+    /// Labels for visibility rules and the contract: `tags = ["beta"]`.
+    pub(crate) tags: Option<Vec<LitStr>>,
     /// Whether the call's span records its arguments (secrets redacted).
     pub(crate) trace_arguments: Option<Flag>,
     /// The most bytes the result may carry: `max_output = "64KiB"`.
@@ -327,6 +329,11 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
                 let value = scopes_value(&meta, cx)?;
                 set_once(cx, &meta, &mut attrs.scopes, value);
             }
+            // tags = ["beta", "billing"]
+            symbol::TAGS => {
+                let value = tags_value(&meta, cx)?;
+                set_once(cx, &meta, &mut attrs.tags, value);
+            }
             // crate = "my::path" | crate = my::path
             symbol::CRATE => set_once(cx, &meta, &mut attrs.krate, crate::krate::parse(&meta)?),
             _ => {
@@ -422,6 +429,41 @@ fn scopes_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Vec<Li
         }
     }
     Ok(scopes)
+}
+
+/// `["beta", "billing"]`: string literals, each a non-empty label of at most 64 characters
+/// from `A-Za-z0-9_-.:`, none repeated.
+fn tags_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Vec<LitStr>> {
+    let list: syn::ExprArray = meta.value()?.parse()?;
+    let mut tags: Vec<LitStr> = Vec::new();
+    for element in list.elems {
+        let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(tag),
+            ..
+        }) = element
+        else {
+            cx.error_spanned_by(
+                &element,
+                "`tags` takes string literals: `tags = [\"beta\", \"billing\"]`",
+            );
+            continue;
+        };
+        let text = tag.value();
+        let is_label = text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"_-.:".contains(&byte));
+        if text.is_empty() || text.len() > 64 || !is_label {
+            cx.error_spanned_by(
+                &tag,
+                format!("`{text}` is not a tag: a tag is 1 to 64 characters of `A-Za-z0-9_-.:`"),
+            );
+        } else if tags.iter().any(|seen| seen.value() == text) {
+            cx.error_spanned_by(&tag, format!("the tag `{text}` is listed twice"));
+        } else {
+            tags.push(tag);
+        }
+    }
+    Ok(tags)
 }
 
 fn string_value(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {

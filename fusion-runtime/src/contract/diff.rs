@@ -209,6 +209,7 @@ fn tool(report: &mut Report, old: &ToolContract, new: &ToolContract) {
     report.schemas(old, new);
     hints(report, &old.annotations, &new.annotations);
     scopes(report, &old.scopes, &new.scopes);
+    tags(report, &old.tags, &new.tags);
     policy(report, old.policy.as_ref(), new.policy.as_ref());
     task(report, old.task, new.task);
     for (name, old, new) in pairs(&old.actions, &new.actions) {
@@ -235,6 +236,23 @@ fn scopes(report: &mut Report, old: &[String], new: &[String]) {
         report.push(
             Severity::Safe,
             format!("scope `{scope}` is no longer required"),
+        );
+    }
+}
+
+/// The tags: visibility rules read them, so a change may show the tool to other callers,
+/// or hide it from some.
+fn tags(report: &mut Report, old: &[String], new: &[String]) {
+    for tag in new.iter().filter(|tag| !old.contains(tag)) {
+        report.push(
+            Severity::Risky,
+            format!("tag `{tag}` added: callers shown the tool by tag may change"),
+        );
+    }
+    for tag in old.iter().filter(|tag| !new.contains(tag)) {
+        report.push(
+            Severity::Risky,
+            format!("tag `{tag}` removed: callers shown the tool by tag may change"),
         );
     }
 }
@@ -1262,6 +1280,30 @@ mod tests {
             (changes[1].severity, changes[1].message.as_str()),
             (Severity::Safe, "scope `notes:read` is no longer required")
         );
+    }
+
+    #[test]
+    fn a_tag_added_or_removed_is_risky() {
+        let tagged = |tags: &[&str]| ToolContract {
+            tags: tags.iter().map(|tag| (*tag).to_owned()).collect(),
+            ..taking(json!({}))
+        };
+        let changes = tools(tagged(&["beta"]), tagged(&["billing"]));
+        assert_eq!(changes.len(), 2, "{changes:#?}");
+        assert!(
+            changes
+                .iter()
+                .all(|change| change.severity == Severity::Risky),
+            "{changes:#?}"
+        );
+        let said = |start: &str| {
+            changes
+                .iter()
+                .any(|change| change.message.starts_with(start))
+        };
+        assert!(said("tag `billing` added"), "{changes:#?}");
+        assert!(said("tag `beta` removed"), "{changes:#?}");
+        assert!(tools(tagged(&["beta"]), tagged(&["beta"])).is_empty());
     }
 
     /// A tool with this task support.

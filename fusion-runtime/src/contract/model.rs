@@ -79,6 +79,9 @@ pub struct ToolContract {
     /// The OAuth scopes a caller must hold, sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
+    /// Its tags (`#[mcp_tool(tags = [..])]`), sorted: visibility rules read them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     /// How a call is recovered, with the server's defaults applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyContract>,

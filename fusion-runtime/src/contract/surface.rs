@@ -182,6 +182,8 @@ fn handler_contract<C>(tool: &RegisteredTool<C>) -> ToolContract {
         .collect();
     scopes.sort();
     scopes.dedup();
+    let mut tags: Vec<String> = spec.tags.iter().map(|tag| (*tag).to_owned()).collect();
+    tags.sort();
     ToolContract {
         title: spec.title.map(str::to_owned),
         description: spec.description.to_owned(),
@@ -189,6 +191,7 @@ fn handler_contract<C>(tool: &RegisteredTool<C>) -> ToolContract {
         output_schema: definition.output_schema.as_deref().map(normalized),
         annotations: spec.annotations.into(),
         scopes,
+        tags,
         policy: Some(PolicyContract {
             timeout_ms: millis(policy.timeout.unwrap_or(DEFAULT_TIMEOUT)),
             retry: policy

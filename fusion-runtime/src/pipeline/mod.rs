@@ -111,7 +111,13 @@ async fn run_call<C: Send + Sync + 'static>(
         Value::Null => Value::Object(Map::new()),
         other => other,
     };
-    let resolved = inner.registry.resolve(tool, action, &mut args);
+    // A tool the caller is not shown is, to that caller, a tool that does not exist.
+    let resolved = match server.shown(call.request()) {
+        None => inner.registry.resolve(tool, action, &mut args),
+        Some(shown) => inner
+            .registry
+            .resolve_shown(tool, action, &mut args, &shown),
+    };
     let (registered, action) = match &resolved {
         Ok((index, resolved)) => (
             inner.registry.tools.get(*index),

@@ -13,6 +13,7 @@ mod observed;
 mod params;
 mod prompt;
 pub(crate) mod request;
+mod tools_changed;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -105,6 +106,12 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
             .enable_tools()
             .enable_logging()
             .build();
+        // What a caller is shown can change within its session (`tools_changed.rs`).
+        if self.inner.visibility.depends_on_caller()
+            && let Some(tools) = capabilities.tools.as_mut()
+        {
+            tools.list_changed = Some(true);
+        }
         let catalog = self.catalog();
         if catalog.resources.has_resources() {
             capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
@@ -146,9 +153,22 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
+        let request = request::request_info(&context.extensions);
+        if self.inner.visibility.depends_on_caller() {
+            self.note_shown(&request, &context);
+        }
+        let mut result = ListToolsResult::with_all_items(self.tools_for(&request).into_owned());
+        if input_required::is_current(&context) {
+            // A list that depends on the caller must not be shared between callers.
+            result.cache_scope = Some(if self.inner.visibility.depends_on_caller() {
+                rmcp::model::CacheScope::Private
+            } else {
+                rmcp::model::CacheScope::Public
+            });
+        }
+        Ok(result)
     }
 
     async fn call_tool(
@@ -159,6 +179,9 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         // Boxed: rmcp spawns a task a request whose future holds this one, and moves it
         // (into the task, on each stage): measured, copying the pipeline's kilobytes of
         // state on every call cost more than one allocation.
+        if self.inner.visibility.depends_on_caller() {
+            self.note_shown(&request::request_info(&context.extensions), &context);
+        }
         Box::pin(call::answer_call(self, request, context)).await
     }
 

@@ -117,11 +117,11 @@ fn without_annotations(schema: &Value) -> Value {
 
 /// The listed tool of `group`: the actions' properties at the top level (each noting which
 /// actions use and require it), and one `oneOf` branch per action.
-pub(crate) fn group_tool<C>(
+pub(crate) fn group_tool<'h, C: 'h>(
     group: &str,
     description: Option<&String>,
     actions: &[(&'static str, usize)],
-    handlers: &[ToolDefinition<C>],
+    handler: impl Fn(usize) -> &'h ToolDefinition<C>,
 ) -> GroupTool {
     let mut properties: Map<String, Value> = Map::new();
     let mut used_by: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
@@ -129,8 +129,8 @@ pub(crate) fn group_tool<C>(
     let mut action_lines = Vec::new();
     let mut branches = Vec::new();
     for (action, index) in actions {
-        let schema = &handlers[*index].input_schema;
-        let description = handlers[*index].spec.description;
+        let schema = &handler(*index).input_schema;
+        let description = handler(*index).spec.description;
         let summary = first_line(description).trim_end_matches('.');
         action_lines.push(format!("`{action}`: {summary}"));
         if let Some(Value::Object(action_defs)) = schema.get("$defs") {
@@ -224,7 +224,7 @@ pub(crate) fn group_tool<C>(
     });
     let specs: Vec<Annotations> = actions
         .iter()
-        .map(|(_, index)| handlers[*index].spec.annotations)
+        .map(|(_, index)| handler(*index).spec.annotations)
         .collect();
     let (hints, warning) = listed_hints(group, actions, &specs);
     GroupTool {

@@ -13,3 +13,4 @@ pub mod resource;
 pub(crate) mod server;
 pub(crate) mod startup;
 pub(crate) mod uri_template;
+pub(crate) mod visibility;

@@ -14,6 +14,7 @@ use crate::{
     failure::FailureKind,
     limits::MAX_NAME_BYTES,
     setup::registered::RegisteredTool,
+    setup::visibility::Shown,
     setup::{
         error::{BuildError, BuildWarning},
         group,
@@ -40,6 +41,8 @@ pub(crate) struct Registry<C> {
     group_descriptions: HashMap<String, String>,
     /// What builds but probably should not (a group whose reads are listed destructive).
     pub(crate) warnings: Vec<BuildWarning>,
+    /// Whether listed schemas keep their `$ref`s (lists rebuilt for a caller do the same).
+    keep_refs: bool,
     /// The longest tool name looked up ([`MAX_NAME_BYTES`], or the longest name this server
     /// has): a longer one cannot match, so it is refused before hashing it.
     max_tool_bytes: usize,
@@ -103,7 +106,9 @@ impl<C> Registry<C> {
                 Listed::Group(name) => {
                     let actions = groups.get(name).cloned().unwrap_or_default();
                     let listed =
-                        group::group_tool(name, group_descriptions.get(name), &actions, &handlers);
+                        group::group_tool(name, group_descriptions.get(name), &actions, |index| {
+                            &handlers[index]
+                        });
                     let mut tool = rmcp::model::Tool::new(
                         name.to_owned(),
                         listed.description,
@@ -143,6 +148,7 @@ impl<C> Registry<C> {
             wire,
             group_descriptions: group_descriptions.clone(),
             warnings,
+            keep_refs,
             max_tool_bytes,
             max_action_bytes,
         })
@@ -163,6 +169,139 @@ impl<C> Registry<C> {
     /// The listed tool names, in order.
     pub(crate) fn names(&self) -> Vec<String> {
         self.wire.iter().map(|tool| tool.name.to_string()).collect()
+    }
+
+    /// The listed names a caller is shown, in order: a grouped tool when any of its
+    /// actions is shown.
+    pub(crate) fn shown_names(&self, shown: &Shown) -> Vec<String> {
+        self.wire
+            .iter()
+            .filter(|tool| self.is_shown(&tool.name, shown))
+            .map(|tool| tool.name.to_string())
+            .collect()
+    }
+
+    fn is_shown(&self, listed: &str, shown: &Shown) -> bool {
+        match self.entries.get(listed) {
+            Some(Entry::Single(index)) => shown.has(*index),
+            Some(Entry::Group(actions)) => actions.iter().any(|(_, index)| shown.has(*index)),
+            None => false,
+        }
+    }
+
+    /// `tools/list` for a caller shown `shown`: the tools it is shown, in order, a grouped
+    /// tool with only its shown actions (its schema, hints and made-up description built
+    /// from them, as [`Self::build`] does from all).
+    pub(crate) fn shown_wire(&self, shown: &Shown) -> Vec<rmcp::model::Tool> {
+        self.wire
+            .iter()
+            .filter_map(|tool| match self.entries.get(tool.name.as_ref())? {
+                Entry::Single(index) => shown.has(*index).then(|| tool.clone()),
+                Entry::Group(actions) => {
+                    let visible: Vec<(&'static str, usize)> = actions
+                        .iter()
+                        .filter(|(_, index)| shown.has(*index))
+                        .copied()
+                        .collect();
+                    if visible.is_empty() {
+                        None
+                    } else if visible.len() == actions.len() {
+                        Some(tool.clone())
+                    } else {
+                        Some(self.group_wire(&tool.name, &visible))
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The listed tool of `group` with only `actions`.
+    fn group_wire(&self, group: &str, actions: &[(&'static str, usize)]) -> rmcp::model::Tool {
+        let listed = group::group_tool(
+            group,
+            self.group_descriptions.get(group),
+            actions,
+            |index| &self.tools[index].definition,
+        );
+        let mut tool = rmcp::model::Tool::new(
+            group.to_owned(),
+            listed.description,
+            listed_schema(&Arc::new(listed.schema), self.keep_refs),
+        );
+        if let Some(annotations) = annotations(listed.hints, None) {
+            tool = tool.with_annotations(annotations);
+        }
+        tool
+    }
+
+    /// [`Self::resolve`] for a caller shown `shown`: a handler it is not shown is answered
+    /// as one that does not exist (an unknown tool, or an unknown action of a grouped tool
+    /// it is shown other actions of), and no answer names a handler it is not shown.
+    pub(crate) fn resolve_shown(
+        &self,
+        tool: &str,
+        action: Option<&str>,
+        args: &mut Value,
+        shown: &Shown,
+    ) -> Result<(usize, Option<&'static str>), FailureKind> {
+        let unknown_tool = |requested: String| FailureKind::UnknownTool {
+            requested,
+            available: self.shown_names(shown),
+            action_of: self.action_named_like(tool, Some(shown)).map(Box::new),
+        };
+        // The actions of the group `tool` names (listed grouped, or addressed as
+        // `(group, action)` under flat exposure) that the caller is shown.
+        let shown_actions = |group: &str| -> Option<Vec<String>> {
+            let actions = match self.entries.get(group) {
+                Some(Entry::Group(actions)) => actions,
+                _ => self.groups.get(group)?,
+            };
+            let visible: Vec<String> = actions
+                .iter()
+                .filter(|(_, index)| shown.has(*index))
+                .map(|(action, _)| (*action).to_owned())
+                .collect();
+            (!visible.is_empty()).then_some(visible)
+        };
+        match self.resolve(tool, action, args) {
+            Ok((index, resolved)) if shown.has(index) => Ok((index, resolved)),
+            Ok((_, resolved)) => match (shown_actions(tool), resolved) {
+                (Some(available), Some(requested)) if !self.entries_single(tool) => {
+                    Err(FailureKind::UnknownAction {
+                        tool: tool.to_owned(),
+                        requested: requested.to_owned(),
+                        available,
+                    })
+                }
+                _ => Err(unknown_tool(tool.to_owned())),
+            },
+            Err(FailureKind::UnknownTool { requested, .. }) => Err(unknown_tool(requested)),
+            Err(FailureKind::UnknownAction {
+                tool: group,
+                requested,
+                ..
+            }) => match shown_actions(&group) {
+                Some(available) => Err(FailureKind::UnknownAction {
+                    tool: group,
+                    requested,
+                    available,
+                }),
+                None => Err(unknown_tool(tool.to_owned())),
+            },
+            Err(FailureKind::MissingAction { tool: group, .. }) => match shown_actions(&group) {
+                Some(available) => Err(FailureKind::MissingAction {
+                    tool: group,
+                    available,
+                }),
+                None => Err(unknown_tool(tool.to_owned())),
+            },
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Whether `name` is listed as one handler (not a group).
+    fn entries_single(&self, name: &str) -> bool {
+        matches!(self.entries.get(name), Some(Entry::Single(_)))
     }
 
     /// The name a handler is listed under, when it is listed on its own (not inside a
@@ -270,7 +409,7 @@ impl<C> Registry<C> {
                 (None, _) => Err(FailureKind::UnknownTool {
                     requested: tool.to_owned(),
                     available: self.names(),
-                    action_of: self.action_named_like(tool).map(Box::new),
+                    action_of: self.action_named_like(tool, None).map(Box::new),
                 }),
             },
         }
@@ -280,14 +419,18 @@ impl<C> Registry<C> {
 impl<C> Registry<C> {
     /// The grouped tool and action that `name` (not a tool) looks like: the action and the
     /// group's name, or its singular, joined by `_`, `.` or `-` in either order
-    /// (`add_note`, `notes_add`, `note.add` for action `add` of tool `notes`).
-    fn action_named_like(&self, name: &str) -> Option<(String, String)> {
+    /// (`add_note`, `notes_add`, `note.add` for action `add` of tool `notes`). With
+    /// `shown`, only an action the caller is shown.
+    fn action_named_like(&self, name: &str, shown: Option<&Shown>) -> Option<(String, String)> {
         let mut groups: Vec<_> = self.groups.iter().collect();
         // The same answer whatever the map's order.
         groups.sort_by_key(|(group, _)| **group);
         groups.into_iter().find_map(|(group, actions)| {
             let singular = group.strip_suffix('s').unwrap_or(group);
-            actions.iter().find_map(|(action, _)| {
+            actions.iter().find_map(|(action, index)| {
+                if shown.is_some_and(|shown| !shown.has(*index)) {
+                    return None;
+                }
                 let names_it = [*group, singular].iter().any(|group| {
                     ['_', '.', '-'].iter().any(|joint| {
                         name == format!("{action}{joint}{group}")

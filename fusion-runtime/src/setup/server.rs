@@ -39,6 +39,11 @@ pub(crate) trait SessionPeers: Send + Sync {
         extensions: &rmcp::model::Extensions,
         peer: &rmcp::Peer<rmcp::RoleServer>,
     );
+
+    /// Records what the caller of the session whose request carried `extensions` is shown
+    /// of the tools (a [`Shown`](crate::setup::visibility::Shown)'s fingerprint); what it
+    /// was shown before, if the session was shown anything yet.
+    fn swap_shown(&self, extensions: &rmcp::model::Extensions, fingerprint: u64) -> Option<u64>;
 }
 
 impl<C> Server<C> {
@@ -100,6 +105,8 @@ pub(crate) struct Inner<C> {
     pub(crate) required_env: Vec<String>,
     /// The SHA-256 of the server's contract, made on first use (`contract/surface.rs`).
     pub(crate) surface_digest: std::sync::OnceLock<String>,
+    /// Which tools each caller is shown (`setup/visibility.rs`).
+    pub(crate) visibility: crate::setup::visibility::Visibility,
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -153,6 +160,37 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// The registered tools' names, in registration order.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner.registry.names()
+    }
+
+    /// The handlers the caller of `request` is shown, or `None` when every caller is shown
+    /// every tool.
+    pub(crate) fn shown(
+        &self,
+        request: &crate::identity::RequestInfo,
+    ) -> Option<crate::setup::visibility::Shown> {
+        let registry = &self.inner.registry;
+        self.inner.visibility.shown(
+            registry.tools.iter().map(|tool| &tool.definition.spec),
+            request,
+        )
+    }
+
+    /// `tools/list` as the caller of `request` is shown it.
+    pub(crate) fn tools_for(
+        &self,
+        request: &crate::identity::RequestInfo,
+    ) -> std::borrow::Cow<'_, [rmcp::model::Tool]> {
+        match self.shown(request) {
+            None => std::borrow::Cow::Borrowed(self.tools()),
+            Some(shown) => {
+                let registry = &self.inner.registry;
+                let list = self
+                    .inner
+                    .visibility
+                    .list(&shown, || registry.shown_wire(&shown));
+                std::borrow::Cow::Owned(list.to_vec())
+            }
+        }
     }
 
     /// The tools as `tools/list` describes them.

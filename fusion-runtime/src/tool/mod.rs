@@ -103,6 +103,9 @@ pub struct ToolSpec {
     /// The OAuth scopes the caller's token must grant (`scopes = [..]`); checked before
     /// any middleware, against [`RequestInfo::claims`](crate::identity::RequestInfo::claims).
     pub scopes: &'static [&'static str],
+    /// Labels of the tool (`#[mcp_tool(tags = ["beta"])]`), for visibility rules
+    /// ([`ServerBuilder::visibility`](crate::ServerBuilder::visibility)) and the contract.
+    pub tags: &'static [&'static str],
     /// Whether the call's span (feature `otel`) records its arguments as
     /// `gen_ai.tool.call.arguments`, secrets redacted (`#[mcp_tool(trace_arguments)]`);
     /// off by default: arguments may hold what a trace backend should not keep.

@@ -1,10 +1,14 @@
 //! What one session of Streamable HTTP holds besides rmcp's worker: its requests in flight
 //! (each id's claim numbered, with its place among the calls that may run at once), when it
-//! was last active, its owner, and its peer for the calls served directly.
+//! was last active, its owner, its peer for the calls served directly, and what its caller
+//! was last shown of the tools.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError},
+    sync::{
+        Arc, Mutex, MutexGuard, OnceLock, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -25,6 +29,9 @@ pub(super) struct Entry {
     /// The session's peer in rmcp's service, once the client said it is initialized: the
     /// calls served past rmcp (`direct.rs`) reach the client through it.
     peer: OnceLock<Peer<RoleServer>>,
+    /// What the session's caller was last shown of the tools (`Shown::fingerprint`), 0
+    /// before any: a change sends `notifications/tools/list_changed`.
+    shown: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -75,7 +82,17 @@ impl Entry {
             }),
             running: Arc::new(Semaphore::new(max_running.max(1))),
             peer: OnceLock::new(),
+            shown: AtomicU64::new(0),
         })
+    }
+
+    /// Records what the session's caller is shown now; what it was shown before, if
+    /// anything.
+    pub(super) fn swap_shown(&self, fingerprint: u64) -> Option<u64> {
+        match self.shown.swap(fingerprint, Ordering::Relaxed) {
+            0 => None,
+            before => Some(before),
+        }
     }
 
     /// The state; a panic elsewhere while holding the lock leaves sets that are still

@@ -299,6 +299,13 @@ impl crate::setup::server::SessionPeers for Sessions {
             entry.set_peer(peer);
         }
     }
+
+    fn swap_shown(&self, extensions: &rmcp::model::Extensions, fingerprint: u64) -> Option<u64> {
+        let id = extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| session_of(&parts.headers))?;
+        self.entry(id)?.swap_shown(fingerprint)
+    }
 }
 
 impl SessionManager for Sessions {
