@@ -10,3 +10,4 @@ mod mount;
 mod oauth;
 mod otel;
 mod report_task;
+mod visibility;

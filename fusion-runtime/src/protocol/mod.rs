@@ -179,9 +179,6 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         // Boxed: rmcp spawns a task a request whose future holds this one, and moves it
         // (into the task, on each stage): measured, copying the pipeline's kilobytes of
         // state on every call cost more than one allocation.
-        if self.inner.visibility.depends_on_caller() {
-            self.note_shown(&request::request_info(&context.extensions), &context);
-        }
         Box::pin(call::answer_call(self, request, context)).await
     }
 

@@ -365,7 +365,12 @@ impl<C: Send + Sync + 'static> Server<C> {
             max_body_bytes: options.max_body_bytes,
             draining: AtomicBool::new(false),
             sessions: (!options.stateless).then(|| Arc::clone(&session_manager)),
-            direct: Some(self.direct_calls(options)),
+            // The calls served past rmcp know the sessions too (for what their callers
+            // were last shown of the tools, `protocol/tools_changed.rs`).
+            direct: Some(
+                self.with_session_peers(Arc::clone(&session_manager) as _)
+                    .direct_calls(options),
+            ),
             reaper: std::sync::Once::new(),
             session_prefix: options.session_prefix.clone(),
             streams: streams::StreamBudget::new(
