@@ -14,7 +14,7 @@ use tracing_subscriber::fmt::MakeWriter;
 
 /// Collects what the subscriber writes.
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -49,7 +49,7 @@ impl Captured {
             .collect()
     }
 
-    fn raw(&self) -> String {
+    pub(crate) fn raw(&self) -> String {
         self.0
             .lock()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -65,7 +65,7 @@ impl Captured {
 }
 
 /// Installs a JSON subscriber for this thread (the tests run the tester on it).
-fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
+pub(crate) fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
     let captured = Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .json()

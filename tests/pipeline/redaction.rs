@@ -3,11 +3,6 @@
 //! tool's presenter sees the real value; the masked result still validates against the
 //! tool's `outputSchema`.
 
-use std::{
-    io::Write,
-    sync::{Arc, Mutex},
-};
-
 use fusion_runtime::{
     prelude::*,
     testing::{TestResult, Tester},
@@ -201,45 +196,15 @@ async fn the_masked_result_validates_against_the_output_schema() {
     assert!(email.get("format").is_none(), "{email}");
 }
 
-/// Where the JSON log is written, for reading back.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut buffer) = self.0.lock() {
-            buffer.extend_from_slice(bytes);
-        }
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Self;
-    fn make_writer(&'a self) -> Self {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn the_log_holds_no_redacted_value() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(captured.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = crate::observability::capture();
     let tester = Tester::new(server());
     for name in ["crm_book", "crm_customer"] {
         let result = tester.call(name, json!({})).await;
         assert!(!result.is_error, "{}", result.text());
     }
-    let log =
-        String::from_utf8(captured.0.lock().map(|b| b.clone()).unwrap_or_default()).expect("UTF-8");
+    let log = captured.raw();
     assert_eq!(
         log.matches("tool call succeeded").count(),
         2,
