@@ -11,10 +11,13 @@
 //! to the `--effects FILE`, so that a test counts the orders actually placed), `ship_order`
 //! (destructive, no key: every run ships again, one line each), `sales_report` (read-only
 //! and slow), `approve_refund` (asks the user, as a task waits for the answer), `ping` (limited to `--rate` calls a second across the fleet, burst 1) and
-//! `echo` (no key, no limit). `place_order`, `ship_order` and `sales_report` run as tasks
+//! `echo` (no key, no limit), and `deposit` (one at a time per `account` across the fleet:
+//! it appends a `deposit-start` and a `deposit-end` line around its `hold_ms`, so that a
+//! test sees whether two ever overlapped). `place_order`, `ship_order` and `sales_report` run as tasks
 //! for clients that declare the tasks extension: a killed replica's reports and orders are
 //! run again elsewhere (safe to repeat), its shipments end `failed` with an unknown outcome.
-//! `--lease-ms N` shortens the leases of claims and tasks (10 s by default); `--grace-ms N`
+//! `--lease-ms N` shortens the leases of claims and tasks (10 s by default), `--lock-lease-ms N`
+//! the lease of `deposit`'s lock (30 s by default); `--grace-ms N`
 //! sets the shutdown grace; `--state-key HEX` (64 hex digits) is the key the fleet seals
 //! request states with, and `--previous-state-key HEX` one it still opens (a key being
 //! rolled); `--stateless` serves without sessions. `--http 0` picks a free
@@ -131,6 +134,26 @@ async fn approve_refund(
     ))
 }
 
+/// Deposit into an account: one deposit at a time per account, whichever replica serves it.
+#[mcp_tool(serialize = "account")]
+async fn deposit(
+    #[ctx] ctx: &Ctx,
+    /// The account to credit: deposits to one account never overlap.
+    account: String,
+    /// How much to credit.
+    amount: i64,
+    /// How long the deposit holds its account, in milliseconds.
+    hold_ms: Option<u32>,
+) -> Result<String, OrderError> {
+    ctx.record(&format!("deposit-start {account} {amount}"))?;
+    tokio::time::sleep(Duration::from_millis(u64::from(hold_ms.unwrap_or(0)))).await;
+    ctx.record(&format!("deposit-end {account} {amount}"))?;
+    Ok(format!(
+        "deposited {amount} to {account} by replica {}",
+        std::process::id()
+    ))
+}
+
 /// Answer `pong`; limited across the fleet.
 #[mcp_tool(read_only)]
 async fn ping() -> String {
@@ -204,6 +227,11 @@ const USAGE: cli::Usage = cli::Usage {
             "the lease of an idempotency claim or a task (default 10000)",
         ),
         (
+            "--lock-lease-ms",
+            "MS",
+            "the lease of a `deposit` lock on Redis (default 30000)",
+        ),
+        (
             "--state-key",
             "HEX",
             "the request-state key, 64 hex digits (default: random per process)",
@@ -262,16 +290,28 @@ async fn main() -> ExitCode {
             state_key(&args, "--previous-state-key")?,
             flag::<u64>(&args, "--timeout-ms")?,
             surface_pin(&args)?,
+            flag::<u64>(&args, "--lock-lease-ms")?,
         ))
     })();
-    let (port, url, lease_ms, rate, effects, grace_ms, key, previous_key, timeout_ms, pin) =
-        match parsed {
-            Ok(parsed) => parsed,
-            Err(problem) => {
-                eprintln!("fleet: {problem}");
-                return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
-            }
-        };
+    let (
+        port,
+        url,
+        lease_ms,
+        rate,
+        effects,
+        grace_ms,
+        key,
+        previous_key,
+        timeout_ms,
+        pin,
+        lock_lease_ms,
+    ) = match parsed {
+        Ok(parsed) => parsed,
+        Err(problem) => {
+            eprintln!("fleet: {problem}");
+            return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
+        }
+    };
     let mut redis = match RedisStore::connect(&url).await {
         Ok(redis) => redis,
         Err(error) => {
@@ -281,6 +321,9 @@ async fn main() -> ExitCode {
     };
     if let Some(lease_ms) = lease_ms {
         redis = redis.lease(Duration::from_millis(lease_ms));
+    }
+    if let Some(lock_lease_ms) = lock_lease_ms {
+        redis = redis.lock_lease(Duration::from_millis(lock_lease_ms));
     }
     let mut options = HttpOptions::default()
         .port(port)
@@ -312,8 +355,10 @@ async fn main() -> ExitCode {
         .task_tool(approve_refund, Tasking::optional())
         .tool(ping)
         .tool(echo)
+        .tool(deposit)
         .tool_middleware("ping", redis.rate_limit(rate, 1))
         .task_store(redis.clone())
+        .lock_store(redis.clone())
         .idempotency_store(redis)
         .serve_http_with(options)
         .await

@@ -44,6 +44,8 @@ pub(crate) const ACTION: &str = "action";
 pub(crate) const PRESENTER: &str = "presenter";
 /// `#[mcp_tool(idempotency_key = "request_id")]`
 pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency_key";
+/// `#[mcp_tool(serialize = "account")]`
+pub(crate) const SERIALIZE: &str = "serialize";
 /// `#[mcp_tool(scopes = ["db:write"])]`
 pub(crate) const SCOPES: &str = "scopes";
 /// `#[mcp_tool(tags = ["beta"])]`
@@ -70,6 +72,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     ACTION,
     PRESENTER,
     IDEMPOTENCY_KEY,
+    SERIALIZE,
     SCOPES,
     TAGS,
     TRACE_ARGUMENTS,

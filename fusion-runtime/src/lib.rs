@@ -45,6 +45,7 @@ pub mod idempotency;
 pub mod identity;
 mod json_cost;
 pub mod limits;
+pub mod lock;
 pub mod log;
 pub mod meta;
 pub mod metrics;

@@ -7,5 +7,6 @@ mod support;
 
 mod fleet;
 mod scale_out;
+mod serialize;
 mod surface;
 mod task_fleet;

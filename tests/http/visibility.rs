@@ -99,7 +99,10 @@ fn a_guest_token_lists_no_user_writes_and_an_admin_token_does() {
             sees_create,
             "{who}: {names:?}"
         );
-        assert!(names.contains(&"db_user_find_many".to_owned()), "{who}: {names:?}");
+        assert!(
+            names.contains(&"db_user_find_many".to_owned()),
+            "{who}: {names:?}"
+        );
         // What a caller is not shown it cannot call: the same answer as for no such tool.
         let call = support::post_mcp(
             demo.addr(),
@@ -132,10 +135,7 @@ fn cache_scope_2026(server: &HttpServer, headers: &[(&str, &str)]) -> Value {
     let listed = support::post_mcp(server.addr(), &all, body, REQUEST);
     assert_eq!(listed.status, 200, "{listed:?}\n{}", server.stderr());
     let message = listed.message();
-    assert!(
-        message["result"]["tools"].is_array(),
-        "a list: {message}"
-    );
+    assert!(message["result"]["tools"].is_array(), "a list: {message}");
     message["result"]["cacheScope"].clone()
 }
 
@@ -199,23 +199,16 @@ fn a_session_whose_caller_gets_other_grants_is_told_the_list_changed() {
     let as_admin = bearer(&auth.token(&auth.claims(demo.url(), "ann", "admin")));
     let session = open_session(&demo, &as_guest[7..]);
     let mut stream = open_stream(&demo, &session, &as_guest);
-    let first = support::post_mcp(
-        demo.addr(),
-        &in_session(&session, &as_guest),
-        LIST,
-        REQUEST,
-    );
+    let first = support::post_mcp(demo.addr(), &in_session(&session, &as_guest), LIST, REQUEST);
     assert!(!names(&first).contains(&"db_user_create".to_owned()));
     // Listed again with the same grants: nothing changed, nothing is sent.
-    let again = support::post_mcp(
-        demo.addr(),
-        &in_session(&session, &as_guest),
-        LIST,
-        REQUEST,
-    );
+    let again = support::post_mcp(demo.addr(), &in_session(&session, &as_guest), LIST, REQUEST);
     assert_eq!(names(&again), names(&first));
     let quiet = read_until(&mut stream, "list_changed", Duration::from_millis(500));
-    assert!(!quiet.contains("notifications/tools/list_changed"), "{quiet}");
+    assert!(
+        !quiet.contains("notifications/tools/list_changed"),
+        "{quiet}"
+    );
     // The admin's token on the same session: the view changed, and the client is told.
     let upgraded = support::post_mcp(
         demo.addr(),
@@ -234,11 +227,6 @@ fn a_session_whose_caller_gets_other_grants_is_told_the_list_changed() {
         "no list_changed: {told}\n{}",
         demo.stderr()
     );
-    let now = support::post_mcp(
-        demo.addr(),
-        &in_session(&session, &as_admin),
-        LIST,
-        REQUEST,
-    );
+    let now = support::post_mcp(demo.addr(), &in_session(&session, &as_admin), LIST, REQUEST);
     assert!(names(&now).contains(&"db_user_create".to_owned()));
 }

@@ -20,6 +20,7 @@ mod redaction;
 mod resources_prompts;
 mod schema;
 mod seed;
+mod serialize;
 mod setup_context;
 mod side_effects;
 mod validation;

@@ -292,10 +292,14 @@ pub(super) fn body_fn(plan: &Plan<'_>) -> ItemFn {
     body_fn
         .attrs
         .push(syn::parse_quote!(#[allow(clippy::too_many_arguments)]));
-    // The idempotency key is read by the runtime, from the arguments; the body need not
-    // use it. Without this rustc warns it unused, and its advice (`_request_id`) renames
-    // the argument the attribute names (issue 36).
-    if let Some(key) = &plan.tool.attrs.idempotency_key {
+    // The idempotency key (and the `serialize` argument) is read by the runtime, from the
+    // arguments; the body need not use it. Without this rustc warns it unused, and its
+    // advice (`_request_id`) renames the argument the attribute names (issue 36).
+    let attrs = &plan.tool.attrs;
+    for key in [&attrs.idempotency_key, &attrs.serialize]
+        .into_iter()
+        .flatten()
+    {
         let key = key.value();
         for input in &mut body_fn.sig.inputs {
             if let syn::FnArg::Typed(typed) = input
@@ -487,6 +491,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
         (None, _) => option_lit(None),
     };
     let idempotency_key = option_lit(attrs.idempotency_key.as_ref());
+    let serialize = option_lit(attrs.serialize.as_ref());
     let scopes = attrs.scopes.iter().flatten();
     let tags = attrs.tags.iter().flatten();
     let trace_arguments = attrs.trace_arguments.is_some_and(|flag| flag.value);
@@ -507,6 +512,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
             group: #group,
             action: #action,
             idempotency_key: #idempotency_key,
+            serialize: #serialize,
             scopes: &[#(#scopes),*],
             tags: &[#(#tags),*],
             trace_arguments: #trace_arguments,

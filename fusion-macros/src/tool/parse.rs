@@ -39,6 +39,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) presenter: Option<Path>,
     /// The argument whose value deduplicates calls.
     pub(crate) idempotency_key: Option<LitStr>,
+    /// The argument whose value serializes calls: one at a time per value.
+    pub(crate) serialize: Option<LitStr>,
     /// The OAuth scopes a caller's token must grant: `scopes = ["db:write"]`.
     pub(crate) scopes: Option<Vec<LitStr>>,
     /// Labels for visibility rules and the contract: `tags = ["beta"]`.
@@ -324,6 +326,8 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             symbol::IDEMPOTENCY_KEY => {
                 set_once(cx, &meta, &mut attrs.idempotency_key, string_value(&meta)?)
             }
+            // serialize = "account"
+            symbol::SERIALIZE => set_once(cx, &meta, &mut attrs.serialize, string_value(&meta)?),
             // scopes = ["db:read", "db:write"]
             symbol::SCOPES => {
                 let value = scopes_value(&meta, cx)?;

@@ -283,18 +283,33 @@ fn check_repeat_safety(tool: &ToolFn, cx: &mut Ctxt) {
         );
     }
     if let Some(key) = &attrs.idempotency_key {
-        let name = key.value();
-        let found = tool.params.iter().any(|param| {
-            param.ctx.is_none()
-                && param.call.is_none()
-                && param.ident.to_string().trim_start_matches("r#") == name
-        });
-        if !found {
-            cx.error_spanned_by(
-                key,
-                format!("`idempotency_key` names an argument of the tool, and there is no argument `{name}`; add one (e.g. `{name}: Option<String>`) or name an existing one"),
-            );
-        }
+        check_names_argument(tool, key, "idempotency_key", "Option<String>", cx);
+    }
+    if let Some(key) = &attrs.serialize {
+        check_names_argument(tool, key, "serialize", "String", cx);
+    }
+}
+
+/// `key`, the value of the attribute key `what`, names an argument of the tool (not its
+/// `#[ctx]` or `#[call]`): the runtime reads that argument's value from each call.
+fn check_names_argument(
+    tool: &ToolFn,
+    key: &syn::LitStr,
+    what: &str,
+    example: &str,
+    cx: &mut Ctxt,
+) {
+    let name = key.value();
+    let found = tool.params.iter().any(|param| {
+        param.ctx.is_none()
+            && param.call.is_none()
+            && param.ident.to_string().trim_start_matches("r#") == name
+    });
+    if !found {
+        cx.error_spanned_by(
+            key,
+            format!("`{what}` names an argument of the tool, and there is no argument `{name}`; add one (e.g. `{name}: {example}`) or name an existing one"),
+        );
     }
 }
 

@@ -363,6 +363,15 @@ fn policy(report: &mut Report, old: Option<&PolicyContract>, new: Option<&Policy
     setting(report, "the idempotency key", keys, |key: &&String| {
         (*key).clone()
     });
+    // Added: calls that ran side by side now wait for each other. Dropped: calls on one
+    // key may now run at once, and interleave their writes.
+    let serialized = (old.serialize.as_ref(), new.serialize.as_ref());
+    setting(
+        report,
+        "the serialized argument",
+        serialized,
+        |key: &&String| (*key).clone(),
+    );
 }
 
 /// One recovery setting, Risky whether added, dropped or changed.
@@ -1503,6 +1512,37 @@ mod tests {
                     && change.message.contains("was dropped")),
             "{changes:#?}"
         );
+    }
+
+    #[test]
+    fn serialization_added_dropped_or_moved_is_risky() {
+        let base = PolicyContract {
+            timeout_ms: 30_000,
+            ..PolicyContract::default()
+        };
+        let on = |argument: &str| PolicyContract {
+            serialize: Some(argument.to_owned()),
+            ..base.clone()
+        };
+        let changes = tools(recovering(base.clone()), recovering(on("account")));
+        assert_only(
+            &changes,
+            Severity::Risky,
+            "the serialized argument was added (`account`)",
+        );
+        let changes = tools(recovering(on("account")), recovering(base.clone()));
+        assert_only(
+            &changes,
+            Severity::Risky,
+            "the serialized argument was dropped (was `account`)",
+        );
+        let changes = tools(recovering(on("account")), recovering(on("owner")));
+        assert_only(
+            &changes,
+            Severity::Risky,
+            "the serialized argument changed from `account` to `owner`",
+        );
+        assert!(tools(recovering(on("account")), recovering(on("account"))).is_empty());
     }
 
     #[test]

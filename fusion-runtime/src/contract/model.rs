@@ -147,6 +147,10 @@ pub struct PolicyContract {
     /// The argument whose value deduplicates calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The argument whose value serializes calls (`serialize = ".."`): calls that share
+    /// it run one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serialize: Option<String>,
     /// The most bytes a result may carry (`max_output`): a text result over it is cut, a
     /// structured one refused.
     pub max_output_bytes: u64,

@@ -208,6 +208,7 @@ fn handler_contract<C>(tool: &RegisteredTool<C>) -> ToolContract {
                 cooldown_ms: millis(circuit.cooldown),
             }),
             idempotency_key: spec.idempotency_key.map(str::to_owned),
+            serialize: spec.serialize.map(str::to_owned),
             max_output_bytes: u64::try_from(tool.max_output).unwrap_or(u64::MAX),
         }),
         task: None,

@@ -7,20 +7,31 @@ use crate::{
     call::Call,
     failure::panic as recover,
     failure::{Failure, FailureKind, Target},
+    lock::LockStore,
     log::Redactor,
     middleware::{CallInfo, Guard, missing_scopes},
     setup::registered::RegisteredTool,
+    tool::output::Outcome,
     validate::Limits,
 };
 
-use super::attempts::{Ran, attempts};
+use super::{
+    attempts::{Ran, attempts},
+    invoke::start,
+    serialize::{lock_key, locked},
+};
 
 /// Admits a call to `tool` and runs it: the context made for the call (`context` makes it,
 /// or says why it could not), the server's argument `limits`, the tool's scopes, then its middleware chain;
-/// the handler runs under its policy ([`attempts`]) while the middleware's guards are held.
+/// the handler runs under its policy ([`attempts`]) while the middleware's guards are held,
+/// and, for a tool with `serialize`, the lock of its key from `locks`.
+// Each argument is a separate part of the server the stage reads; a struct of them would
+// only be built here to be taken apart.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn admit<C: Send + Sync + 'static>(
     tool: &RegisteredTool<C>,
     limits: &Limits,
+    locks: &dyn LockStore,
     context: impl FnOnce() -> Result<C, Failure>,
     target: &Target<'_>,
     args: &Value,
@@ -62,7 +73,26 @@ pub(super) async fn admit<C: Send + Sync + 'static>(
         }
     }
     // Await: the handler under its policy. Holds `guards` for its whole run.
-    let finished = attempts(tool, &context, call, args, redactor).await;
+    let finished = match lock_key(tool, args) {
+        None => attempts(tool, &context, call, args, redactor, None).await,
+        // One writer per key: the arguments are decoded first, so an invalid call is
+        // answered at once instead of queueing; then the lock is held over every attempt
+        // and backoff. Await: the key's turn, then the call (`serialize.rs`).
+        Some(key) => {
+            let first = match start(&tool.definition, &context, call, args) {
+                Ok(first) => first,
+                // Counted as one run, as when `attempts` decodes and refuses.
+                Err(failure) => {
+                    return Ran {
+                        outcome: Outcome::Failure(failure),
+                        attempts: 1,
+                    };
+                }
+            };
+            let run = attempts(tool, &context, call, args, redactor, Some(first));
+            locked(locks, &key, tool, target, run).await
+        }
+    };
     drop(guards);
     finished
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::{
     call::Call,
     failure::{Failure, FailureKind},
+    future::BoxFuture,
     log::Redactor,
     policy::{Admission, Circuit, Policy, RetryPolicy, Transition},
     tool::output::Outcome,
@@ -20,13 +21,15 @@ use super::invoke::invoke;
 /// Runs the handler under the tool's policy: the circuit breaker first, then up to
 /// `attempts` runs, each under the timeout, retrying only transient failures after a
 /// backoff and a reconnect of the tool's resource. Returns the outcome and how many
-/// times the handler ran, counted here and nowhere else.
-pub(super) async fn attempts<C: Send + Sync + 'static>(
-    registered: &RegisteredTool<C>,
-    context: &C,
-    call: &Call,
+/// times the handler ran, counted here and nowhere else. `first` is the first run's
+/// future when its arguments were decoded before (`serialize.rs`).
+pub(super) async fn attempts<'a, C: Send + Sync + 'static>(
+    registered: &'a RegisteredTool<C>,
+    context: &'a C,
+    call: &'a Call,
     args: &Value,
     redactor: &Redactor,
+    mut first: Option<BoxFuture<'a, Outcome>>,
 ) -> Ran {
     let definition = &registered.definition;
     let tool = definition.spec.name;
@@ -62,6 +65,7 @@ pub(super) async fn attempts<C: Send + Sync + 'static>(
             call,
             args,
             run_deadline(registered.policy, call),
+            first.take(),
         );
         // With `otel`, for a tool that may run more than once: the attempt's span, under
         // the call's, around the handler (so a user's own spans are its children). A tool

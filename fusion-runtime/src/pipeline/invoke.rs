@@ -9,28 +9,47 @@ use crate::{
     call::Call,
     failure::panic as recover,
     failure::{Failure, FailureKind},
+    future::BoxFuture,
     tool::ToolDefinition,
     tool::output::Outcome,
 };
 
-/// One run of the handler: decode, then the future behind the panic boundary and the
-/// timeout. Dropping the future at the deadline runs the handler's destructors.
-pub(super) async fn invoke<C: Send + Sync + 'static>(
-    definition: &ToolDefinition<C>,
-    context: &C,
-    call: &Call,
+/// The handler's future for one run, its arguments decoded (and so validated) first: the
+/// future, not yet polled (the handler has not started), or the failure of a call that
+/// cannot start (invalid arguments, a panic while decoding).
+pub(super) fn start<'a, C: Send + Sync + 'static>(
+    definition: &'a ToolDefinition<C>,
+    context: &'a C,
+    call: &'a Call,
     args: &Value,
-    timeout: Option<Duration>,
-) -> Outcome {
+) -> Result<BoxFuture<'a, Outcome>, Failure> {
     let validator = &definition.validator;
     // Decoding is user-controlled (custom `Deserialize` impls): inside the boundary too.
     let started = recover::catch_sync(|| definition.invoker.invoke(context, call, args, validator));
+    match started {
+        Ok(Ok(future)) => Ok(future),
+        Ok(Err(issues)) => Err(Failure::new(FailureKind::InvalidArguments(issues))),
+        Err(panic) => Err(Failure::panic(panic)),
+    }
+}
+
+/// One run of the handler: decode (unless `started` is this run's future, from
+/// [`start`]), then the future behind the panic boundary and the timeout. Dropping the
+/// future at the deadline runs the handler's destructors.
+pub(super) async fn invoke<'a, C: Send + Sync + 'static>(
+    definition: &'a ToolDefinition<C>,
+    context: &'a C,
+    call: &'a Call,
+    args: &Value,
+    timeout: Option<Duration>,
+    started: Option<BoxFuture<'a, Outcome>>,
+) -> Outcome {
     let future = match started {
-        Ok(Ok(future)) => future,
-        Ok(Err(issues)) => {
-            return Outcome::Failure(Failure::new(FailureKind::InvalidArguments(issues)));
-        }
-        Err(panic) => return Outcome::Failure(Failure::panic(panic)),
+        Some(future) => future,
+        None => match start(definition, context, call, args) {
+            Ok(future) => future,
+            Err(failure) => return Outcome::Failure(failure),
+        },
     };
     let guarded = recover::catch(future);
     // Await: the handler. Holds nothing of ours; a drop (deadline, cancellation) drops

@@ -6,6 +6,7 @@
 //! 1. resolve: the tool and action, by the registry (`setup/registry.rs`), and the arguments;
 //! 2. replay (`replay.rs`): an idempotency key seen before returns the first call's result;
 //! 3. admit (`admit.rs`): the context, the argument limits, the middleware chain;
+//!    with `serialize`, the lock of the call's key around the rest (`serialize.rs`);
 //! 4. attempts (`attempts.rs`): the circuit breaker, retries with backoff, the timeout, reconnect;
 //! 5. invoke (`invoke.rs`): decode and validate the arguments, run the handler behind a
 //!    panic boundary, classify the outcome;
@@ -34,6 +35,7 @@ mod invoke;
 mod output_limit;
 pub(crate) mod render;
 mod replay;
+mod serialize;
 
 use admit::admit;
 use attempts::Ran;
@@ -209,6 +211,7 @@ async fn run_call<C: Send + Sync + 'static>(
             let admitted = admit(
                 registered,
                 &inner.limits,
+                &*inner.locks,
                 context,
                 &target,
                 &log.args,

@@ -48,10 +48,7 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
 ) -> Result<CallToolResponse, ErrorData> {
     // A session whose caller now sees other tools is told (`tools_changed.rs`).
     if server.inner.visibility.depends_on_caller() {
-        server.note_shown(
-            &super::request::request_info(&context.extensions),
-            &context,
-        );
+        server.note_shown(&super::request::request_info(&context.extensions), &context);
     }
     let current = is_current(&context);
     let tasking = server.inner.tasks.tasking(&request.name);

@@ -1,6 +1,8 @@
 //! State that replicas share, on Redis (feature `redis`): idempotency keys that run once
 //! across the fleet ([`RedisStore`]), rate limits that hold for the fleet as a whole
-//! ([`RedisStore::rate_limit`]), and tasks that any replica answers for and that outlive
+//! ([`RedisStore::rate_limit`]), one writer per key across the fleet
+//! (`#[mcp_tool(serialize = "..")]` with `.lock_store(redis.clone())`, see
+//! [`RedisStore::lock_lease`]), and tasks that any replica answers for and that outlive
 //! the replica that runs them (`.task_store(redis.clone())`, see
 //! [`tasks`](crate::tasks)).
 //!
@@ -25,6 +27,7 @@
 //! # }
 //! ```
 
+mod lock;
 mod rate;
 mod store;
 mod tasks;

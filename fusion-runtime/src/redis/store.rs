@@ -20,6 +20,11 @@ use crate::{
 /// its machine gone) blocks its key for at most this long.
 const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 
+/// The lease of a `serialize` lock by default (`lock.rs`): long enough to ride out a Redis
+/// failover of a few seconds without stopping the calls that hold locks; a holder that dies
+/// blocks its key for at most this long.
+const DEFAULT_LOCK_LEASE: Duration = Duration::from_secs(30);
+
 /// The most tasks the store keeps at once by default, in all (`task_limits`).
 const DEFAULT_TASKS: usize = 10_000;
 /// The most tasks one caller (one OAuth subject) keeps at once by default.
@@ -113,6 +118,11 @@ pub struct RedisStore {
     pub(super) lease: Duration,
     /// The most tasks kept at once, in all and per caller (`task_limits`).
     pub(super) task_limits: (usize, usize),
+    /// The lease of a `serialize` lock (`lock.rs`, [`lock_lease`](Self::lock_lease)).
+    pub(super) lock_lease: Duration,
+    /// This replica's own queue per lock key, in front of Redis's lock (`lock.rs`):
+    /// arrival order within the replica. Clones share it.
+    pub(super) local_locks: crate::lock::MemoryLockStore,
     /// The claims this process holds: the key's owner token, the window its result is kept
     /// for, and the task renewing its lease.
     owned: Arc<Mutex<HashMap<String, Owned>>>,
@@ -151,6 +161,8 @@ impl RedisStore {
             prefix: "fusion:".to_owned(),
             lease: DEFAULT_LEASE,
             task_limits: (DEFAULT_TASKS, DEFAULT_TASKS_PER_CALLER),
+            lock_lease: DEFAULT_LOCK_LEASE,
+            local_locks: crate::lock::MemoryLockStore::new(),
             owned: Arc::new(Mutex::new(HashMap::new())),
         })
     }

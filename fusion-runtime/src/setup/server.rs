@@ -90,6 +90,8 @@ pub(crate) struct Inner<C> {
     pub(crate) fatal: tokio::sync::watch::Sender<bool>,
     pub(crate) idempotency: Arc<dyn IdempotencyStore>,
     pub(crate) idempotency_window: Duration,
+    /// The locks of `#[mcp_tool(serialize = "..")]` (`pipeline/serialize.rs`).
+    pub(crate) locks: Arc<dyn crate::lock::LockStore>,
     /// The level of the event of a successful call.
     pub(crate) ok_level: tracing::Level,
     /// The client's `logging/setLevel`. One per server: over stdio a server has one

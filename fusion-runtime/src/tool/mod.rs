@@ -100,6 +100,10 @@ pub struct ToolSpec {
     pub action: Option<&'static str>,
     /// The argument whose value identifies a call for deduplication.
     pub idempotency_key: Option<&'static str>,
+    /// The argument whose value serializes calls (`#[mcp_tool(serialize = "account")]`):
+    /// calls that share its value run one at a time, in arrival order, under a lock of
+    /// the server's [`LockStore`](crate::lock::LockStore).
+    pub serialize: Option<&'static str>,
     /// The OAuth scopes the caller's token must grant (`scopes = [..]`); checked before
     /// any middleware, against [`RequestInfo::claims`](crate::identity::RequestInfo::claims).
     pub scopes: &'static [&'static str],

@@ -95,6 +95,9 @@ impl Failure {
                 let what = match *cause {
                     "timeout" => "did not finish in time",
                     "replica_stopped" => "was running as a task on a server replica that stopped",
+                    "lock_lost" => {
+                        "was stopped part-way when it lost the lock that keeps other calls on its key out"
+                    }
                     _ => "lost its connection",
                 };
                 let mut text = format!(

@@ -8,6 +8,8 @@
 //! (`registry.rs`). Lists are built once per set of shown handlers and kept: callers with
 //! the same grants share one.
 
+mod builder;
+
 use std::{
     collections::HashMap,
     hash::{Hash, Hasher},
