@@ -16,7 +16,6 @@
 use crate::support;
 
 use std::{
-    net::SocketAddr,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -26,34 +25,13 @@ use std::{
 };
 
 use serde_json::{Value, json};
-use support::{fleet::Fleet, nginx_proxy::Nginx};
+use support::{
+    fleet::{Fleet, call, is_error, text},
+    nginx_proxy::Nginx,
+};
 
 /// The limit of one HTTP exchange.
 const REQUEST: Duration = Duration::from_secs(20);
-
-/// One `tools/call` to a stateless endpoint; its `result` (or the whole answer when there
-/// is none).
-fn call(addr: SocketAddr, tool: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
-    let answer = support::post_mcp(
-        addr,
-        &[("MCP-Protocol-Version", "2025-06-18")],
-        &body.to_string(),
-        REQUEST,
-    );
-    assert_eq!(answer.status, 200, "{tool}: {answer:?}");
-    let message: Value = serde_json::from_str(answer.body.trim())
-        .unwrap_or_else(|error| panic!("not JSON ({error}): {answer:?}"));
-    message.get("result").cloned().unwrap_or(message)
-}
-
-fn text(result: &Value) -> &str {
-    result["content"][0]["text"].as_str().unwrap_or_default()
-}
-
-fn is_error(result: &Value) -> bool {
-    result["isError"] == true
-}
 
 #[test]
 fn one_key_sent_to_two_replicas_at_once_runs_once() {

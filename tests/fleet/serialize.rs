@@ -18,7 +18,6 @@
 use crate::support;
 
 use std::{
-    net::SocketAddr,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -29,34 +28,13 @@ use std::{
 
 use fusion_runtime::{Server, prelude::*, redis::RedisStore, testing::Tester};
 use serde_json::{Value, json};
-use support::{fleet::Fleet, redis_server::RedisServer};
+use support::{
+    fleet::{Fleet, call, is_error, text},
+    redis_server::RedisServer,
+};
 
 /// The limit of one HTTP exchange.
 const REQUEST: Duration = Duration::from_secs(30);
-
-/// One `tools/call` to a stateless endpoint; its `result` (or the whole answer when there
-/// is none).
-fn call(addr: SocketAddr, tool: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
-    let answer = support::post_mcp(
-        addr,
-        &[("MCP-Protocol-Version", "2025-06-18")],
-        &body.to_string(),
-        REQUEST,
-    );
-    assert_eq!(answer.status, 200, "{tool}: {answer:?}");
-    let message: Value = serde_json::from_str(answer.body.trim())
-        .unwrap_or_else(|error| panic!("not JSON ({error}): {answer:?}"));
-    message.get("result").cloned().unwrap_or(message)
-}
-
-fn text(result: &Value) -> &str {
-    result["content"][0]["text"].as_str().unwrap_or_default()
-}
-
-fn is_error(result: &Value) -> bool {
-    result["isError"] == true
-}
 
 /// The deposits' lines of the effects file: (`start` or `end`, account, amount).
 fn deposits(fleet: &Fleet) -> Vec<(String, String, String)> {

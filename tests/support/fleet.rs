@@ -2,7 +2,9 @@
 //! on free ports, and a file where every replica appends one line per effect (an order
 //! placed, a shipment sent), so that a test counts what actually ran.
 
-use std::{path::PathBuf, process::Command, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, process::Command, time::Duration};
+
+use serde_json::{Value, json};
 
 use super::{http::HttpServer, redis_server::RedisServer};
 
@@ -55,4 +57,33 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.effects);
     }
+}
+
+/// The limit of one `tools/call` to a replica.
+const CALL: Duration = Duration::from_secs(30);
+
+/// One `tools/call` to a stateless endpoint; its `result` (or the whole answer when there
+/// is none).
+pub(crate) fn call(addr: SocketAddr, tool: &str, arguments: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let answer = super::post_mcp(
+        addr,
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        &body.to_string(),
+        CALL,
+    );
+    assert_eq!(answer.status, 200, "{tool}: {answer:?}");
+    let message: Value = serde_json::from_str(answer.body.trim())
+        .unwrap_or_else(|error| panic!("not JSON ({error}): {answer:?}"));
+    message.get("result").cloned().unwrap_or(message)
+}
+
+/// The first text block of a result.
+pub(crate) fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// Whether a result is `isError`.
+pub(crate) fn is_error(result: &Value) -> bool {
+    result["isError"] == true
 }
