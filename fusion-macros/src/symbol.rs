@@ -54,6 +54,14 @@ pub(crate) const TAGS: &str = "tags";
 pub(crate) const TRACE_ARGUMENTS: &str = "trace_arguments";
 /// `#[mcp_tool(max_output = "64KiB")]`
 pub(crate) const MAX_OUTPUT: &str = "max_output";
+/// `#[mcp_tool(cache = "30s")]`
+pub(crate) const CACHE: &str = "cache";
+/// `#[mcp_tool(cache_scope = "public")]`
+pub(crate) const CACHE_SCOPE: &str = "cache_scope";
+/// `#[mcp_tool(stale_if_error = "10m")]`
+pub(crate) const STALE_IF_ERROR: &str = "stale_if_error";
+/// `#[mcp_tool(invalidates = ["quote"])]`
+pub(crate) const INVALIDATES: &str = "invalidates";
 
 /// Every key of `#[mcp_tool(...)]`, in the order the error message lists them.
 pub(crate) const TOOL_KEYS: &[&str] = &[
@@ -77,6 +85,10 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     TAGS,
     TRACE_ARGUMENTS,
     MAX_OUTPUT,
+    CACHE,
+    CACHE_SCOPE,
+    STALE_IF_ERROR,
+    INVALIDATES,
     CRATE,
 ];
 

@@ -35,6 +35,21 @@ pub(crate) fn fingerprint(value: &Value) -> String {
     digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
+/// The SHA-256, in hex, of `prefix`, a newline and `value`'s canonical text: one hash for
+/// a value and what it belongs to (a cached call's caller and arguments).
+pub(crate) fn fingerprint_with(prefix: &str, value: &Value) -> String {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(prefix.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(canonical(value).to_string().as_bytes());
+    hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -32,6 +32,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod autoref;
+pub mod cache;
 pub mod call;
 mod canonical_json;
 pub mod contract;
@@ -170,6 +171,7 @@ pub mod __private {
     pub use crate::{
         __classify_source as classify_source, __output_schema as output_schema,
         __render_outcome as render_outcome, __render_presented as render_presented,
+        cache::{CachePolicy, CacheScope},
         call::Call,
         failure::classify::{
             Classification, Classify, ErrorClass, ErrorCode, ladder as classify_ladder,

@@ -56,6 +56,8 @@ pub(crate) struct ToolMetrics {
     latency_sum_us: AtomicU64,
     in_flight: AtomicI64,
     retries: AtomicU64,
+    /// A cached tool's calls by how the cache answered: hit, miss, coalesced, stale.
+    cache: [AtomicU64; 4],
 }
 
 /// One call in flight, counted from [`ToolMetrics::start`] until it is finished or dropped.
@@ -167,6 +169,13 @@ impl ToolMetrics {
         let _ = error_type;
     }
 
+    /// Counts how the cache answered one call of a cached tool.
+    pub(crate) fn cache_used(&self, how: crate::cache::CacheUse) {
+        self.cache[how as usize].fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "otel")]
+        crate::log::otel::record_cache(self.tool, self.action, how.as_str());
+    }
+
     pub(crate) fn snapshot(&self, tool: &str, circuit_open: bool) -> ToolSnapshot {
         let buckets: Vec<u64> = self
             .buckets
@@ -204,6 +213,16 @@ impl ToolMetrics {
             in_flight: self.in_flight.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
             circuit_open,
+            cache: crate::cache::CacheUse::ALL
+                .iter()
+                .map(|how| {
+                    (
+                        how.as_str().to_owned(),
+                        self.cache[*how as usize].load(Ordering::Relaxed),
+                    )
+                })
+                .filter(|(_, count)| *count > 0)
+                .collect(),
         }
     }
 }
@@ -232,6 +251,9 @@ pub struct ToolSnapshot {
     pub retries: u64,
     /// Whether the circuit breaker is open.
     pub circuit_open: bool,
+    /// A cached tool's calls by how the cache answered them (`hit`, `miss`, `coalesced`,
+    /// `stale`); empty for a tool without `cache`.
+    pub cache: BTreeMap<String, u64>,
 }
 
 /// Every tool's metrics at a point in time.
@@ -335,6 +357,20 @@ impl Collector for Exposition {
             retries
                 .encode_family(&[("tool", tool.tool.as_str())])?
                 .encode_counter::<NoLabelSet, _, u64>(&tool.retries, None)?;
+        }
+        let mut cache = encoder.encode_descriptor(
+            "fusion_tool_cache",
+            "Calls of cached tools by how the cache answered them (hit, miss, coalesced, stale).",
+            None,
+            MetricType::Counter,
+        )?;
+        for tool in tools {
+            for (result, count) in &tool.cache {
+                let labels = [("tool", tool.tool.as_str()), ("result", result.as_str())];
+                cache
+                    .encode_family(&labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(count, None)?;
+            }
         }
         let mut circuit = encoder.encode_descriptor(
             "fusion_tool_circuit_open",

@@ -1,7 +1,7 @@
 //! Per-caller tool lists over Streamable HTTP (issue 40, item 3), on the demo as a resource
 //! server of a real authorization server: a guest's token lists no user writes (`--flat`),
 //! an admin's does; under 2026-07-28 the list is `cacheScope: "private"` (and a server
-//! whose list is the same for all says `public`); a session whose caller comes back with a
+//! whose list is the same for all says `public`), with the `ttlMs` of `list_ttl`; a session whose caller comes back with a
 //! token of other grants is sent `notifications/tools/list_changed` on its stream.
 
 use crate::support;
@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::{AuthServer, HttpServer, RawResponse};
 
 const START: Duration = Duration::from_secs(30);
@@ -124,8 +124,8 @@ fn a_guest_token_lists_no_user_writes_and_an_admin_token_does() {
     }
 }
 
-/// The `cacheScope` of a 2026-07-28 `tools/list` (no session) with `headers`.
-fn cache_scope_2026(server: &HttpServer, headers: &[(&str, &str)]) -> Value {
+/// The `cacheScope` and `ttlMs` of a 2026-07-28 `tools/list` (no session) with `headers`.
+fn list_hints_2026(server: &HttpServer, headers: &[(&str, &str)]) -> (Value, Value) {
     let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"visibility-test","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let mut all = vec![
         ("MCP-Protocol-Version", "2026-07-28"),
@@ -136,7 +136,10 @@ fn cache_scope_2026(server: &HttpServer, headers: &[(&str, &str)]) -> Value {
     assert_eq!(listed.status, 200, "{listed:?}\n{}", server.stderr());
     let message = listed.message();
     assert!(message["result"]["tools"].is_array(), "a list: {message}");
-    message["result"]["cacheScope"].clone()
+    (
+        message["result"]["cacheScope"].clone(),
+        message["result"]["ttlMs"].clone(),
+    )
 }
 
 #[test]
@@ -144,14 +147,18 @@ fn a_list_that_depends_on_the_caller_is_private_and_one_that_does_not_is_public(
     let auth = AuthServer::start();
     let demo = flat_demo(&auth);
     let guest = bearer(&auth.token(&auth.claims(demo.url(), "gus", "read")));
+    // A minute: `ServerBuilder::list_ttl`'s default.
     assert_eq!(
-        cache_scope_2026(&demo, &[("Authorization", &guest)]),
-        "private"
+        list_hints_2026(&demo, &[("Authorization", &guest)]),
+        (json!("private"), json!(60_000))
     );
     let mut command = Command::new(support::example_binary("quickstart"));
     command.args(["--http", "0"]);
     let quickstart = HttpServer::start(command, START);
-    assert_eq!(cache_scope_2026(&quickstart, &[]), "public");
+    assert_eq!(
+        list_hints_2026(&quickstart, &[]),
+        (json!("public"), json!(60_000))
+    );
 }
 
 /// A `GET /mcp` event stream of `session`, its response head read.

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod caching;
 mod cancel_safety;
 mod contract;
 mod failure_meta;
@@ -23,5 +24,6 @@ mod seed;
 mod serialize;
 mod setup_context;
 mod side_effects;
+mod testkit;
 mod validation;
 mod visibility;

@@ -502,6 +502,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let cache = super::cache::spec_fields(private, &attrs.cache);
     quote! {
         #private::ToolSpec {
             name: #name,
@@ -517,6 +518,7 @@ fn descriptor(plan: &Plan<'_>) -> TokenStream {
             tags: &[#(#tags),*],
             trace_arguments: #trace_arguments,
             max_output: #max_output,
+            #cache
         }
     }
 }

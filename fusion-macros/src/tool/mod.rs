@@ -1,5 +1,7 @@
-//! `#[mcp_tool]`: parse (`parse.rs`) → validate (`valid.rs`) → expand (`expand.rs`).
+//! `#[mcp_tool]`: parse (`parse.rs`) → validate (`valid.rs`) → expand (`expand.rs`); the
+//! caching keys in one file of their own (`cache.rs`).
 
+mod cache;
 mod expand;
 mod parse;
 mod stand_in;

@@ -49,6 +49,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) trace_arguments: Option<Flag>,
     /// The most bytes the result may carry: `max_output = "64KiB"`.
     pub(crate) max_output: Option<u64>,
+    /// `cache`, `cache_scope`, `stale_if_error` and `invalidates` (`cache.rs`).
+    pub(crate) cache: super::cache::CacheAttrs,
 }
 
 /// A duration written as `"250ms"`, `"5s"` or `"2m"`, in milliseconds.
@@ -338,6 +340,8 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
                 let value = tags_value(&meta, cx)?;
                 set_once(cx, &meta, &mut attrs.tags, value);
             }
+            // cache = "30s", cache_scope = "public", stale_if_error = "10m", invalidates = [..]
+            key if super::cache::parse_key(key, &meta, cx, &mut attrs.cache)? => {}
             // crate = "my::path" | crate = my::path
             symbol::CRATE => set_once(cx, &meta, &mut attrs.krate, crate::krate::parse(&meta)?),
             _ => {
@@ -371,7 +375,7 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
 
 /// A duration literal: `"250ms"`, `"5s"`, `"2m"`. A malformed one is reported and read
 /// as zero, so parsing goes on.
-fn duration_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Millis> {
+pub(super) fn duration_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Millis> {
     let text: LitStr = meta.value()?.parse()?;
     let millis = duration::parse_millis(&text.value());
     if millis.is_none() {
@@ -490,7 +494,12 @@ fn flag_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Flag> {
     }
 }
 
-fn set_once<T>(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
+pub(super) fn set_once<T>(
+    cx: &mut Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    slot: &mut Option<T>,
+    value: T,
+) {
     if slot.is_some() {
         let key = quote::ToTokens::to_token_stream(&meta.path).to_string();
         cx.error_spanned_by(&meta.path, format!("`{key}` is given twice; keep one"));

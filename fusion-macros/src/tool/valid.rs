@@ -18,6 +18,7 @@ pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
     check_policy(tool, cx);
     check_group(tool, cx);
     check_repeat_safety(tool, cx);
+    super::cache::check(tool, cx);
 }
 
 fn check_signature(tool: &ToolFn, cx: &mut Ctxt) {

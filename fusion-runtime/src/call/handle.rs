@@ -10,7 +10,10 @@ use rmcp::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{identity::RequestInfo, rounds::questions::InputState, validate::NumberLiterals};
+use crate::{
+    identity::RequestInfo, rounds::questions::InputState, testing::watch::Watch,
+    validate::NumberLiterals,
+};
 
 /// The request a tool is serving. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -41,6 +44,9 @@ pub(super) struct Inner {
     /// `tracestate` if any): the parent of the call's span (feature `otel`).
     #[cfg(feature = "otel")]
     trace_context: Option<Box<(String, Option<String>)>>,
+    /// In the tester: its faults for the tool, and where the call's log event goes.
+    /// `None` for every call a transport serves.
+    watch: Option<Watch>,
 }
 
 impl Call {
@@ -67,6 +73,7 @@ impl Call {
                 input: None,
                 #[cfg(feature = "otel")]
                 trace_context: None,
+                watch: None,
             }),
         }
     }
@@ -125,6 +132,7 @@ impl Call {
                 input: Some(input),
                 #[cfg(feature = "otel")]
                 trace_context: None,
+                watch: None,
             }),
         }
     }
@@ -154,6 +162,52 @@ impl Call {
                 input: None,
                 #[cfg(feature = "otel")]
                 trace_context: None,
+                watch: None,
+            }),
+        }
+    }
+
+    /// A detached call of the tester's, watched by it: faults injected in place of the
+    /// handler, the call log's event recorded ([`Tester`](crate::testing::Tester)).
+    pub(crate) fn watched(numbers: NumberLiterals, request: RequestInfo, watch: Watch) -> Self {
+        let mut call = Self::detached_as(numbers, request);
+        if let Some(inner) = Arc::get_mut(&mut call.inner) {
+            inner.watch = Some(watch);
+        }
+        call
+    }
+
+    /// The tester watching this call, if a tester made it.
+    pub(crate) fn watch(&self) -> Option<&Watch> {
+        self.inner.watch.as_ref()
+    }
+
+    /// Cancels the call, as the client's `notifications/cancelled` does (the tester's
+    /// [`CallHandle::cancel`](crate::testing::CallHandle::cancel)).
+    pub(crate) fn cancel(&self) {
+        self.inner.cancel.cancel();
+    }
+
+    /// The call a cached tool's shared run makes for the handler (`pipeline/cache.rs`):
+    /// the same caller, transport and log level, but its own cancellation (the run goes on
+    /// when this call is cancelled, for the identical calls that joined it) and no progress
+    /// token (its progress is no one caller's).
+    pub(crate) fn for_shared_run(&self) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                request_id: inner.request_id.clone(),
+                progress_token: None,
+                peer: inner.peer.clone(),
+                cancel: CancellationToken::new(),
+                log_level: inner.log_level,
+                recorded: None,
+                numbers: inner.numbers.clone(),
+                request: inner.request.clone(),
+                input: None,
+                #[cfg(feature = "otel")]
+                trace_context: None,
+                watch: inner.watch.as_ref().map(Watch::for_shared_run),
             }),
         }
     }

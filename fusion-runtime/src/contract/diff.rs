@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 
 use crate::contract::model::{
-    CircuitContract, Contract, Hints, PolicyContract, PromptContract, ResourceContract,
-    RetryContract, TaskSupport, ToolContract,
+    CacheContract, CircuitContract, Contract, Hints, PolicyContract, PromptContract,
+    ResourceContract, RetryContract, TaskSupport, ToolContract,
 };
 
 /// How a change looks to a caller who learned the old surface, from worst to least:
@@ -372,6 +372,31 @@ fn policy(report: &mut Report, old: Option<&PolicyContract>, new: Option<&Policy
         serialized,
         |key: &&String| (*key).clone(),
     );
+    // Added: answers may now be up to its age old. Dropped: every call reaches the source.
+    setting(
+        report,
+        "the cache",
+        (old.cache.as_ref(), new.cache.as_ref()),
+        |cache: &&CacheContract| cache_text(cache),
+    );
+    // A write that stops invalidating a cached read leaves that read stale after it.
+    let invalidated = |policy: &PolicyContract| {
+        (!policy.invalidates.is_empty()).then(|| policy.invalidates.join(", "))
+    };
+    setting(
+        report,
+        "the list of invalidated tools",
+        (invalidated(old), invalidated(new)),
+        |names: &String| names.clone(),
+    );
+}
+
+/// A cache policy as a message shows it.
+fn cache_text(cache: &CacheContract) -> String {
+    format!(
+        "{} ms, stale {} ms, {}",
+        cache.ttl_ms, cache.stale_if_error_ms, cache.scope
+    )
 }
 
 /// One recovery setting, Risky whether added, dropped or changed.
@@ -1543,6 +1568,45 @@ mod tests {
             "the serialized argument changed from `account` to `owner`",
         );
         assert!(tools(recovering(on("account")), recovering(on("account"))).is_empty());
+    }
+
+    #[test]
+    fn a_cache_or_an_invalidation_added_dropped_or_changed_is_risky() {
+        let base = PolicyContract {
+            timeout_ms: 30_000,
+            ..PolicyContract::default()
+        };
+        let cached = |ttl_ms: u64| PolicyContract {
+            cache: Some(CacheContract {
+                ttl_ms,
+                stale_if_error_ms: 0,
+                scope: "private".to_owned(),
+            }),
+            ..base.clone()
+        };
+        let changes = tools(recovering(base.clone()), recovering(cached(30_000)));
+        assert_only(
+            &changes,
+            Severity::Risky,
+            "the cache was added (`30000 ms, stale 0 ms, private`)",
+        );
+        let changes = tools(recovering(cached(30_000)), recovering(cached(60_000)));
+        assert_only(
+            &changes,
+            Severity::Risky,
+            "the cache changed from `30000 ms, stale 0 ms, private` to `60000 ms, stale 0 ms, private`",
+        );
+        let writer = PolicyContract {
+            invalidates: vec!["quote".to_owned()],
+            ..base.clone()
+        };
+        let changes = tools(recovering(writer), recovering(base.clone()));
+        assert_only(
+            &changes,
+            Severity::Risky,
+            "the list of invalidated tools was dropped (was `quote`)",
+        );
+        assert!(tools(recovering(cached(1)), recovering(cached(1))).is_empty());
     }
 
     #[test]

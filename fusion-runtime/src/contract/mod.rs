@@ -44,7 +44,8 @@ pub use diff::{Change, Severity, diff};
 pub use lockfile::LOCK_ENV;
 pub(crate) use lockfile::{Pin, compare_with_file};
 pub use model::{
-    CircuitContract, Contract, FORMAT, Hints, PolicyContract, PromptArgumentContract,
-    PromptContract, ResourceContract, RetryContract, TaskSupport, ToolContract,
+    CacheContract, CircuitContract, Contract, FORMAT, Hints, PolicyContract,
+    PromptArgumentContract, PromptContract, ResourceContract, RetryContract, TaskSupport,
+    ToolContract,
 };
 pub use surface::SURFACE_META_KEY;

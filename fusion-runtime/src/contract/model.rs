@@ -154,6 +154,26 @@ pub struct PolicyContract {
     /// The most bytes a result may carry (`max_output`): a text result over it is cut, a
     /// structured one refused.
     pub max_output_bytes: u64,
+    /// How identical calls are answered from the cache (`cache = ".."`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheContract>,
+    /// The cached tools whose entries this tool's success drops (`invalidates = [..]`),
+    /// sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalidates: Vec<String>,
+}
+
+/// A cache policy in the contract.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CacheContract {
+    /// How long an answer is fresh.
+    pub ttl_ms: u64,
+    /// How much longer it may be served, marked stale, while the tool fails.
+    pub stale_if_error_ms: u64,
+    /// `private` or `public`.
+    pub scope: String,
 }
 
 /// A retry policy in the contract.

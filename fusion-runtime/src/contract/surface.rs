@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 
 use crate::{
     contract::model::{
-        CircuitContract, Contract, FORMAT, Hints, PolicyContract, PromptArgumentContract,
-        PromptContract, ResourceContract, RetryContract, TaskSupport, ToolContract,
+        CacheContract, CircuitContract, Contract, FORMAT, Hints, PolicyContract,
+        PromptArgumentContract, PromptContract, ResourceContract, RetryContract, TaskSupport,
+        ToolContract,
     },
     policy::DEFAULT_TIMEOUT,
     setup::registered::RegisteredTool,
@@ -210,6 +211,20 @@ fn handler_contract<C>(tool: &RegisteredTool<C>) -> ToolContract {
             idempotency_key: spec.idempotency_key.map(str::to_owned),
             serialize: spec.serialize.map(str::to_owned),
             max_output_bytes: u64::try_from(tool.max_output).unwrap_or(u64::MAX),
+            cache: spec.cache.map(|cache| CacheContract {
+                ttl_ms: millis(cache.ttl),
+                stale_if_error_ms: millis(cache.stale_if_error),
+                scope: cache.scope.as_str().to_owned(),
+            }),
+            invalidates: {
+                let mut names: Vec<String> = spec
+                    .invalidates
+                    .iter()
+                    .map(|name| (*name).to_owned())
+                    .collect();
+                names.sort();
+                names
+            },
         }),
         task: None,
         actions: BTreeMap::new(),

@@ -49,7 +49,8 @@ pub struct FailureEntry {
     pub class: String,
     /// What went wrong, when it has a name: the error's code (`unauthorized`, `forbidden`,
     /// `not_found`, `conflict`, `rate_limited`) or the pipeline's (`invalid_arguments`,
-    /// `unknown_tool`, `missing_action`, `unknown_action`, `timeout`, `circuit_open`, `panic`),
+    /// `unknown_tool`, `missing_action`, `unknown_action`, `timeout`, `circuit_open`, `panic`,
+    /// and `stale` on a warning: a cached answer sent because the tool failed just now),
     /// and for an unknown outcome its cause (`timeout`, `transient_exhausted`,
     /// `replica_stopped`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,6 +70,10 @@ pub struct FailureEntry {
     /// [`ISSUES_META_KEY`](crate::meta::ISSUES_META_KEY) lists them too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issues: Option<Vec<Value>>,
+    /// For a stale answer (code `stale`: a cached tool's run failed and an older answer was
+    /// sent), how old that answer is, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_ms: Option<u64>,
 }
 
 impl Failure {
@@ -84,6 +89,7 @@ impl Failure {
             correlation_id: self.is_masked().then(|| correlation_id.to_owned()),
             hint: None,
             issues: None,
+            age_ms: None,
         };
         match &self.kind {
             FailureKind::InvalidArguments(_) => {

@@ -38,6 +38,10 @@ pub(crate) mod outcome {
     pub(crate) const REPLAYED: &str = "replayed";
     /// The call was cancelled, or its future dropped before it ended.
     pub(crate) const CANCELLED: &str = "cancelled";
+    /// A cached tool's answer, from the cache: the handler did not run.
+    pub(crate) const CACHED: &str = "cached";
+    /// A cached tool's run failed, and the call was answered with an older answer.
+    pub(crate) const STALE: &str = "stale";
 }
 
 /// Why a call failed.

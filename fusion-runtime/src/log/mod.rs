@@ -12,6 +12,7 @@
 //! (`clock.rs`).
 
 pub(crate) mod args;
+mod call_json;
 mod call_line;
 mod clock;
 mod json;
@@ -27,6 +28,7 @@ use serde_json::Value;
 
 use crate::failure::{Failure, FailureKind};
 
+pub(crate) use call_json::CallRecord;
 #[cfg(feature = "otel")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub use otel::{OTEL_TARGET, otel_layer};
@@ -124,27 +126,6 @@ pub fn flush() {
     if let Some(sink) = SINK.get() {
         sink.close(FLUSH_TIMEOUT);
     }
-}
-
-/// What the log says of one finished call.
-pub(crate) struct CallRecord<'a> {
-    pub(crate) tool: &'a str,
-    pub(crate) action: Option<&'a str>,
-    pub(crate) request_id: Option<&'a str>,
-    /// The verified token's subject, when the caller has one (never the token).
-    pub(crate) caller: Option<&'a str>,
-    pub(crate) args: &'a Value,
-    pub(crate) correlation_id: &'a crate::failure::panic::CorrelationId,
-    pub(crate) latency: Duration,
-    pub(crate) outcome: &'static str,
-    /// How many times the handler ran.
-    pub(crate) attempts: u32,
-    pub(crate) failure: Option<&'a Failure>,
-    /// The text the model was sent.
-    pub(crate) message: &'a str,
-    pub(crate) redactor: &'a Redactor,
-    /// The level of successful calls (info by default).
-    pub(crate) ok_level: tracing::Level,
 }
 
 /// Whether a call event at `level` is listened to (`RUST_LOG`, or the program's subscriber).
@@ -285,14 +266,10 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
         failure,
         message,
         redactor,
+        cache,
         ..
     } = *record;
-    let level = match (failure, record.ok_level) {
-        (None, level) => level,
-        (Some(failure), _) if failure.is_masked() => tracing::Level::ERROR,
-        (Some(failure), _) if failure.is_warning() => tracing::Level::INFO,
-        (Some(_), _) => tracing::Level::WARN,
-    };
+    let level = call_json::level(record);
     // Rendering the arguments is most of an event's cost: skip it when nobody listens.
     if !call_enabled(level) {
         return;
@@ -330,6 +307,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
                 arguments = %arguments,
                 trace_id,
                 span_id,
+                cache,
                 $($key = $value,)*
                 $message
             )
@@ -370,6 +348,11 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
         }
         Some(_) => event!(tracing::Level::WARN, "tool call rejected", error = message),
     }
+}
+
+/// The call's event as JSON, as the JSON log writes it (the tester's `log_events()`).
+pub(crate) fn call_event_json(record: &CallRecord<'_>, at: std::time::SystemTime) -> Value {
+    call_json::event_json(record, at, trace_ids())
 }
 
 /// The target of recovery events: retries, reconnects, circuit changes.

@@ -11,7 +11,7 @@ use crate::{
 /// Hides the values of a call's `secret` arguments: in the logged arguments (by key, at
 /// any depth) and in every text logged or sent about the call (by value: an error message
 /// or a panic that quotes the secret).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Redactor {
     keys: Vec<String>,
     /// Secret values of at least 4 characters, and their escaped spellings (as JSON and

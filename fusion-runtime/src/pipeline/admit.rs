@@ -7,45 +7,42 @@ use crate::{
     call::Call,
     failure::panic as recover,
     failure::{Failure, FailureKind, Target},
-    lock::LockStore,
     log::Redactor,
     middleware::{CallInfo, Guard, missing_scopes},
-    setup::registered::RegisteredTool,
-    tool::output::Outcome,
-    validate::Limits,
+    setup::{registered::RegisteredTool, server::Server},
 };
 
 use super::{
-    attempts::{Ran, attempts},
-    invoke::start,
-    serialize::{lock_key, locked},
+    cache::{Answer, Invalidation, cache_key, serve},
+    run::run_policy,
 };
 
-/// Admits a call to `tool` and runs it: the context made for the call (`context` makes it,
-/// or says why it could not), the server's argument `limits`, the tool's scopes, then its middleware chain;
-/// the handler runs under its policy ([`attempts`]) while the middleware's guards are held,
-/// and, for a tool with `serialize`, the lock of its key from `locks`.
-// Each argument is a separate part of the server the stage reads; a struct of them would
+/// Admits a call to `tool` (at `index` of `server`'s registry) and runs it: the context
+/// made for the call (`context` makes it, or says why it could not), the server's argument
+/// limits, the tool's scopes, then its middleware chain; then, while the middleware's
+/// guards are held, the cache step for a tool with `cache` (`cache.rs`), or the handler
+/// under its policy ([`run_policy`]). A writer's invalidations are sent before it answers.
+// Each argument is a separate part of the call the stage reads; a struct of them would
 // only be built here to be taken apart.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn admit<C: Send + Sync + 'static>(
+    server: &Server<C>,
     tool: &RegisteredTool<C>,
-    limits: &Limits,
-    locks: &dyn LockStore,
+    index: usize,
     context: impl FnOnce() -> Result<C, Failure>,
     target: &Target<'_>,
     args: &Value,
     call: &Call,
     redactor: &Redactor,
-) -> Ran {
+) -> Answer {
     let mut context = match context() {
         Ok(context) => context,
-        Err(failure) => return Ran::no_attempt(failure),
+        Err(failure) => return Answer::no_attempt(failure),
     };
-    let breaches = limits.check(args);
+    let breaches = server.inner.limits.check(args);
     if !breaches.is_empty() {
         let kind = FailureKind::InvalidArguments(breaches);
-        return Ran::no_attempt(Failure::new(kind));
+        return Answer::no_attempt(Failure::new(kind));
     }
     // Middleware: global, then group, then tool. Guards (permits) live until the
     // handler is done.
@@ -69,40 +66,40 @@ pub(super) async fn admit<C: Send + Sync + 'static>(
         match verdict {
             Ok(Ok(guard)) => guards.extend(guard),
             Ok(Err(failure)) => return refused(failure),
-            Err(panic) => return Ran::no_attempt(Failure::panic(panic)),
+            Err(panic) => return Answer::no_attempt(Failure::panic(panic)),
         }
     }
-    // Await: the handler under its policy. Holds `guards` for its whole run.
-    let finished = match lock_key(tool, args) {
-        None => attempts(tool, &context, call, args, redactor, None).await,
-        // One writer per key: the arguments are decoded first, so an invalid call is
-        // answered at once instead of queueing; then the lock is held over every attempt
-        // and backoff. Await: the key's turn, then the call (`serialize.rs`).
+    // Armed before the handler may run: a drop from here on may have written.
+    let invalidation = Invalidation::arm(server, tool);
+    // Await: the cache step or the handler under its policy. Holds `guards` for its
+    // whole run.
+    let answer = match cache_key(tool, args, call) {
+        None => {
+            let locks = &*server.inner.locks;
+            let ran = run_policy(tool, locks, &context, call, args, redactor, target).await;
+            Answer::Ran(ran, None)
+        }
         Some(key) => {
-            let first = match start(&tool.definition, &context, call, args) {
-                Ok(first) => first,
-                // Counted as one run, as when `attempts` decodes and refuses.
-                Err(failure) => {
-                    return Ran {
-                        outcome: Outcome::Failure(failure),
-                        attempts: 1,
-                    };
-                }
-            };
-            let run = attempts(tool, &context, call, args, redactor, Some(first));
-            locked(locks, &key, tool, target, run).await
+            serve(
+                server, tool, index, key, context, call, args, redactor, target,
+            )
+            .await
         }
     };
+    // Await: the invalidations of a writer, so that its caller reads its own write.
+    if let Some(invalidation) = invalidation {
+        invalidation.after(&answer).await;
+    }
     drop(guards);
-    finished
+    answer
 }
 
 /// A call the tool's scopes or a middleware refused; the refusal is an event of the call's
 /// span (with `otel`).
-fn refused(refusal: Failure) -> Ran {
+fn refused(refusal: Failure) -> Answer {
     #[cfg(feature = "otel")]
     if crate::log::otel::active() {
         crate::log::otel::events::middleware_refused(&crate::log::otel::error_type(&refusal));
     }
-    Ran::no_attempt(refusal)
+    Answer::no_attempt(refusal)
 }

@@ -27,6 +27,10 @@ pub(super) struct CallLog<'a> {
     pub(super) ok_level: tracing::Level,
     /// Cleared once the event is logged.
     pub(super) armed: bool,
+    /// For a cached tool, how the cache answered (`hit`, `miss`, ...), set before `finish`.
+    pub(super) cache: Option<&'static str>,
+    /// The tester's, when it made the call: it keeps a copy of the event.
+    pub(super) watch: Option<&'a crate::testing::watch::Watch>,
 }
 
 impl CallLog<'_> {
@@ -42,7 +46,29 @@ impl CallLog<'_> {
         // One clock read for both the latency and the event's time.
         let ended = Instant::now();
         let latency = ended.saturating_duration_since(self.started);
-        if failure.is_none() {
+        let record = crate::log::CallRecord {
+            tool: self.tool,
+            action: self.action,
+            request_id: self.request_id,
+            caller: self.caller,
+            args: &self.args,
+            correlation_id: self.correlation_id,
+            latency,
+            outcome,
+            attempts,
+            failure,
+            message,
+            redactor: &self.redactor,
+            ok_level: self.ok_level,
+            cache: self.cache,
+        };
+        // The tester's copy, whether or not a subscriber listens.
+        if let Some(watch) = self.watch {
+            let at = std::time::SystemTime::now();
+            watch.logged(crate::log::call_event_json(&record, at));
+        }
+        // The queued line has no `cache` field: a cached tool's event goes through `tracing`.
+        if failure.is_none() && self.cache.is_none() {
             let success = crate::log::Success {
                 tool: self.tool,
                 action: self.action,
@@ -59,21 +85,7 @@ impl CallLog<'_> {
                 return latency;
             }
         }
-        crate::log::call_event(&crate::log::CallRecord {
-            tool: self.tool,
-            action: self.action,
-            request_id: self.request_id,
-            caller: self.caller,
-            args: &self.args,
-            correlation_id: self.correlation_id,
-            latency,
-            outcome,
-            attempts,
-            failure,
-            message,
-            redactor: &self.redactor,
-            ok_level: self.ok_level,
-        });
+        crate::log::call_event(&record);
         latency
     }
 }

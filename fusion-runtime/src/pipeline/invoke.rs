@@ -1,5 +1,5 @@
-//! One run of the handler: decode and validate the arguments, run it behind a panic
-//! boundary, and classify what it returned.
+//! One run of the handler: decode and validate the arguments, run it (or the fault a
+//! tester injected in its place) behind a panic boundary, and classify what it returned.
 
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use crate::{
     failure::panic as recover,
     failure::{Failure, FailureKind},
     future::BoxFuture,
+    testing::watch::Tool,
     tool::ToolDefinition,
     tool::output::Outcome,
 };
@@ -50,6 +51,20 @@ pub(super) async fn invoke<'a, C: Send + Sync + 'static>(
             Ok(future) => future,
             Err(failure) => return Outcome::Failure(failure),
         },
+    };
+    // A tester's fault takes the handler's place here, inside the panic boundary, the
+    // timeout and the retries, so that each counts as a run. One check for a served call.
+    let fault = call.watch().and_then(|watch| {
+        let spec = &definition.spec;
+        watch.fault(&Tool {
+            name: spec.name,
+            group: spec.group,
+            action: spec.action,
+        })
+    });
+    let future = match fault {
+        Some(fault) => fault.run(future),
+        None => future,
     };
     let guarded = recover::catch(future);
     // Await: the handler. Holds nothing of ours; a drop (deadline, cancellation) drops

@@ -30,15 +30,18 @@ use crate::{
 
 mod admit;
 mod attempts;
+mod cache;
 mod call_log;
 mod invoke;
 mod output_limit;
 pub(crate) mod render;
 mod replay;
+mod run;
 mod serialize;
 
+use crate::cache::CacheUse;
 use admit::admit;
-use attempts::Ran;
+use cache::Answer;
 use call_log::CallLog;
 pub(crate) use render::CallReport;
 use render::render;
@@ -50,10 +53,10 @@ static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// poll of `run` (as a `biased` select would), but waited for only once `run` waits, so a
 /// call that ends in its first poll never registers with the token (a lock and a list
 /// entry each way).
-async fn until_cancelled(call: &Call, run: impl Future<Output = Ran>) -> Ran {
+async fn until_cancelled(call: &Call, run: impl Future<Output = Answer>) -> Answer {
     let mut run = std::pin::pin!(run);
     let mut cancelled = std::pin::pin!(call.cancelled());
-    let cancelled_run = || Ran::no_attempt(Failure::new(FailureKind::Cancelled));
+    let cancelled_run = || Answer::no_attempt(Failure::new(FailureKind::Cancelled));
     std::future::poll_fn(|cx| {
         if call.is_cancelled() {
             return Poll::Ready(cancelled_run());
@@ -122,10 +125,18 @@ async fn run_call<C: Send + Sync + 'static>(
     };
     let (registered, action) = match &resolved {
         Ok((index, resolved)) => (
-            inner.registry.tools.get(*index),
+            inner
+                .registry
+                .tools
+                .get(*index)
+                .map(|registered| (registered, *index)),
             resolved.map(str::to_owned),
         ),
         Err(_) => (None, action.map(str::to_owned)),
+    };
+    let (registered, index) = match registered {
+        Some((registered, index)) => (Some(registered), index),
+        None => (None, 0),
     };
     let target = Target {
         tool,
@@ -158,6 +169,8 @@ async fn run_call<C: Send + Sync + 'static>(
         started,
         ok_level: inner.ok_level,
         armed: true,
+        watch: call.watch(),
+        cache: None,
     };
     // An idempotency key seen before returns the first call's result; the same key with
     // other arguments is a conflict, not a replay.
@@ -178,7 +191,7 @@ async fn run_call<C: Send + Sync + 'static>(
     // A cancelled request drops the handler's future (its destructors run); the
     // transport sends no answer for a cancelled id, as the protocol says. A request
     // cancelled before it started never starts.
-    let (ran, claim) = match (resolved, registered, replay) {
+    let (answer, claim) = match (resolved, registered, replay) {
         (_, _, Replay::Replayed(report)) => {
             #[cfg(feature = "otel")]
             if crate::log::otel::active() {
@@ -190,15 +203,18 @@ async fn run_call<C: Send + Sync + 'static>(
             }
             return *report;
         }
-        (Err(kind), _, _) => (Ran::no_attempt(Failure::new(kind)), None),
-        (_, _, Replay::Cancelled) => (Ran::no_attempt(Failure::new(FailureKind::Cancelled)), None),
+        (Err(kind), _, _) => (Answer::no_attempt(Failure::new(kind)), None),
+        (_, _, Replay::Cancelled) => (
+            Answer::no_attempt(Failure::new(FailureKind::Cancelled)),
+            None,
+        ),
         (_, Some(registered), Replay::Conflict) => {
             let key_argument = registered.definition.spec.idempotency_key;
             let failure = idempotency_conflict(&target, key_argument.unwrap_or("idempotency key"));
-            (Ran::no_attempt(failure), None)
+            (Answer::no_attempt(failure), None)
         }
         (_, _, Replay::Unavailable(reason)) => (
-            Ran::no_attempt(deduplication_unavailable(&target, &reason)),
+            Answer::no_attempt(deduplication_unavailable(&target, &reason)),
             None,
         ),
         // Await: the call itself. Holds `in_flight` and `claim`; a drop here gives both
@@ -209,9 +225,9 @@ async fn run_call<C: Send + Sync + 'static>(
                 None => server.make_context(call.request()),
             };
             let admitted = admit(
+                server,
                 registered,
-                &inner.limits,
-                &*inner.locks,
+                index,
                 context,
                 &target,
                 &log.args,
@@ -222,24 +238,40 @@ async fn run_call<C: Send + Sync + 'static>(
         }
         // A resolved call always has its tool.
         (Ok(_), None, _) => (
-            Ran::no_attempt(Failure::internal_message("the resolved tool is missing")),
+            Answer::no_attempt(Failure::internal_message("the resolved tool is missing")),
             None,
         ),
     };
-    let attempts = ran.attempts;
-    let outcome = ran.into_outcome();
     // No `.await` from here on: the call ends in this poll.
-    let wrap_structured =
-        registered.is_some_and(|registered| registered.definition.wrap_structured);
-    let max_output = registered.map(|registered| registered.max_output);
-    let (mut rendered, mut outcome_name) = render(
-        &target,
-        wrap_structured,
-        max_output,
-        outcome,
-        &correlation_id,
-        &log.redactor,
-    );
+    let (mut rendered, mut outcome_name, attempts, cache_use) = match answer {
+        Answer::Ran(ran, cache_use) => {
+            let attempts = ran.attempts;
+            let outcome = ran.into_outcome();
+            let wrap_structured =
+                registered.is_some_and(|registered| registered.definition.wrap_structured);
+            let max_output = registered.map(|registered| registered.max_output);
+            let (rendered, outcome_name) = render(
+                &target,
+                wrap_structured,
+                max_output,
+                outcome,
+                &correlation_id,
+                &log.redactor,
+            );
+            (rendered, outcome_name, attempts, cache_use)
+        }
+        Answer::Cached(cached) => {
+            let outcome_name = match cached.how {
+                CacheUse::Stale => outcome::STALE,
+                _ => outcome::CACHED,
+            };
+            let rendered = render::Rendered {
+                report: cached.report,
+                failure: cached.warning,
+            };
+            (rendered, outcome_name, 0, Some(cached.how))
+        }
+    };
     // How the call failed, as the exported spans and metrics label it.
     #[cfg(feature = "otel")]
     let error_type = rendered.failure.as_ref().map(crate::log::otel::error_type);
@@ -265,12 +297,19 @@ async fn run_call<C: Send + Sync + 'static>(
             claim.release();
         }
     }
-    let latency = log.finish(
-        outcome_name,
-        attempts,
-        rendered.failure.as_ref(),
-        rendered.report.data.as_str().unwrap_or(""),
-    );
+    // A stale answer's warning is logged with what failed; any other with its text.
+    let stale_note = match (cache_use, &rendered.failure) {
+        (Some(CacheUse::Stale), Some(warning)) => Some(warning.details()),
+        _ => None,
+    };
+    let message = stale_note
+        .as_deref()
+        .unwrap_or_else(|| rendered.report.data.as_str().unwrap_or(""));
+    log.cache = cache_use.map(CacheUse::as_str);
+    let latency = log.finish(outcome_name, attempts, rendered.failure.as_ref(), message);
+    if let (Some(registered), Some(how)) = (registered, cache_use) {
+        registered.metrics.cache_used(how);
+    }
     match in_flight {
         Some(in_flight) => {
             in_flight.finish(outcome_name, latency, attempts, error_type.as_deref());

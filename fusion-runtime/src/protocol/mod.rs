@@ -9,6 +9,7 @@ mod call;
 pub(crate) use call::answer_call;
 mod embed;
 mod input_required;
+mod list_hints;
 mod observed;
 mod params;
 mod prompt;
@@ -159,16 +160,13 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         if self.inner.visibility.depends_on_caller() {
             self.note_shown(&request, &context);
         }
-        let mut result = ListToolsResult::with_all_items(self.tools_for(&request).into_owned());
-        if input_required::is_current(&context) {
-            // A list that depends on the caller must not be shared between callers.
-            result.cache_scope = Some(if self.inner.visibility.depends_on_caller() {
-                rmcp::model::CacheScope::Private
-            } else {
-                rmcp::model::CacheScope::Public
-            });
-        }
-        Ok(result)
+        // A list that depends on the caller must not be shared between callers.
+        let private = self.inner.visibility.depends_on_caller();
+        let hints = list_hints::hints(&context, self.inner.list_ttl, private);
+        Ok(list_hints::with_hints!(
+            ListToolsResult::with_all_items(self.tools_for(&request).into_owned()),
+            hints
+        ))
     }
 
     async fn call_tool(
@@ -206,22 +204,26 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
         self.require_resources()?;
-        Ok(rmcp::model::ListResourcesResult::with_all_items(
-            self.resources(),
+        let hints = list_hints::hints(&context, self.inner.list_ttl, false);
+        Ok(list_hints::with_hints!(
+            rmcp::model::ListResourcesResult::with_all_items(self.resources()),
+            hints
         ))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
         self.require_resources()?;
-        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
-            self.resource_templates(),
+        let hints = list_hints::hints(&context, self.inner.list_ttl, false);
+        Ok(list_hints::with_hints!(
+            rmcp::model::ListResourceTemplatesResult::with_all_items(self.resource_templates()),
+            hints
         ))
     }
 
@@ -273,15 +275,17 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
         if !self.catalog().prompts.has_prompts() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::ListPromptsRequestMethod,
             >());
         }
-        Ok(rmcp::model::ListPromptsResult::with_all_items(
-            self.prompts(),
+        let hints = list_hints::hints(&context, self.inner.list_ttl, false);
+        Ok(list_hints::with_hints!(
+            rmcp::model::ListPromptsResult::with_all_items(self.prompts()),
+            hints
         ))
     }
 

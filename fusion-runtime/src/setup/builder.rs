@@ -43,6 +43,10 @@ pub struct ServerBuilder<C = ()> {
     idempotency_window: Duration,
     /// The locks of `#[mcp_tool(serialize = "..")]` (`lock/builder.rs`).
     pub(crate) locks: Arc<dyn crate::lock::LockStore>,
+    /// The entries of `#[mcp_tool(cache = "..")]` (`cache/builder.rs`).
+    pub(crate) cache: Arc<dyn crate::cache::CacheStore>,
+    /// How long clients may treat a list result as fresh (`cache/builder.rs`).
+    pub(crate) list_ttl: Duration,
     keep_schema_refs: bool,
     /// Whether a caller is shown only the tools whose scopes it holds
     /// ([`Self::hide_unauthorized`]).
@@ -113,6 +117,8 @@ impl Server<()> {
             idempotency: Arc::new(MemoryStore::new()),
             idempotency_window: Duration::from_secs(600),
             locks: Arc::new(crate::lock::MemoryLockStore::new()),
+            cache: Arc::new(crate::cache::MemoryCacheStore::default()),
+            list_ttl: crate::cache::DEFAULT_LIST_TTL,
             keep_schema_refs: false,
             hide_unauthorized: false,
             visibility_rules: Vec::new(),
@@ -198,6 +204,8 @@ impl ServerBuilder<()> {
             idempotency: self.idempotency,
             idempotency_window: self.idempotency_window,
             locks: self.locks,
+            cache: self.cache,
+            list_ttl: self.list_ttl,
             keep_schema_refs: self.keep_schema_refs,
             hide_unauthorized: self.hide_unauthorized,
             visibility_rules: self.visibility_rules,
@@ -506,6 +514,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         for ((tool, chain), check_with) in registry.tools.iter_mut().zip(chains).zip(siblings) {
             tool.complete(self.policy, self.max_output, chain, check_with);
         }
+        crate::setup::invalidation::resolve(&mut registry)?;
         let sealer = match &self.revision.state_key {
             Some(crate::tasks::StateKeys::One(key)) => crate::rounds::state::Sealer::with_key(*key),
             Some(crate::tasks::StateKeys::Ring { current, previous }) => {
@@ -528,6 +537,8 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 idempotency: self.idempotency,
                 idempotency_window: self.idempotency_window,
                 locks: self.locks,
+                cache: crate::cache::Caching::new(self.cache),
+                list_ttl: self.list_ttl,
                 ok_level: self.ok_level,
                 log_level: std::sync::Mutex::new(None),
                 catalog: self.catalog,

@@ -110,6 +110,16 @@ pub enum BuildError {
     /// Two prompts share a name.
     #[error("two prompts are named `{0}`; rename one")]
     DuplicatePrompt(String),
+    /// `#[mcp_tool(invalidates = [..])]` names no cached tool of this server.
+    #[error("tool `{tool}`: `invalidates` names `{target}`, {problem}")]
+    UnknownInvalidation {
+        /// The tool whose `invalidates` it is.
+        tool: String,
+        /// The name it lists.
+        target: String,
+        /// What is wrong: no such tool, or a tool without `cache`.
+        problem: String,
+    },
 }
 
 /// Why a server refused to start: printed to stderr, and the process exits with

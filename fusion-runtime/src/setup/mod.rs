@@ -6,6 +6,7 @@ pub(crate) mod builder;
 pub(crate) mod catalog;
 pub(crate) mod error;
 pub(crate) mod group;
+pub(crate) mod invalidation;
 pub mod prompt;
 pub(crate) mod registered;
 pub(crate) mod registry;

@@ -28,6 +28,11 @@ pub(crate) struct RegisteredTool<C> {
     /// How a caller would check what this tool did when its outcome is unknown: a read-only
     /// action of the same group, as the model should call it (set when the server is built).
     pub(crate) check_with: Option<String>,
+    /// What the cache knows this tool (or action) by: its name, or `group.action`.
+    pub(crate) cache_name: Arc<str>,
+    /// The cache names of the tools whose entries this one's success drops
+    /// (`invalidates = [..]`, resolved when the server is built: `setup/invalidation.rs`).
+    pub(crate) invalidates: Vec<Arc<str>>,
 }
 
 impl<C> RegisteredTool<C> {
@@ -46,6 +51,11 @@ impl<C> RegisteredTool<C> {
                 definition.spec.action,
             ),
             check_with: None,
+            cache_name: match (definition.spec.group, definition.spec.action) {
+                (Some(group), Some(action)) => format!("{group}.{action}").into(),
+                _ => definition.spec.name.into(),
+            },
+            invalidates: Vec::new(),
             definition,
         }
     }

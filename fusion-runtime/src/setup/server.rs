@@ -92,6 +92,10 @@ pub(crate) struct Inner<C> {
     pub(crate) idempotency_window: Duration,
     /// The locks of `#[mcp_tool(serialize = "..")]` (`pipeline/serialize.rs`).
     pub(crate) locks: Arc<dyn crate::lock::LockStore>,
+    /// The cache of `#[mcp_tool(cache = "..")]` and its runs in progress (`cache/`).
+    pub(crate) cache: crate::cache::Caching,
+    /// The `ttlMs` of list results under 2026-07-28 (`protocol/list_hints.rs`).
+    pub(crate) list_ttl: Duration,
     /// The level of the event of a successful call.
     pub(crate) ok_level: tracing::Level,
     /// The client's `logging/setLevel`. One per server: over stdio a server has one

@@ -118,6 +118,14 @@ pub struct ToolSpec {
     /// `None` takes the server's ([`ServerBuilder::max_output`](crate::ServerBuilder::max_output),
     /// by default [`DEFAULT_MAX_OUTPUT`](crate::limits::DEFAULT_MAX_OUTPUT)).
     pub max_output: Option<usize>,
+    /// How long identical calls are answered from the cache, with the stale window and
+    /// the scope (`#[mcp_tool(cache = "30s", stale_if_error = "10m", cache_scope = "public")]`);
+    /// `None`: every call runs the handler. See [`cache`](crate::cache).
+    pub cache: Option<crate::cache::CachePolicy>,
+    /// The cached tools whose entries this tool's success drops, for every caller
+    /// (`#[mcp_tool(invalidates = ["quote", "db_user.find_many"])]`): a tool's name, or a
+    /// group's and an action's joined by a dot.
+    pub invalidates: &'static [&'static str],
 }
 
 impl ToolSpec {

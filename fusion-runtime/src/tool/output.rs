@@ -159,7 +159,7 @@ impl IntoToolOutput for Vec<ContentBlock> {
 }
 
 /// How one tool call ended, as the handler reported it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Outcome {
     /// The handler succeeded.
     Success(ToolOutput),

@@ -30,6 +30,7 @@ struct Instruments {
     attempts: Counter<u64>,
     retries: Counter<u64>,
     circuit_open: Gauge<u64>,
+    cache: Counter<u64>,
 }
 
 static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
@@ -65,6 +66,11 @@ pub(super) fn install(provider: &SdkMeterProvider) {
             circuit_open: meter
                 .u64_gauge("fusion.tool.circuit.open")
                 .with_description("1 while the tool's circuit breaker is open, 0 once it closed.")
+                .build(),
+            cache: meter
+                .u64_counter("fusion.tool.cache")
+                .with_unit("{call}")
+                .with_description("Calls of cached tools by how the cache answered them (hit, miss, coalesced, stale).")
                 .build(),
         }
     });
@@ -144,5 +150,20 @@ pub(crate) fn record_circuit(tool: &'static str, action: Option<&'static str>, o
         instruments
             .circuit_open
             .record(u64::from(open), &attributes);
+    }
+}
+
+/// Records how the cache answered one call of the cached `tool` (its `action`, if
+/// grouped): `hit`, `miss`, `coalesced` or `stale`, as `fusion.cache.result`.
+pub(crate) fn record_cache(tool: &'static str, action: Option<&'static str>, result: &'static str) {
+    if let Some(instruments) = INSTRUMENTS.get() {
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.tool.name", tool),
+            KeyValue::new("fusion.cache.result", result),
+        ];
+        if let Some(action) = action {
+            attributes.push(KeyValue::new("fusion.action", action));
+        }
+        instruments.cache.add(1, &attributes);
     }
 }

@@ -20,7 +20,7 @@ mod spans;
 
 pub use install::otel_layer;
 pub(crate) use install::{OtelLayer, active, flush, layer};
-pub(crate) use instruments::{OTHER, record_call, record_circuit, record_operation};
+pub(crate) use instruments::{OTHER, record_cache, record_call, record_circuit, record_operation};
 pub use spans::OTEL_TARGET;
 pub(crate) use spans::{
     Operation, Origin, attempt_span, current_ids, error_type, record_arguments, record_error_code,
