@@ -1,6 +1,8 @@
 //! A replica of a fleet that shares state on Redis: idempotency keys run once across every
-//! replica, a rate limit holds for the fleet as a whole, and tasks live on Redis: any
-//! replica answers for any task, and the tasks of a replica that dies are taken over.
+//! replica, a rate limit holds for the fleet as a whole, tasks live on Redis (any replica
+//! answers for any task, and the tasks of a replica that dies are taken over), and cached
+//! answers are shared (one run for a burst across the fleet; a write invalidates them on
+//! every replica; while Redis is away, calls run uncached).
 //!
 //! ```text
 //! cargo run --example fleet -- --http 8001 --redis redis://127.0.0.1:6379 --rate 20
@@ -16,6 +18,13 @@
 //! test sees whether two ever overlapped). `place_order`, `ship_order` and `sales_report` run as tasks
 //! for clients that declare the tasks extension: a killed replica's reports and orders are
 //! run again elsewhere (safe to repeat), its shipments end `failed` with an unknown outcome.
+//! `price` (read-only, cached for 30 s and served stale for 10 minutes more on
+//! `.cache_store(redis)`: a burst of identical calls across the fleet runs it once; it
+//! appends a `price-run SYMBOL` line per run, holds for its `hold_ms`, and fails with a
+//! transient error on a replica started with `--price-feed-down`), `quick_price` (the
+//! same, fresh for one second only: a `quick-price-run` line) and `set_price` (writes a
+//! `set-price SYMBOL PRICE` line, the price book both read, and invalidates both caches on
+//! every replica).
 //! `--lease-ms N` shortens the leases of claims and tasks (10 s by default), `--lock-lease-ms N`
 //! the lease of `deposit`'s lock (30 s by default); `--grace-ms N`
 //! sets the shutdown grace; `--state-key HEX` (64 hex digits) is the key the fleet seals
@@ -30,9 +39,12 @@ use fusion_runtime::{
     tasks::Tasking,
 };
 
-/// Where each run of `place_order` leaves its mark.
+/// Where each run of `place_order` leaves its mark (the effects file is also the price
+/// book: `set_price` appends to it, `price` reads its last word on a symbol).
 struct Ctx {
     effects: Option<PathBuf>,
+    /// `--price-feed-down`: every run of `price` fails, as an upstream that is down.
+    feed_down: bool,
 }
 
 impl Ctx {
@@ -154,6 +166,106 @@ async fn deposit(
     ))
 }
 
+/// Errors of `price`.
+#[derive(Debug, thiserror::Error, Classify)]
+enum PriceError {
+    #[error("the price feed is down")]
+    #[transient]
+    FeedDown,
+    #[error("cannot read the price book: {0}")]
+    #[internal]
+    Book(#[from] std::io::Error),
+}
+
+/// The price book's last word on `symbol`: the newest `set-price` line, else 100.00.
+fn booked_price(ctx: &Ctx, symbol: &str) -> std::io::Result<String> {
+    let Some(path) = &ctx.effects else {
+        return Ok("100.00".to_owned());
+    };
+    let book = match std::fs::read_to_string(path) {
+        Ok(book) => book,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(error),
+    };
+    Ok(book
+        .lines()
+        .rev()
+        .find_map(|line| {
+            let mut words = line.split(' ');
+            (words.next()? == "set-price" && words.next()? == symbol)
+                .then(|| words.next().map(str::to_owned))?
+        })
+        .unwrap_or_else(|| "100.00".to_owned()))
+}
+
+/// One run of the price upstream: its mark (`run` and the symbol), its hold, its answer.
+async fn quote(
+    ctx: &Ctx,
+    run: &str,
+    symbol: &str,
+    hold_ms: Option<u32>,
+) -> Result<String, PriceError> {
+    ctx.record(&format!("{run} {symbol}"))?;
+    tokio::time::sleep(Duration::from_millis(u64::from(hold_ms.unwrap_or(0)))).await;
+    if ctx.feed_down {
+        return Err(PriceError::FeedDown);
+    }
+    let booked = booked_price(ctx, symbol)?;
+    Ok(format!(
+        "{symbol}: {booked} by replica {}",
+        std::process::id()
+    ))
+}
+
+/// The price of a symbol; the same for every caller, so one run answers a burst of
+/// identical calls across the fleet, and the answer is served for 30 s (stale for 10 min
+/// more while the feed is down).
+#[mcp_tool(
+    read_only,
+    cache = "30s",
+    stale_if_error = "10m",
+    cache_scope = "public"
+)]
+async fn price(
+    #[ctx] ctx: &Ctx,
+    /// The symbol to price.
+    symbol: String,
+    /// How long the feed takes to answer, in milliseconds.
+    hold_ms: Option<u32>,
+) -> Result<String, PriceError> {
+    quote(ctx, "price-run", &symbol, hold_ms).await
+}
+
+/// The price of a symbol, fresh for one second only (stale for 10 min more while the feed
+/// is down).
+#[mcp_tool(
+    read_only,
+    cache = "1s",
+    stale_if_error = "10m",
+    cache_scope = "public"
+)]
+async fn quick_price(
+    #[ctx] ctx: &Ctx,
+    /// The symbol to price.
+    symbol: String,
+) -> Result<String, PriceError> {
+    quote(ctx, "quick-price-run", &symbol, None).await
+}
+
+/// Set the price of a symbol; every replica's cached prices are dropped.
+#[mcp_tool(idempotent, invalidates = ["price", "quick_price"])]
+async fn set_price(
+    #[ctx] ctx: &Ctx,
+    /// The symbol to price.
+    symbol: String,
+    /// Its new price, as written (spaces become `_`).
+    new_price: String,
+) -> Result<String, OrderError> {
+    let new_price = new_price.split_whitespace().collect::<Vec<_>>().join("_");
+    ctx.record(&format!("set-price {symbol} {new_price}"))?;
+    Ok(format!("{symbol} set to {new_price}"))
+}
+
 /// Answer `pong`; limited across the fleet.
 #[mcp_tool(read_only)]
 async fn ping() -> String {
@@ -213,7 +325,7 @@ mod cli;
 /// The command line (`--help` prints it).
 const USAGE: cli::Usage = cli::Usage {
     name: "fleet",
-    about: "a replica of a fleet sharing idempotency keys and a rate limit on Redis",
+    about: "a replica of a fleet sharing idempotency keys, a rate limit, locks, tasks and cached answers on Redis",
     flags: &[
         (
             "--http",
@@ -254,7 +366,12 @@ const USAGE: cli::Usage = cli::Usage {
         (
             "--effects",
             "FILE",
-            "append one line per order placed to FILE",
+            "append one line per order placed (or price looked up or set) to FILE",
+        ),
+        (
+            "--price-feed-down",
+            "",
+            "every run of `price` and `quick_price` fails with a transient error",
         ),
         ("--stateless", "", "serve without sessions"),
         (
@@ -331,6 +448,7 @@ async fn main() -> ExitCode {
     if let Some(grace_ms) = grace_ms {
         options = options.shutdown_grace(Duration::from_millis(grace_ms));
     }
+    let feed_down = args.iter().any(|arg| arg == "--price-feed-down");
     let mut builder = Server::builder("fleet", "1.0.0");
     if let Some(timeout_ms) = timeout_ms {
         builder = builder.timeout(Duration::from_millis(timeout_ms));
@@ -348,6 +466,7 @@ async fn main() -> ExitCode {
     builder
         .context(move || Ctx {
             effects: effects.clone(),
+            feed_down,
         })
         .task_tool(place_order, Tasking::optional())
         .task_tool(ship_order, Tasking::optional())
@@ -356,9 +475,13 @@ async fn main() -> ExitCode {
         .tool(ping)
         .tool(echo)
         .tool(deposit)
+        .tool(price)
+        .tool(quick_price)
+        .tool(set_price)
         .tool_middleware("ping", redis.rate_limit(rate, 1))
         .task_store(redis.clone())
         .lock_store(redis.clone())
+        .cache_store(redis.clone())
         .idempotency_store(redis)
         .serve_http_with(options)
         .await

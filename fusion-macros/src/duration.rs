@@ -1,11 +1,11 @@
 //! The duration grammar of every attribute that takes one (`timeout`, `retry(backoff, ..)`,
-//! `circuit(window, ..)`, `retry_after`): a whole number and a unit, `"250ms"`, `"5s"` or
-//! `"2m"`. It is checked here, at compile time, and generated code carries the result as a
+//! `circuit(window, ..)`, `retry_after`, `cache`, ..): a whole number and a unit, `"250ms"`,
+//! `"5s"`, `"2m"` or `"1h"`. It is checked here, at compile time, and generated code carries the result as a
 //! number of milliseconds, so the runtime never parses these texts.
 
 /// The hint every "not a duration" message ends with.
 pub(crate) const EXPECTED: &str =
-    "write a whole number and a unit: `\"250ms\"`, `\"5s\"` or `\"2m\"`";
+    "write a whole number and a unit: `\"250ms\"`, `\"5s\"`, `\"2m\"` or `\"1h\"`";
 
 /// `text` in milliseconds, or `None` when it is not a duration (or overflows).
 pub(crate) fn parse_millis(text: &str) -> Option<u64> {
@@ -16,6 +16,7 @@ pub(crate) fn parse_millis(text: &str) -> Option<u64> {
         "ms" => Some(number),
         "s" => number.checked_mul(1000),
         "m" => number.checked_mul(60_000),
+        "h" => number.checked_mul(3_600_000),
         _ => None,
     }
 }
@@ -25,10 +26,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_the_three_units() {
+    fn reads_the_four_units() {
         assert_eq!(parse_millis("250ms"), Some(250));
         assert_eq!(parse_millis("5s"), Some(5_000));
         assert_eq!(parse_millis("2m"), Some(120_000));
+        assert_eq!(parse_millis("1h"), Some(3_600_000));
     }
 
     #[test]
@@ -36,7 +38,7 @@ mod tests {
         for text in [
             "5",
             "s",
-            "5h",
+            "5d",
             "1.5s",
             " 5s",
             "-1s",

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod caching;
 mod fleet;
 mod scale_out;
 mod serialize;

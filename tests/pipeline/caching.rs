@@ -20,7 +20,7 @@ use fusion_runtime::{
     cache::MemoryCacheStore,
     identity::{Claims, RequestInfo},
     prelude::*,
-    testing::{TestResult, Tester},
+    testing::{Fault, TestResult, Tester},
 };
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -82,7 +82,7 @@ impl Upstream {
         if gated {
             let guard = DropCount(Arc::clone(&self.dropped), false);
             self.entered.fetch_add(1, Ordering::SeqCst);
-            let _ = self.gate.acquire().await.expect("gate").forget();
+            self.gate.acquire().await.expect("gate").forget();
             guard.finish();
         }
         Ok(self.price.load(Ordering::SeqCst))
@@ -747,4 +747,25 @@ async fn the_contract_carries_the_cache_and_the_invalidations() {
         json!(["market.find", "quote"])
     );
     assert!(lock["tools"]["trade"]["policy"].get("cache").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_injected_fault_reaches_the_shared_run_and_is_answered_stale() {
+    let (tester, up) = market();
+    ok(&tester.call("quote", json!({"symbol": "ACME"})).await);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    tester.inject("quote", Fault::transient("feed 503"));
+    let stale = tester.call("quote", json!({"symbol": "ACME"})).await;
+    assert!(!stale.is_error, "{}", stale.text());
+    assert_eq!(
+        stale.failure().and_then(|entry| entry.code),
+        Some("stale".to_owned())
+    );
+    assert_eq!(up.runs(), 1, "the fault ran in the handler's place");
+    // The fault fired once: the next call runs the handler and is fresh again.
+    assert_eq!(
+        ok(&tester.call("quote", json!({"symbol": "ACME"})).await),
+        "ACME: 42"
+    );
+    assert_eq!(up.runs(), 2);
 }

@@ -38,7 +38,10 @@ pub(crate) enum Landed {
 
 /// A run shared by every identical call that joined it: polled by whichever of them is
 /// polled, dropped (the handler stopped) when the last of them is.
-pub(crate) type Flight = Shared<BoxFuture<'static, Arc<Landed>>>;
+pub(crate) type Flight = Shared<Run>;
+
+/// A shared run's own future.
+type Run = BoxFuture<'static, Arc<Landed>>;
 
 /// The runs in progress, by key. Each run removes its own entry when it ends or is
 /// dropped, so the map holds only runs that some call still waits for.
@@ -50,7 +53,7 @@ pub(crate) struct Flights {
 #[derive(Default)]
 struct Runs {
     next_id: u64,
-    by_key: HashMap<String, (u64, WeakShared<BoxFuture<'static, Arc<Landed>>>)>,
+    by_key: HashMap<String, (u64, WeakShared<Run>)>,
 }
 
 impl Flights {

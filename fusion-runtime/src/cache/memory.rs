@@ -240,16 +240,27 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn entries_age_out_past_their_keep_and_serve_until_then() {
         let store = MemoryCacheStore::new(1 << 20);
-        assert!(store.put("t", "k", json!(1), MINUTE, 0).await.unwrap());
+        assert!(
+            store
+                .put("t", "k", json!(1), MINUTE, 0)
+                .await
+                .expect("the memory store answers")
+        );
         tokio::time::advance(Duration::from_secs(30)).await;
-        let fresh = store.get("t", "k", Duration::from_secs(40)).await.unwrap();
-        assert_eq!(fresh.entry.unwrap().age, Duration::from_secs(30));
+        let fresh = store
+            .get("t", "k", Duration::from_secs(40))
+            .await
+            .expect("the memory store answers");
+        assert_eq!(
+            fresh.entry.expect("a fresh entry").age,
+            Duration::from_secs(30)
+        );
         // Older than the caller's max age, still kept: not returned, not dropped.
         assert!(
             store
                 .get("t", "k", Duration::from_secs(10))
                 .await
-                .unwrap()
+                .expect("the memory store answers")
                 .entry
                 .is_none()
         );
@@ -259,7 +270,7 @@ mod tests {
             store
                 .get("t", "k", MINUTE * 10)
                 .await
-                .unwrap()
+                .expect("the memory store answers")
                 .entry
                 .is_none()
         );
@@ -275,26 +286,47 @@ mod tests {
                 store
                     .put("t", key, json!("x".repeat(100)), MINUTE, 0)
                     .await
-                    .unwrap()
+                    .expect("the memory store answers")
             );
         }
         // `a` is used, so `b` is the least recent when `c` comes.
-        assert!(store.get("t", "a", MINUTE).await.unwrap().entry.is_some());
+        assert!(
+            store
+                .get("t", "a", MINUTE)
+                .await
+                .expect("the memory store answers")
+                .entry
+                .is_some()
+        );
         assert!(
             store
                 .put("t", "c", json!("x".repeat(100)), MINUTE, 0)
                 .await
-                .unwrap()
+                .expect("the memory store answers")
         );
-        assert!(store.get("t", "b", MINUTE).await.unwrap().entry.is_none());
-        assert!(store.get("t", "a", MINUTE).await.unwrap().entry.is_some());
+        assert!(
+            store
+                .get("t", "b", MINUTE)
+                .await
+                .expect("the memory store answers")
+                .entry
+                .is_none()
+        );
+        assert!(
+            store
+                .get("t", "a", MINUTE)
+                .await
+                .expect("the memory store answers")
+                .entry
+                .is_some()
+        );
         assert!(store.bytes() <= one * 2);
         // Larger than the whole store: declined, nothing pushed out.
         assert!(
             !store
                 .put("t", "d", json!("x".repeat(1000)), MINUTE, 0)
                 .await
-                .unwrap()
+                .expect("the memory store answers")
         );
         assert_eq!(store.entries(), 2);
     }
@@ -302,35 +334,50 @@ mod tests {
     #[tokio::test]
     async fn an_invalidation_drops_one_tools_entries_and_refuses_reads_from_before_it() {
         let store = MemoryCacheStore::new(1 << 20);
-        let before = store.get("quote", "k", MINUTE).await.unwrap().generation;
+        let before = store
+            .get("quote", "k", MINUTE)
+            .await
+            .expect("the memory store answers")
+            .generation;
         assert!(
             store
                 .put("quote", "k", json!(1), MINUTE, before)
                 .await
-                .unwrap()
+                .expect("the memory store answers")
         );
-        assert!(store.put("other", "k", json!(2), MINUTE, 0).await.unwrap());
-        store.invalidate("quote").await.unwrap();
-        let after = store.get("quote", "k", MINUTE).await.unwrap();
+        assert!(
+            store
+                .put("other", "k", json!(2), MINUTE, 0)
+                .await
+                .expect("the memory store answers")
+        );
+        store
+            .invalidate("quote")
+            .await
+            .expect("the memory store answers");
+        let after = store
+            .get("quote", "k", MINUTE)
+            .await
+            .expect("the memory store answers");
         assert!(after.entry.is_none());
         assert_ne!(after.generation, before);
         assert!(
             !store
                 .put("quote", "k", json!(3), MINUTE, before)
                 .await
-                .unwrap()
+                .expect("the memory store answers")
         );
         assert!(
             store
                 .put("quote", "k", json!(4), MINUTE, after.generation)
                 .await
-                .unwrap()
+                .expect("the memory store answers")
         );
         assert!(
             store
                 .get("other", "k", MINUTE)
                 .await
-                .unwrap()
+                .expect("the memory store answers")
                 .entry
                 .is_some()
         );

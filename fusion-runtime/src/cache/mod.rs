@@ -115,7 +115,6 @@ impl CacheScope {
 /// by default: its `ttlMs` under 2026-07-28 ([`ServerBuilder::list_ttl`](crate::ServerBuilder::list_ttl)).
 pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(60);
 
-
 /// How a cached tool's call was answered, as the call log's `cache` field and the
 /// `fusion_tool_cache_total` metric name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

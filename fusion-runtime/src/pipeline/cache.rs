@@ -28,6 +28,9 @@ use crate::{
 use super::{attempts::Ran, render::CallReport, render::render, run::run_policy};
 
 /// What admitting and running a call gave: a run to render, or an answer from the cache.
+// `Ran` is every call's, kept inline: boxing it would cost an allocation a call; the rare
+// cached answer is boxed instead.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Answer {
     /// The handler's outcome (or a refusal before it ran), to render; for a cached tool,
     /// how the cache was used.
@@ -91,15 +94,17 @@ pub(super) async fn serve<C: Send + Sync + 'static>(
     let name = &*tool.cache_name;
     // Await: the store's lookup. Holds nothing.
     let lookup = match store.get(name, &key, policy.keep()).await {
-        Ok(lookup) => lookup,
+        Ok(lookup) => Some(lookup),
+        // The call runs uncached, but identical calls in this process still share its run:
+        // an upstream is most strained while the store is away too.
         Err(unavailable) => {
             tracing::warn!(target: "fusion::cache", tool = name, reason = %unavailable.reason, "the cache store is unavailable; the call runs uncached");
-            let ran = run_policy(tool, &*inner.locks, &context, call, args, redactor, target).await;
-            return Answer::Ran(ran, Some(CacheUse::Miss));
+            None
         }
     };
+    let generation = lookup.as_ref().map(|lookup| lookup.generation);
     let mut stale = None;
-    if let Some(entry) = lookup.entry {
+    if let Some(entry) = lookup.and_then(|lookup| lookup.entry) {
         if entry.age <= policy.ttl {
             if let Some(cached) = from_entry(entry.value.clone(), CacheUse::Hit) {
                 return Answer::Cached(Box::new(cached));
@@ -112,7 +117,7 @@ pub(super) async fn serve<C: Send + Sync + 'static>(
         server: server.clone(),
         index,
         key: key.clone(),
-        generation: lookup.generation,
+        generation,
         context,
         call: call.for_shared_run(),
         args: args.clone(),
@@ -172,8 +177,9 @@ struct SharedRun<C> {
     index: usize,
     key: String,
     /// The tool's generation when the first caller looked: what the run stores is refused
-    /// if a writer invalidated the tool since.
-    generation: u64,
+    /// if a writer invalidated the tool since. `None`: the store could not be reached, so
+    /// the run neither waits for other replicas nor stores its answer.
+    generation: Option<u64>,
     context: C,
     call: Call,
     args: Value,
@@ -211,16 +217,23 @@ impl<C: Send + Sync + 'static> SharedRun<C> {
         let name = &*tool.cache_name;
         // Await: the other replicas' run of the key, if one is in progress (a shared
         // store). Holds nothing; the lock it may return is held until the answer is stored.
-        let _turn = match store
-            .fill(name, &self.key, policy.ttl, fill_lease(tool))
-            .await
-        {
-            Ok(Fill::Run(turn)) => turn,
-            Ok(Fill::Filled(entry)) if CallReport::from_json(entry.value.clone()).is_some() => {
+        let fill = match self.generation {
+            Some(_) => Some(
+                store
+                    .fill(name, &self.key, policy.ttl, fill_lease(tool))
+                    .await,
+            ),
+            None => None,
+        };
+        let _turn = match fill {
+            Some(Ok(Fill::Run(turn))) => turn,
+            Some(Ok(Fill::Filled(entry)))
+                if CallReport::from_json(entry.value.clone()).is_some() =>
+            {
                 return Landed::Filled(entry);
             }
-            Ok(Fill::Filled(_)) => None,
-            Err(unavailable) => {
+            Some(Ok(Fill::Filled(_))) | None => None,
+            Some(Err(unavailable)) => {
                 tracing::warn!(target: "fusion::cache", tool = name, reason = %unavailable.reason, "the cache store is unavailable; the call runs without waiting for other replicas");
                 None
             }
@@ -235,10 +248,13 @@ impl<C: Send + Sync + 'static> SharedRun<C> {
             &target,
         )
         .await;
-        if let Some(stored) = storable(tool, &target, &ran.outcome, &self.redactor) {
+        if let (Some(generation), Some(stored)) = (
+            self.generation,
+            storable(tool, &target, &ran.outcome, &self.redactor),
+        ) {
             // Await: the store's write. A drop here stores nothing or the whole answer.
             match store
-                .put(name, &self.key, stored, policy.keep(), self.generation)
+                .put(name, &self.key, stored, policy.keep(), generation)
                 .await
             {
                 Ok(_) => {}
@@ -254,12 +270,17 @@ impl<C: Send + Sync + 'static> SharedRun<C> {
     }
 }
 
-/// How long a replica may hold the run of a key before the others run it themselves: the
-/// tool's timeout (a run cannot last longer), at most 30 seconds, 10 without one.
+/// How long a replica may hold the run of a key before the others run it themselves: as
+/// long as the run can last (each attempt's timeout, 10 s without one, and the longest
+/// backoffs between them), at most 30 seconds: a burst waits no longer for another replica.
 fn fill_lease<C>(tool: &RegisteredTool<C>) -> Duration {
-    tool.policy
-        .timeout
-        .unwrap_or(Duration::from_secs(10))
+    let attempt = tool.policy.timeout.unwrap_or(Duration::from_secs(10));
+    let (attempts, backoff) = tool.policy.retry.map_or((1, Duration::ZERO), |retry| {
+        (retry.attempts.max(1), retry.max_backoff)
+    });
+    attempt
+        .saturating_mul(attempts)
+        .saturating_add(backoff.saturating_mul(attempts - 1))
         .min(Duration::from_secs(30))
 }
 

@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use crate::{
-    call::Call, failure::Target, lock::LockStore, log::Redactor,
-    setup::registered::RegisteredTool, tool::output::Outcome,
+    call::Call, failure::Target, lock::LockStore, log::Redactor, setup::registered::RegisteredTool,
+    tool::output::Outcome,
 };
 
 use super::{
@@ -47,4 +47,3 @@ pub(super) async fn run_policy<C: Send + Sync + 'static>(
         }
     }
 }
-
