@@ -98,14 +98,8 @@ pub(super) fn event_json(
     match record.failure {
         None => {}
         Some(failure) if failure.is_masked() => {
-            let redactor = record.redactor;
-            let chain: Vec<String> = failure
-                .chain
-                .iter()
-                .map(|link| redactor.text(link))
-                .collect();
-            let source_chain = serde_json::to_string(&chain).unwrap_or_default();
-            fields.insert("error".to_owned(), json!(redactor.text(&failure.details())));
+            let (error, source_chain) = masked_details(failure, record.redactor);
+            fields.insert("error".to_owned(), json!(error));
             fields.insert("source_chain".to_owned(), json!(source_chain));
         }
         Some(_) => {
@@ -118,4 +112,21 @@ pub(super) fn event_json(
         "fields": fields,
         "target": call_line::TARGET,
     })
+}
+
+/// What the log says of a masked failure (kept from the model): its details and its source
+/// chain as a JSON array, both redacted.
+pub(super) fn masked_details(
+    failure: &crate::failure::Failure,
+    redactor: &super::Redactor,
+) -> (String, String) {
+    let chain: Vec<String> = failure
+        .chain
+        .iter()
+        .map(|link| redactor.text(link))
+        .collect();
+    (
+        redactor.text(&failure.details()),
+        serde_json::to_string(&chain).unwrap_or_default(),
+    )
 }

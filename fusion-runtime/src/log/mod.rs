@@ -322,13 +322,7 @@ pub(crate) fn call_event(record: &CallRecord<'_>) {
         }
         None => event!(tracing::Level::INFO, "tool call succeeded"),
         Some(failure) if failure.is_masked() => {
-            let error = redactor.text(&failure.details());
-            let chain: Vec<String> = failure
-                .chain
-                .iter()
-                .map(|link| redactor.text(link))
-                .collect();
-            let source_chain = serde_json::to_string(&chain).unwrap_or_default();
+            let (error, source_chain) = call_json::masked_details(failure, redactor);
             event!(
                 tracing::Level::ERROR,
                 "tool call failed",

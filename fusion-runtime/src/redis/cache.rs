@@ -48,9 +48,13 @@ const FILL_POLL: Duration = Duration::from_millis(25);
 /// The longest tool name or key kept as is in a Redis key.
 const PLAIN_MAX: usize = 128;
 
-/// Reads the generation and the entry, if it is of that generation and young enough:
-/// `{generation}` or `{generation, age_ms, value}`.
-const GET: &str = r"
+/// The Lua both `GET` and `FILL` open with: the tool's generation (`gen`) and, when the
+/// entry is of that generation and at most `ARGV[1]` ms old on Redis's clock, a return of
+/// `{<$tag> gen, age_ms, value}`.
+macro_rules! fresh_entry_lua {
+    ($($tag:literal)?) => {
+        concat!(
+            r"
 local gen = redis.call('GET', KEYS[1]) or '0'
 local entry = redis.call('HMGET', KEYS[2], 'g', 't', 'v')
 if entry[1] == gen and entry[2] and entry[3] then
@@ -59,10 +63,22 @@ if entry[1] == gen and entry[2] and entry[3] then
   local age = now - tonumber(entry[2])
   if age < 0 then age = 0 end
   if age <= tonumber(ARGV[1]) then
-    return {gen, string.format('%.0f', age), entry[3]}
+    return {",
+            $($tag, ", ",)?
+            r"gen, string.format('%.0f', age), entry[3]}
   end
-end
-return {gen}";
+end"
+        )
+    };
+}
+
+/// Reads the generation and the entry, if it is of that generation and young enough:
+/// `{generation}` or `{generation, age_ms, value}`.
+const GET: &str = concat!(
+    fresh_entry_lua!(),
+    r"
+return {gen}"
+);
 
 /// Stores the entry if the generation is still the one given, stamped with Redis's clock.
 const PUT: &str = r"
@@ -80,24 +96,16 @@ return 1";
 /// generation holds it (`{'run', generation}`, taken as `<generation>:<token>`); else
 /// `{'wait', generation}`. A lock of an older generation is free: its run's answer would
 /// be refused anyway.
-const FILL: &str = r"
-local gen = redis.call('GET', KEYS[1]) or '0'
-local entry = redis.call('HMGET', KEYS[2], 'g', 't', 'v')
-if entry[1] == gen and entry[2] and entry[3] then
-  local time = redis.call('TIME')
-  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  local age = now - tonumber(entry[2])
-  if age < 0 then age = 0 end
-  if age <= tonumber(ARGV[1]) then
-    return {'filled', gen, string.format('%.0f', age), entry[3]}
-  end
-end
+const FILL: &str = concat!(
+    fresh_entry_lua!("'filled'"),
+    r"
 local held = redis.call('GET', KEYS[3])
 if held and string.sub(held, 1, string.len(gen) + 1) == gen .. ':' then
   return {'wait', gen}
 end
 redis.call('SET', KEYS[3], gen .. ':' .. ARGV[2], 'PX', ARGV[3])
-return {'run', gen}";
+return {'run', gen}"
+);
 
 /// Deletes the run's lock if this token still holds it (whatever its generation).
 const RELEASE_FILL: &str = r"
@@ -422,6 +430,20 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_two_scripts_that_read_an_entry_return_it_in_their_own_shapes() {
+        assert!(
+            GET.contains("return {gen, string.format('%.0f', age), entry[3]}"),
+            "{GET}"
+        );
+        assert!(GET.trim_end().ends_with("return {gen}"), "{GET}");
+        assert!(
+            FILL.contains("return {'filled', gen, string.format('%.0f', age), entry[3]}"),
+            "{FILL}"
+        );
+        assert!(FILL.trim_end().ends_with("return {'run', gen}"), "{FILL}");
+    }
 
     #[test]
     fn plain_names_and_hex_keys_are_kept_and_anything_else_is_hashed() {
