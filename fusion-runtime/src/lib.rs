@@ -44,6 +44,7 @@ mod future;
 pub mod fuzzing;
 pub mod idempotency;
 pub mod identity;
+mod inject;
 mod json_cost;
 pub mod limits;
 pub mod lock;

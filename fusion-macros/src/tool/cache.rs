@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{LitStr, meta::ParseNestedMeta};
 
-use super::parse::{Millis, ToolAttrs, ToolFn, duration_value, set_once};
+use super::value::{Flag, Millis, duration_value, set_once};
 use crate::{ctxt::Ctxt, symbol};
 
 /// The caching keys as written.
@@ -102,10 +102,14 @@ fn names_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Vec<Lit
     Ok(names)
 }
 
-/// The rules between the caching keys and the rest of the tool.
-pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
-    let attrs = &tool.attrs;
-    let cache = &attrs.cache;
+/// The rules between the caching keys and the rest of the tool: its `read_only` and
+/// `idempotent` hints.
+pub(crate) fn check(
+    cache: &CacheAttrs,
+    read_only: Option<Flag>,
+    idempotent: Option<Flag>,
+    cx: &mut Ctxt,
+) {
     let Some(ttl) = cache.ttl else {
         if let Some(scope) = &cache.scope {
             cx.error_spanned_by(scope, "`cache_scope` says whose calls share a cached answer, and this tool has no `cache`; add `cache = \"30s\"` or remove it");
@@ -121,18 +125,14 @@ pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
             "a `cache` of zero would keep nothing; give a positive duration such as `cache = \"30s\"`",
         );
     }
-    if !is_repeat_safe(attrs) {
+    let set = |flag: Option<Flag>| flag.is_some_and(|flag| flag.value);
+    // A cached answer cannot hide a side effect: `read_only`, or `idempotent`.
+    if !(set(read_only) || set(idempotent)) {
         cx.error_at(
             ttl.span,
             "`cache` answers a call from an earlier one without running the tool, which is safe only for a tool that changes nothing; mark it `read_only` (or `idempotent`, if running it twice changes nothing more), or remove `cache`",
         );
     }
-}
-
-/// Whether a cached answer cannot hide a side effect: `read_only`, or `idempotent`.
-fn is_repeat_safe(attrs: &ToolAttrs) -> bool {
-    let set = |flag: Option<super::parse::Flag>| flag.is_some_and(|flag| flag.value);
-    set(attrs.read_only) || set(attrs.idempotent)
 }
 
 /// The `cache` and `invalidates` fields of the `ToolSpec`.

@@ -17,7 +17,10 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Attribute, Ident, ItemFn, LitStr, ReturnType, Type, spanned::Spanned as _};
 
-use super::parse::{CircuitAttr, Flag, Millis, Param, Retry, ToolAttrs, ToolFn};
+use super::{
+    parse::{CircuitAttr, Param, Retry, ToolAttrs, ToolFn},
+    value::{Flag, Millis},
+};
 use crate::{constraint::FieldCode, krate};
 
 /// The generated struct that holds the decoded arguments.

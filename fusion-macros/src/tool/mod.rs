@@ -6,6 +6,7 @@ mod expand;
 mod parse;
 mod stand_in;
 mod valid;
+mod value;
 
 use proc_macro2::TokenStream;
 

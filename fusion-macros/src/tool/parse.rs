@@ -7,14 +7,8 @@ use syn::{
     meta::ParseNestedMeta, parse::Parser as _,
 };
 
-use crate::{ctxt::Ctxt, duration, symbol};
-
-/// A boolean key: written bare (`read_only`) or with a value (`read_only = false`).
-#[derive(Clone, Copy)]
-pub(crate) struct Flag {
-    pub(crate) value: bool,
-    pub(crate) span: Span,
-}
+use super::value::{Flag, Millis, duration_value, set_once};
+use crate::{ctxt::Ctxt, symbol};
 
 /// The arguments of `#[mcp_tool(...)]`.
 #[derive(Default)]
@@ -51,15 +45,6 @@ pub(crate) struct ToolAttrs {
     pub(crate) max_output: Option<u64>,
     /// `cache`, `cache_scope`, `stale_if_error` and `invalidates` (`cache.rs`).
     pub(crate) cache: super::cache::CacheAttrs,
-}
-
-/// A duration written as `"250ms"`, `"5s"` or `"2m"`, in milliseconds.
-#[derive(Clone, Copy)]
-pub(crate) struct Millis {
-    pub(crate) millis: u64,
-    pub(crate) span: Span,
-    /// False when the text was malformed (already reported): no further rule applies.
-    pub(crate) valid: bool,
 }
 
 /// `retry(attempts = 3, backoff = "10ms", max_backoff = "1s")`
@@ -373,28 +358,6 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
     attrs
 }
 
-/// A duration literal: `"250ms"`, `"5s"`, `"2m"`. A malformed one is reported and read
-/// as zero, so parsing goes on.
-pub(super) fn duration_value(meta: &ParseNestedMeta<'_>, cx: &mut Ctxt) -> syn::Result<Millis> {
-    let text: LitStr = meta.value()?.parse()?;
-    let millis = duration::parse_millis(&text.value());
-    if millis.is_none() {
-        cx.error_spanned_by(
-            &text,
-            format!(
-                "`{}` is not a duration; {}",
-                text.value(),
-                duration::EXPECTED
-            ),
-        );
-    }
-    Ok(Millis {
-        millis: millis.unwrap_or(0),
-        span: text.span(),
-        valid: millis.is_some(),
-    })
-}
-
 fn count_value(meta: &ParseNestedMeta<'_>) -> syn::Result<(u32, Span)> {
     let lit: syn::LitInt = meta.value()?.parse()?;
     Ok((lit.base10_parse::<u32>()?, lit.span()))
@@ -491,20 +454,6 @@ fn flag_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Flag> {
         })
     } else {
         Ok(Flag { value: true, span })
-    }
-}
-
-pub(super) fn set_once<T>(
-    cx: &mut Ctxt,
-    meta: &ParseNestedMeta<'_>,
-    slot: &mut Option<T>,
-    value: T,
-) {
-    if slot.is_some() {
-        let key = quote::ToTokens::to_token_stream(&meta.path).to_string();
-        cx.error_spanned_by(&meta.path, format!("`{key}` is given twice; keep one"));
-    } else {
-        *slot = Some(value);
     }
 }
 

@@ -18,7 +18,8 @@ pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
     check_policy(tool, cx);
     check_group(tool, cx);
     check_repeat_safety(tool, cx);
-    super::cache::check(tool, cx);
+    let attrs = &tool.attrs;
+    super::cache::check(&attrs.cache, attrs.read_only, attrs.idempotent, cx);
 }
 
 fn check_signature(tool: &ToolFn, cx: &mut Ctxt) {

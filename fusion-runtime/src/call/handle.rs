@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    identity::RequestInfo, rounds::questions::InputState, testing::watch::Watch,
+    identity::RequestInfo, inject::watch::Watch, rounds::questions::InputState,
     validate::NumberLiterals,
 };
 

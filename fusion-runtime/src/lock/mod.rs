@@ -37,7 +37,6 @@
 //! # });
 //! ```
 
-mod builder;
 mod memory;
 mod store;
 

@@ -30,7 +30,7 @@ pub(super) struct CallLog<'a> {
     /// For a cached tool, how the cache answered (`hit`, `miss`, ...), set before `finish`.
     pub(super) cache: Option<&'static str>,
     /// The tester's, when it made the call: it keeps a copy of the event.
-    pub(super) watch: Option<&'a crate::testing::watch::Watch>,
+    pub(super) watch: Option<&'a crate::inject::watch::Watch>,
 }
 
 impl CallLog<'_> {

@@ -8,9 +8,9 @@ use serde_json::Value;
 use crate::{
     call::Call,
     failure::panic as recover,
-    failure::{Failure, FailureKind},
+    failure::{Classification, ErrorClass, Failure, FailureKind},
     future::BoxFuture,
-    testing::watch::Tool,
+    inject::{fault::FaultKind, watch::Tool},
     tool::ToolDefinition,
     tool::output::Outcome,
 };
@@ -63,7 +63,7 @@ pub(super) async fn invoke<'a, C: Send + Sync + 'static>(
         })
     });
     let future = match fault {
-        Some(fault) => fault.run(future),
+        Some(fault) => run_fault(fault, future),
         None => future,
     };
     let guarded = recover::catch(future);
@@ -80,4 +80,43 @@ pub(super) async fn invoke<'a, C: Send + Sync + 'static>(
         Ok(outcome) => outcome,
         Err(panic) => Outcome::Failure(Failure::panic(panic)),
     }
+}
+
+/// One run with an injected `fault` in place of `handler` (the handler's future, its
+/// arguments already decoded): the result still goes through the panic boundary and the
+/// timeout of the run.
+fn run_fault<'a>(fault: FaultKind, handler: BoxFuture<'a, Outcome>) -> BoxFuture<'a, Outcome> {
+    let failure = |class: ErrorClass, message: String, retry_after: Option<Duration>| {
+        let classification = Classification {
+            retry_after,
+            ..Classification::of(class)
+        };
+        let mut failure = Failure::new(FailureKind::Handler(classification));
+        failure.chain = vec![message];
+        Outcome::Failure(failure)
+    };
+    let outcome = match fault {
+        FaultKind::Delay(delay) => {
+            return Box::pin(async move {
+                tokio::time::sleep(delay).await;
+                handler.await
+            });
+        }
+        FaultKind::Panic(message) => return Box::pin(async move { panicking(message) }),
+        FaultKind::Transient {
+            message,
+            retry_after,
+        } => failure(ErrorClass::Transient, message, retry_after),
+        FaultKind::Internal(message) => failure(ErrorClass::Internal, message, None),
+        FaultKind::Fatal(message) => failure(ErrorClass::Fatal, message, None),
+    };
+    // The handler's future is dropped unpolled: the handler never starts.
+    drop(handler);
+    Box::pin(std::future::ready(outcome))
+}
+
+/// A real panic, so that the pipeline's panic boundary (and the panic hook that records
+/// where it happened) handles it as a handler's own.
+fn panicking(message: String) -> Outcome {
+    std::panic::panic_any(message)
 }

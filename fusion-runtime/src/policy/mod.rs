@@ -4,6 +4,7 @@
 //! (`pipeline/attempts.rs`): retry with backoff (here), the circuit breaker (`circuit.rs`),
 //! the reconnect hook (`reconnect.rs`), the timeout and their defaults.
 
+pub(crate) mod cache;
 mod circuit;
 pub(crate) mod reconnect;
 

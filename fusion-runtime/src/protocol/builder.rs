@@ -1,5 +1,6 @@
 //! The builder's settings for the 2026-07-28 revision: tools that run as tasks, the task
-//! store, and the key of multi-round request states.
+//! store, the key of multi-round request states, and how long list results are fresh
+//! (their `ttlMs`).
 
 use std::{sync::Arc, time::Duration};
 
@@ -99,6 +100,28 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             current,
             previous: previous.into_iter().collect(),
         });
+        self
+    }
+
+    /// How long a client may treat a list result (`tools/list`, `prompts/list`,
+    /// `resources/list`, `resources/templates/list`) as fresh: the `ttlMs` those results
+    /// carry under the 2026-07-28 revision, next to their `cacheScope` (`private` when the
+    /// tools a caller is shown depend on who asks: [`hide_unauthorized`](Self::hide_unauthorized),
+    /// [`visibility`](Self::visibility)). [`DEFAULT_LIST_TTL`](crate::cache::DEFAULT_LIST_TTL)
+    /// (a minute) by default: a fleet's lists change with a deploy, and a session hears of
+    /// a change sooner through `notifications/tools/list_changed`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// let server = Server::builder("market", "1.0.0")
+    ///     .list_ttl(Duration::from_secs(300))
+    ///     .build();
+    /// # let _ = server;
+    /// ```
+    pub fn list_ttl(mut self, ttl: Duration) -> Self {
+        self.list_ttl = ttl;
         self
     }
 }

@@ -13,5 +13,6 @@ pub(crate) mod registry;
 pub mod resource;
 pub(crate) mod server;
 pub(crate) mod startup;
+mod stores;
 pub(crate) mod uri_template;
 pub(crate) mod visibility;

@@ -40,24 +40,22 @@
 //! - [`Tester::with_context`]: a context the test builds, asynchronously.
 
 mod coverage;
-mod fault;
 mod handle;
 mod result;
-pub(crate) mod watch;
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use fault::Fault;
+pub use crate::inject::fault::Fault;
 pub use handle::{CallHandle, Progress};
 pub use result::TestResult;
 
+use crate::inject::watch::{Shared, Watch};
 use crate::{
     call::Call, future::BoxFuture, identity::RequestInfo, setup::server::Server,
     validate::NumberLiterals, validate::literal,
 };
-use watch::{Shared, Watch};
 
 /// Calls a server's tools in memory, the way a client would over a transport.
 ///

@@ -121,7 +121,7 @@ pub struct ToolSpec {
     /// How long identical calls are answered from the cache, with the stale window and
     /// the scope (`#[mcp_tool(cache = "30s", stale_if_error = "10m", cache_scope = "public")]`);
     /// `None`: every call runs the handler. See [`cache`](crate::cache).
-    pub cache: Option<crate::cache::CachePolicy>,
+    pub cache: Option<crate::policy::cache::CachePolicy>,
     /// The cached tools whose entries this tool's success drops, for every caller
     /// (`#[mcp_tool(invalidates = ["quote", "db_user.find_many"])]`): a tool's name, or a
     /// group's and an action's joined by a dot.

@@ -1,13 +1,41 @@
-//! The builder's settings for `cache`: [`ServerBuilder::cache_store`] and
-//! [`ServerBuilder::cache_capacity`].
+//! The builder's settings for the stores replicas may share beside the idempotency store:
+//! the locks of `serialize` ([`ServerBuilder::lock_store`]) and the cache of `cache`
+//! ([`ServerBuilder::cache_store`], [`ServerBuilder::cache_capacity`]).
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
-use crate::setup::builder::ServerBuilder;
-
-use super::{memory::MemoryCacheStore, store::CacheStore};
+use crate::{
+    cache::{CacheStore, MemoryCacheStore},
+    lock::LockStore,
+    setup::builder::ServerBuilder,
+};
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
+    /// Where the locks of `#[mcp_tool(serialize = "..")]` are kept: in this process by
+    /// default ([`MemoryLockStore`](crate::lock::MemoryLockStore)); replicas that must not
+    /// write one key at once share one store, such as `fusion_runtime::redis::RedisStore`
+    /// (feature `redis`). See [`lock`](crate::lock).
+    ///
+    /// ```
+    /// use fusion_runtime::{lock::MemoryLockStore, prelude::*};
+    ///
+    /// /// Add to an account's balance, one deposit at a time per account.
+    /// #[mcp_tool(serialize = "account")]
+    /// async fn deposit(account: String, cents: u64) -> String {
+    ///     format!("{cents} to {account}")
+    /// }
+    ///
+    /// let server = Server::builder("bank", "1.0.0")
+    ///     .lock_store(MemoryLockStore::new())
+    ///     .tool(deposit)
+    ///     .build();
+    /// # let _ = server;
+    /// ```
+    pub fn lock_store(mut self, store: impl LockStore) -> Self {
+        self.locks = Arc::new(store);
+        self
+    }
+
     /// Where the answers of `#[mcp_tool(cache = "..")]` are kept: in this process by
     /// default ([`MemoryCacheStore`], [`DEFAULT_CACHE_CAPACITY`](crate::cache::DEFAULT_CACHE_CAPACITY));
     /// replicas share one store, such as `fusion_runtime::redis::RedisStore` (feature
@@ -57,28 +85,6 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// ```
     pub fn cache_capacity(mut self, bytes: usize) -> Self {
         self.cache = Arc::new(MemoryCacheStore::new(bytes));
-        self
-    }
-
-    /// How long a client may treat a list result (`tools/list`, `prompts/list`,
-    /// `resources/list`, `resources/templates/list`) as fresh: the `ttlMs` those results
-    /// carry under the 2026-07-28 revision, next to their `cacheScope` (`private` when the
-    /// tools a caller is shown depend on who asks: [`hide_unauthorized`](Self::hide_unauthorized),
-    /// [`visibility`](Self::visibility)). [`DEFAULT_LIST_TTL`](crate::cache::DEFAULT_LIST_TTL)
-    /// (a minute) by default: a fleet's lists change with a deploy, and a session hears of
-    /// a change sooner through `notifications/tools/list_changed`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use fusion_runtime::prelude::*;
-    ///
-    /// let server = Server::builder("market", "1.0.0")
-    ///     .list_ttl(Duration::from_secs(300))
-    ///     .build();
-    /// # let _ = server;
-    /// ```
-    pub fn list_ttl(mut self, ttl: Duration) -> Self {
-        self.list_ttl = ttl;
         self
     }
 }

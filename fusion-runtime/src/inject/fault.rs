@@ -3,14 +3,8 @@
 
 use std::time::Duration;
 
-use crate::{
-    failure::{Classification, ErrorClass, Failure, FailureKind},
-    future::BoxFuture,
-    tool::output::Outcome,
-};
-
 /// A failure injected in place of a tool's handler
-/// ([`Tester::inject`](super::Tester::inject)): for its next [`times`](Fault::times) runs
+/// ([`Tester::inject`](crate::testing::Tester::inject)): for its next [`times`](Fault::times) runs
 /// (once by default), the pipeline runs the fault instead of the handler, inside the
 /// tool's policies. The retries, the timeout, the circuit breaker, the panic boundary,
 /// idempotency and the call log see it exactly as they would see the handler fail.
@@ -196,8 +190,7 @@ impl Fault {
 
     /// Panics with this message where the handler would run: the pipeline's panic
     /// boundary catches it, as it catches a panic of the handler's. The log's
-    /// `source_chain` says where it panicked: in fusion's `testing/fault.rs`, not in the
-    /// tool.
+    /// `source_chain` says where it panicked: in fusion's pipeline, not in the tool.
     pub fn panic(message: impl Into<String>) -> Self {
         Self::once(FaultKind::Panic(message.into()))
     }
@@ -209,7 +202,7 @@ impl Fault {
     }
 
     /// A fatal error with this message: the call is answered and reported fatal
-    /// ([`TestResult::is_fatal`](super::TestResult::is_fatal)); a served process would
+    /// ([`TestResult::is_fatal`](crate::testing::TestResult::is_fatal)); a served process would
     /// exit with code 70.
     pub fn fatal(message: impl Into<String>) -> Self {
         Self::once(FaultKind::Fatal(message.into()))
@@ -231,45 +224,4 @@ impl Fault {
         }
         self
     }
-}
-
-impl FaultKind {
-    /// One run of the pipeline with this fault in place of `handler` (the handler's
-    /// future, its arguments already decoded). The result still goes through the panic
-    /// boundary and the timeout of the run.
-    pub(crate) fn run<'a>(self, handler: BoxFuture<'a, Outcome>) -> BoxFuture<'a, Outcome> {
-        let failure = |class: ErrorClass, message: String, retry_after: Option<Duration>| {
-            let classification = Classification {
-                retry_after,
-                ..Classification::of(class)
-            };
-            let mut failure = Failure::new(FailureKind::Handler(classification));
-            failure.chain = vec![message];
-            Outcome::Failure(failure)
-        };
-        let outcome = match self {
-            Self::Delay(delay) => {
-                return Box::pin(async move {
-                    tokio::time::sleep(delay).await;
-                    handler.await
-                });
-            }
-            Self::Panic(message) => return Box::pin(async move { panicking(message) }),
-            Self::Transient {
-                message,
-                retry_after,
-            } => failure(ErrorClass::Transient, message, retry_after),
-            Self::Internal(message) => failure(ErrorClass::Internal, message, None),
-            Self::Fatal(message) => failure(ErrorClass::Fatal, message, None),
-        };
-        // The handler's future is dropped unpolled: the handler never starts.
-        drop(handler);
-        Box::pin(std::future::ready(outcome))
-    }
-}
-
-/// A real panic, so that the pipeline's panic boundary (and the panic hook that records
-/// where it happened) handles it as a handler's own.
-fn panicking(message: String) -> Outcome {
-    std::panic::panic_any(message)
 }

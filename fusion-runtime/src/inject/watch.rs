@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::fault::{Fault, FaultKind};
 
-/// The state of one tester and its [`as_caller`](super::Tester::as_caller) copies.
+/// The state of one tester and its [`as_caller`](crate::testing::Tester::as_caller) copies.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     faults: Mutex<Vec<Armed>>,
