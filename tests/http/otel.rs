@@ -44,7 +44,8 @@ fn a_call_with_a_traceparent_header_is_a_server_span_in_that_trace() {
 /// `prompts/get` and `resources/read` are server spans too (`prompts/get <prompt>` with
 /// `gen_ai.prompt.name`; `resources/read` with `mcp.resource.uri`), under the client's
 /// `traceparent`; their durations reach the conventions' histogram, an unknown prompt
-/// under `_OTHER` and its JSON-RPC error code as `error.type`.
+/// under `_OTHER` and its JSON-RPC error code as `error.type`. So are the methods without
+/// a target (`initialize`, `ping`, the lists, a subscription), named by the method.
 #[test]
 fn prompts_and_resources_are_server_spans_and_measured() {
     let receiver = OtlpReceiver::start();
@@ -60,6 +61,11 @@ fn prompts_and_resources_are_server_spans_and_measured() {
         r#"{"jsonrpc":"2.0","id":11,"method":"prompts/get","params":{"name":"test_simple_prompt"}}"#,
         r#"{"jsonrpc":"2.0","id":12,"method":"resources/read","params":{"uri":"test://static-text"}}"#,
         r#"{"jsonrpc":"2.0","id":13,"method":"prompts/get","params":{"name":"no-such-prompt-xyz"}}"#,
+        r#"{"jsonrpc":"2.0","id":14,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":15,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":16,"method":"prompts/list"}"#,
+        r#"{"jsonrpc":"2.0","id":17,"method":"resources/templates/list"}"#,
+        r#"{"jsonrpc":"2.0","id":18,"method":"resources/subscribe","params":{"uri":"test://no-such-resource"}}"#,
     ] {
         let answered = support::post_mcp(server.addr(), &headers, body, Duration::from_secs(10));
         assert_eq!(answered.status, 200, "{answered:?}");
@@ -103,6 +109,25 @@ fn prompts_and_resources_are_server_spans_and_measured() {
         "a JSON-RPC error's code: {:?}",
         unknown.span.attributes
     );
+    for (method, id) in [
+        ("tools/list", "14"),
+        ("ping", "15"),
+        ("prompts/list", "16"),
+        ("resources/templates/list", "17"),
+        ("resources/subscribe", "18"),
+    ] {
+        let span = wait(method);
+        assert_eq!(span.parent_span_id(), CLIENT_SPAN_ID, "{method}");
+        assert_eq!(span.span.kind, 2, "{method}: kind SERVER");
+        assert_eq!(span.attribute("mcp.method.name").as_deref(), Some(method));
+        assert_eq!(span.attribute("jsonrpc.request.id").as_deref(), Some(id));
+    }
+    let unknown_uri = wait("resources/subscribe");
+    assert!(
+        unknown_uri.attribute("error.type").is_some(),
+        "a subscription to no resource fails: {:?}",
+        unknown_uri.span.attributes
+    );
     let duration = |wanted: &dyn Fn(&support::otlp::ReceivedPoint) -> bool| {
         receiver.wait_for_point(Duration::from_secs(10), |point| {
             point.metric == "mcp.server.operation.duration" && wanted(point)
@@ -122,4 +147,7 @@ fn prompts_and_resources_are_server_spans_and_measured() {
         resource.attribute("mcp.resource.uri").is_none(),
         "a URI is no metric label: {resource:?}"
     );
+    let list = duration(&|point| point.attribute("mcp.method.name") == Some("tools/list"))
+        .expect("the list's duration");
+    assert_eq!(list.count, 1);
 }

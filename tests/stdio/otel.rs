@@ -47,6 +47,13 @@ fn a_call_with_trace_context_is_a_server_span_in_the_clients_trace() {
             "_meta": {"traceparent": traceparent}}),
     );
     assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    // Every request is a server span, not only calls: a list under the client's span too.
+    let listed = server.request(
+        json!(10),
+        "tools/list",
+        json!({"_meta": {"traceparent": traceparent}}),
+    );
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
     // A client span its own sampler dropped (flags 00): the default sampler follows the
     // parent, and the call makes no span.
     let unsampled = server.request(
@@ -145,6 +152,30 @@ fn a_call_with_trace_context_is_a_server_span_in_the_clients_trace() {
     // Invalid input leaves the status unset (STATUS_CODE_UNSET = 0): the server did its job.
     let status_code = divide.span.status.as_ref().map_or(0, |status| status.code);
     assert_eq!(status_code, 0, "{:?}", divide.span.status);
+    // The methods without a target are named by the method alone.
+    let list = receiver.span_named("tools/list", ARRIVAL, &server.stderr());
+    assert_eq!(
+        list.trace_id(),
+        TRACE_ID,
+        "the list is in the client's trace"
+    );
+    assert_eq!(list.parent_span_id(), CLIENT_SPAN_ID);
+    assert_eq!(list.span.kind, 2, "kind SERVER");
+    assert_eq!(
+        list.attribute("mcp.method.name").as_deref(),
+        Some("tools/list")
+    );
+    assert_eq!(list.attribute("jsonrpc.request.id").as_deref(), Some("10"));
+    let initialize = receiver.span_named("initialize", ARRIVAL, &server.stderr());
+    assert_eq!(
+        initialize.parent_span_id(),
+        "",
+        "no trace context: a root span"
+    );
+    assert_eq!(
+        initialize.attribute("mcp.method.name").as_deref(),
+        Some("initialize")
+    );
 }
 
 /// The semantic conventions' bucket boundaries of `mcp.server.operation.duration`.

@@ -62,15 +62,32 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         Some(requested.clone())
     }
 
+    /// `initialize` as rmcp's default answers it (the peer's info kept, the version
+    /// negotiated), inside its server span.
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        let watch = observed::Watch::start(observed::Read::Method("initialize"), &context);
+        let answer = self.negotiate_initialize(&request);
+        context.peer.set_peer_info(request);
+        watch.answered(answer)
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        observed::Watch::start(observed::Read::Method("ping"), &context).answered(Ok(()))
+    }
+
     async fn get_task(
         &self,
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
         let caller = request::request_info(&context.extensions);
-        self.inner
-            .tasks
-            .get(&request.task_id, caller.subject())
+        let watch = observed::Watch::start(observed::Read::Method("tasks/get"), &context);
+        watch
+            .run(self.inner.tasks.get(&request.task_id, caller.subject()))
             .await
     }
 
@@ -80,9 +97,13 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let caller = request::request_info(&context.extensions);
-        self.inner
-            .tasks
-            .update(&request.task_id, caller.subject(), request.input_responses)
+        let watch = observed::Watch::start(observed::Read::Method("tasks/update"), &context);
+        watch
+            .run(self.inner.tasks.update(
+                &request.task_id,
+                caller.subject(),
+                request.input_responses,
+            ))
             .await
     }
 
@@ -92,9 +113,9 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let caller = request::request_info(&context.extensions);
-        self.inner
-            .tasks
-            .cancel(&request.task_id, caller.subject())
+        let watch = observed::Watch::start(observed::Read::Method("tasks/cancel"), &context);
+        watch
+            .run(self.inner.tasks.cancel(&request.task_id, caller.subject()))
             .await
     }
 
@@ -156,6 +177,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let watch = observed::Watch::start(observed::Read::Method("tools/list"), &context);
         let request = request::request_info(&context.extensions);
         if self.inner.visibility.depends_on_caller() {
             self.note_shown(&request, &context);
@@ -163,10 +185,10 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         // A list that depends on the caller must not be shared between callers.
         let private = self.inner.visibility.depends_on_caller();
         let hints = list_hints::hints(&context, self.inner.list_ttl, private);
-        Ok(list_hints::with_hints!(
+        watch.answered(Ok(list_hints::with_hints!(
             ListToolsResult::with_all_items(self.tools_for(&request).into_owned()),
             hints
-        ))
+        )))
     }
 
     async fn call_tool(
@@ -185,10 +207,11 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let watch = observed::Watch::start(observed::Read::Method("logging/setLevel"), &context);
         self.set_log_level(crate::call::LogLevel::from_rmcp(request.level));
-        Ok(())
+        watch.answered(Ok(()))
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -206,12 +229,14 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        self.require_resources()?;
-        let hints = list_hints::hints(&context, self.inner.list_ttl, false);
-        Ok(list_hints::with_hints!(
-            rmcp::model::ListResourcesResult::with_all_items(self.resources()),
-            hints
-        ))
+        let watch = observed::Watch::start(observed::Read::Method("resources/list"), &context);
+        watch.answered(self.require_resources().map(|()| {
+            let hints = list_hints::hints(&context, self.inner.list_ttl, false);
+            list_hints::with_hints!(
+                rmcp::model::ListResourcesResult::with_all_items(self.resources()),
+                hints
+            )
+        }))
     }
 
     async fn list_resource_templates(
@@ -219,12 +244,15 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
-        self.require_resources()?;
-        let hints = list_hints::hints(&context, self.inner.list_ttl, false);
-        Ok(list_hints::with_hints!(
-            rmcp::model::ListResourceTemplatesResult::with_all_items(self.resource_templates()),
-            hints
-        ))
+        let read = observed::Read::Method("resources/templates/list");
+        let watch = observed::Watch::start(read, &context);
+        watch.answered(self.require_resources().map(|()| {
+            let hints = list_hints::hints(&context, self.inner.list_ttl, false);
+            list_hints::with_hints!(
+                rmcp::model::ListResourceTemplatesResult::with_all_items(self.resource_templates()),
+                hints
+            )
+        }))
     }
 
     async fn read_resource(
@@ -245,18 +273,8 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.require_resources()?;
-        if !self.catalog().resources.knows(&request.uri) {
-            let message = crate::failure::wording::catalog::subscribe_not_found(&request.uri);
-            return Err(ErrorData::resource_not_found(
-                message,
-                Some(serde_json::json!({ "uri": request.uri })),
-            ));
-        }
-        self.catalog()
-            .resources
-            .subscribe(&request.uri, context.peer);
-        Ok(())
+        let watch = observed::Watch::start(observed::Read::Method("resources/subscribe"), &context);
+        watch.answered(self.answer_subscribe(request, context))
     }
 
     #[allow(deprecated)]
@@ -265,11 +283,13 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.require_resources()?;
-        self.catalog()
-            .resources
-            .unsubscribe(&request.uri, &context.peer);
-        Ok(())
+        let read = observed::Read::Method("resources/unsubscribe");
+        let watch = observed::Watch::start(read, &context);
+        watch.answered(self.require_resources().map(|()| {
+            self.catalog()
+                .resources
+                .unsubscribe(&request.uri, &context.peer);
+        }))
     }
 
     async fn list_prompts(
@@ -277,16 +297,17 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let watch = observed::Watch::start(observed::Read::Method("prompts/list"), &context);
         if !self.catalog().prompts.has_prompts() {
-            return Err(ErrorData::method_not_found::<
+            return watch.answered(Err(ErrorData::method_not_found::<
                 rmcp::model::ListPromptsRequestMethod,
-            >());
+            >()));
         }
         let hints = list_hints::hints(&context, self.inner.list_ttl, false);
-        Ok(list_hints::with_hints!(
+        watch.answered(Ok(list_hints::with_hints!(
             rmcp::model::ListPromptsResult::with_all_items(self.prompts()),
             hints
-        ))
+        )))
     }
 
     async fn get_prompt(
@@ -310,7 +331,18 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     async fn complete(
         &self,
         request: rmcp::model::CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        let watch = observed::Watch::start(observed::Read::Method("completion/complete"), &context);
+        watch.answered(self.answer_complete(request))
+    }
+}
+
+impl<C: Send + Sync + 'static> Server<C> {
+    /// Answers one `completion/complete`.
+    fn answer_complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
     ) -> Result<rmcp::model::CompleteResult, ErrorData> {
         let catalog = self.catalog();
         if !catalog.prompts.has_completions() {
@@ -334,9 +366,27 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
             .map(rmcp::model::CompleteResult::new)
             .map_err(|message| ErrorData::invalid_params(message, None))
     }
-}
 
-impl<C: Send + Sync + 'static> Server<C> {
+    /// Answers one `resources/subscribe`.
+    fn answer_subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.require_resources()?;
+        if !self.catalog().resources.knows(&request.uri) {
+            let message = crate::failure::wording::catalog::subscribe_not_found(&request.uri);
+            return Err(ErrorData::resource_not_found(
+                message,
+                Some(serde_json::json!({ "uri": request.uri })),
+            ));
+        }
+        self.catalog()
+            .resources
+            .subscribe(&request.uri, context.peer);
+        Ok(())
+    }
+
     /// Answers one `resources/read`.
     async fn answer_resource(
         &self,

@@ -1,6 +1,8 @@
-//! `prompts/get` and `resources/read` as the exported telemetry sees them (feature `otel`):
-//! each answered inside its server span, its duration recorded with its outcome. A
-//! `tools/call` gets the same from the pipeline, which knows how the call failed.
+//! Every request but `tools/call` as the exported telemetry sees it (feature `otel`):
+//! `prompts/get`, `resources/read`, and the methods without a target (`initialize`,
+//! `ping`, the lists, `completion/complete`, the tasks' methods, ...), each answered inside
+//! its server span, its duration recorded with its outcome. A `tools/call` gets the same
+//! from the pipeline, which knows how the call failed.
 
 use rmcp::{RoleServer, model::ErrorData, service::RequestContext};
 
@@ -11,12 +13,24 @@ use crate::{
 };
 
 /// What a request reads: a prompt by its name (`known`: whether one is registered under
-/// it, else its metrics say `_OTHER`), or a resource by its URI.
+/// it, else its metrics say `_OTHER`), a resource by its URI, or nothing named (a method
+/// such as `tools/list`, by its name).
 #[derive(Clone, Copy)]
 #[cfg_attr(not(feature = "otel"), allow(dead_code))]
 pub(crate) enum Read<'a> {
     Prompt { name: &'a str, known: bool },
     Resource { uri: &'a str },
+    Method(&'static str),
+}
+
+/// What a request's duration is recorded under: a bounded label, never a client's text.
+#[cfg(feature = "otel")]
+enum Label {
+    /// A registered prompt's name, or `_OTHER`.
+    Prompt(String),
+    /// `resources/read`: its URI is no label.
+    Resource,
+    Method(&'static str),
 }
 
 /// One request watched from its arrival: its span (when spans are exported) and what its
@@ -26,9 +40,8 @@ pub(crate) struct Watch {
     span: Option<tracing::Span>,
     #[cfg(feature = "otel")]
     started: std::time::Instant,
-    /// The bounded label: a registered prompt's name, `_OTHER`, or none for a resource.
     #[cfg(feature = "otel")]
-    label: Option<String>,
+    label: Label,
 }
 
 impl Watch {
@@ -40,6 +53,7 @@ impl Watch {
                 let operation = match read {
                     Read::Prompt { name, .. } => Operation::GetPrompt(name),
                     Read::Resource { uri } => Operation::ReadResource(uri),
+                    Read::Method(method) => Operation::Method(method),
                 };
                 let request_id = request_id_text(&context.id);
                 let request = request_info(&context.extensions);
@@ -52,9 +66,10 @@ impl Watch {
                 otel::server_span(operation, &origin)
             });
             let label = match read {
-                Read::Prompt { name, known: true } => Some(name.to_owned()),
-                Read::Prompt { known: false, .. } => Some(otel::OTHER.to_owned()),
-                Read::Resource { .. } => None,
+                Read::Prompt { name, known: true } => Label::Prompt(name.to_owned()),
+                Read::Prompt { known: false, .. } => Label::Prompt(otel::OTHER.to_owned()),
+                Read::Resource { .. } => Label::Resource,
+                Read::Method(method) => Label::Method(method),
             };
             Self {
                 span,
@@ -69,6 +84,13 @@ impl Watch {
         }
     }
 
+    /// An answer made at once (no `.await` in it): its duration and outcome recorded.
+    pub(crate) fn answered<T>(self, answer: Result<T, ErrorData>) -> Result<T, ErrorData> {
+        #[cfg(feature = "otel")]
+        self.record(answer.as_ref().err());
+        answer
+    }
+
     /// `answer`, inside the span; then its duration and outcome recorded.
     pub(crate) async fn run<T>(
         self,
@@ -80,20 +102,27 @@ impl Watch {
                 Some(span) => tracing::Instrument::instrument(answer, span.clone()).await,
                 None => answer.await,
             };
-            let error_code = answered.as_ref().err().map(|error| error.code.0);
-            if let (Some(span), Some(code)) = (&self.span, error_code) {
-                span.in_scope(|| otel::record_error_code(code));
-            }
-            let operation = match &self.label {
-                Some(prompt) => Operation::GetPrompt(prompt),
-                None => Operation::ReadResource(""),
-            };
-            let error_type = error_code.map(|code| code.to_string());
-            let seconds = self.started.elapsed().as_secs_f64();
-            otel::record_operation(operation, seconds, error_type.as_deref());
+            self.record(answered.as_ref().err());
             answered
         }
         #[cfg(not(feature = "otel"))]
         answer.await
+    }
+
+    /// Ends the span (with the error's code, if any) and records the duration.
+    #[cfg(feature = "otel")]
+    fn record(self, error: Option<&ErrorData>) {
+        let error_code = error.map(|error| error.code.0);
+        if let (Some(span), Some(code)) = (&self.span, error_code) {
+            span.in_scope(|| otel::record_error_code(code));
+        }
+        let operation = match &self.label {
+            Label::Prompt(prompt) => Operation::GetPrompt(prompt),
+            Label::Resource => Operation::ReadResource(""),
+            Label::Method(method) => Operation::Method(method),
+        };
+        let error_type = error_code.map(|code| code.to_string());
+        let seconds = self.started.elapsed().as_secs_f64();
+        otel::record_operation(operation, seconds, error_type.as_deref());
     }
 }

@@ -77,8 +77,9 @@ pub(super) fn install(provider: &SdkMeterProvider) {
 }
 
 /// Records one request's duration, with its method, its target and `error.type` when it
-/// failed: a prompt's, a resource's, or a call of a tool that is not registered (a
-/// registered tool's calls are [`record_call`]'s).
+/// failed: a prompt's, a resource's, another method's (`tools/list`, `initialize`, ...),
+/// or a call of a tool that is not registered (a registered tool's calls are
+/// [`record_call`]'s).
 pub(crate) fn record_operation(operation: Operation<'_>, seconds: f64, error_type: Option<&str>) {
     let Some(instruments) = INSTRUMENTS.get() else {
         return;
@@ -93,7 +94,7 @@ pub(crate) fn record_operation(operation: Operation<'_>, seconds: f64, error_typ
         Operation::GetPrompt(prompt) => {
             attributes.push(KeyValue::new("gen_ai.prompt.name", prompt.to_owned()));
         }
-        Operation::ReadResource(_) => {}
+        Operation::ReadResource(_) | Operation::Method(_) => {}
     }
     if let Some(error_type) = error_type {
         attributes.push(KeyValue::new("error.type", error_type.to_owned()));

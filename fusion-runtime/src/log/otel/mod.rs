@@ -1,5 +1,6 @@
 //! OpenTelemetry (feature `otel`), by the MCP semantic conventions: a server span per
-//! request (`tools/call`, `prompts/get`, `resources/read`) under the client's span (W3C
+//! request (`tools/call <tool>`, `prompts/get <prompt>`, `resources/read`, and the other
+//! methods by their name: `initialize`, `tools/list`, ...) under the client's span (W3C
 //! trace context from `params._meta` or the HTTP `traceparent` header), a child span for
 //! each attempt of a call's handler, named events for what the policies did, and the
 //! `mcp.server.operation.duration` histogram with fusion's own counters; exported over OTLP

@@ -28,6 +28,9 @@ pub(crate) enum Operation<'a> {
     GetPrompt(&'a str),
     /// `resources/read` of a URI (`mcp.resource.uri`).
     ReadResource(&'a str),
+    /// A request with no target: `initialize`, `ping`, `tools/list`, `tasks/get`, ...
+    /// (the method's name, as `mcp.method.name`).
+    Method(&'static str),
 }
 
 impl Operation<'_> {
@@ -37,6 +40,7 @@ impl Operation<'_> {
             Self::CallTool(_) => "tools/call",
             Self::GetPrompt(_) => "prompts/get",
             Self::ReadResource(_) => "resources/read",
+            Self::Method(method) => method,
         }
     }
 }
@@ -69,7 +73,7 @@ pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> trac
         Operation::CallTool(target) | Operation::GetPrompt(target) => {
             format!("{method} {}", crate::limits::name(target))
         }
-        Operation::ReadResource(_) => method.to_owned(),
+        Operation::ReadResource(_) | Operation::Method(_) => method.to_owned(),
     };
     let request = origin.request;
     let protocol_version = request.header("mcp-protocol-version");
@@ -106,6 +110,7 @@ pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> trac
         Operation::ReadResource(uri) => {
             server_span!("mcp.resource.uri" = crate::limits::name(uri).as_ref())
         }
+        Operation::Method(_) => server_span!(),
     };
     if let Some(parent) = parent {
         // Fails only when the span is disabled (no layer records it): nothing to parent.
