@@ -22,6 +22,14 @@
 //!
 //! `compare --http` compares over Streamable HTTP instead (`fusion_bench::http_compare`).
 //!
+//! `compare --otel` measures what OpenTelemetry costs (issue 38): the quickstart with its
+//! call log and OTLP export on (every call a span: the SDK's default sampler), the same
+//! sampled out (`OTEL_TRACES_SAMPLER=always_off`), the call log alone, and both off
+//! (`RUST_LOG=off`, no endpoint), at C=32 unless `--concurrency` says otherwise. The
+//! servers export to a collector this program runs on a loopback port
+//! (`fusion_bench::otlp_sink`), which decodes and counts the spans: the table gives the
+//! spans received per call, so a batch processor that dropped spans shows.
+//!
 //! Exits 1 when any run failed or broke "every id answered exactly once, not an error";
 //! missed goals are reported, not fatal (`--strict` makes them exit 3).
 
@@ -34,12 +42,13 @@ use std::{
 use fusion_bench::{
     cli::{Args, split_command},
     load::{self, LoadConfig, RunReport},
+    otlp_sink::OtlpSink,
     stats::median,
 };
 
 const USAGE: &str = "usage: compare [--fusion \"<cmd>\"] [--rmcp \"<cmd>\"] [--floor \"<cmd>\"] \
 [--runs 3] [--seconds 2] [--concurrency 1,32] [--tool echo] [--args '{\"text\":\"hi\"}'] \
-[--timeout SECS] [--logs DIR] [--no-build] [--strict]";
+[--timeout SECS] [--logs DIR] [--no-build] [--strict] [--otel]";
 
 /// The goals, as ratios (absolute figures move with the machine): fusion with its call log
 /// on against the floor (issue 20: at 1 and at 32 in flight), the call log's cost (log on
@@ -49,6 +58,10 @@ const GOAL_VS_FLOOR_C32: f64 = 0.6;
 const GOAL_LOG_ON_VS_OFF_C32: f64 = 0.9;
 const GOAL_VS_RMCP_C32: f64 = 15.0;
 const GOAL_RSS_VS_RMCP: f64 = 2.0;
+/// Issue 38: tracing costs at most 15% of the throughput with every call exported (the
+/// SDK's default sampler), and at most 3% sampled out, both against the call log alone.
+const GOAL_OTEL_EXPORTED: f64 = 0.85;
+const GOAL_OTEL_SAMPLED_OUT: f64 = 0.97;
 
 /// One server under comparison.
 struct Contender {
@@ -68,6 +81,8 @@ struct Options {
     timeout: Duration,
     logs: PathBuf,
     strict: bool,
+    /// `--otel`: the collector the exporting contenders send to.
+    sink: Option<OtlpSink>,
 }
 
 fn main() -> ExitCode {
@@ -116,7 +131,7 @@ fn configure() -> Result<Options, String> {
             "timeout",
             "logs",
         ],
-        &["no-build", "strict"],
+        &["no-build", "strict", "otel"],
     )?;
     // `target/release/compare` → `target/release`, where cargo put the baselines.
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
@@ -132,33 +147,45 @@ fn configure() -> Result<Options, String> {
         }
     };
     let fusion = command("fusion", sibling("examples/quickstart"))?;
-    // The same server with its log off: `env` execs the server, so its pid is sampled.
-    let fusion_quiet = ["env", "RUST_LOG=off"]
-        .into_iter()
-        .map(str::to_owned)
-        .chain(fusion.iter().cloned())
-        .collect();
-    let contenders = vec![
-        Contender {
-            label: "fusion",
-            command: fusion,
-        },
-        Contender {
-            label: "fusion-log-off",
-            command: fusion_quiet,
-        },
-        Contender {
-            label: "rmcp",
-            command: command("rmcp", sibling("rmcp-echo"))?,
-        },
-        Contender {
-            label: "floor",
-            command: command("floor", sibling("floor-echo"))?,
-        },
-    ];
+    // The same server with variables set: `env` execs the server, so its pid is sampled.
+    let with_env = |variables: &[&str]| -> Vec<String> {
+        std::iter::once("env")
+            .chain(variables.iter().copied())
+            .map(str::to_owned)
+            .chain(fusion.iter().cloned())
+            .collect()
+    };
+    let sink = if args.flag("otel") {
+        Some(OtlpSink::start().map_err(|e| format!("cannot start the OTLP collector: {e}"))?)
+    } else {
+        None
+    };
+    let contenders = if let Some(sink) = &sink {
+        let endpoint = format!("OTEL_EXPORTER_OTLP_ENDPOINT={}", sink.endpoint());
+        vec![
+            Contender {
+                label: "log+otel",
+                command: with_env(&[&endpoint]),
+            },
+            Contender {
+                label: "log+otel-off",
+                command: with_env(&[&endpoint, "OTEL_TRACES_SAMPLER=always_off"]),
+            },
+            Contender {
+                label: "log",
+                command: fusion.clone(),
+            },
+            Contender {
+                label: "both-off",
+                command: with_env(&["RUST_LOG=off"]),
+            },
+        ]
+    } else {
+        stdio_contenders(&args, fusion.clone(), with_env(&["RUST_LOG=off"]), &sibling)?
+    };
     let concurrency = args
         .get("concurrency")
-        .unwrap_or("1,32")
+        .unwrap_or(if sink.is_some() { "32" } else { "1,32" })
         .split(',')
         .map(|c| {
             c.trim()
@@ -192,7 +219,41 @@ fn configure() -> Result<Options, String> {
         timeout: Duration::from_secs_f64(args.parse_or("timeout", 180.0)?),
         logs,
         strict: args.flag("strict"),
+        sink,
     })
+}
+
+/// The stdio comparison's servers: fusion with its log on and off, rmcp, the floor.
+fn stdio_contenders(
+    args: &Args,
+    fusion: Vec<String>,
+    fusion_quiet: Vec<String>,
+    sibling: &dyn Fn(&str) -> String,
+) -> Result<Vec<Contender>, String> {
+    let command = |key: &str, default: String| -> Result<Vec<String>, String> {
+        match args.get(key) {
+            Some(command) => split_command(command),
+            None => Ok(vec![default]),
+        }
+    };
+    Ok(vec![
+        Contender {
+            label: "fusion",
+            command: fusion,
+        },
+        Contender {
+            label: "fusion-log-off",
+            command: fusion_quiet,
+        },
+        Contender {
+            label: "rmcp",
+            command: command("rmcp", sibling("rmcp-echo"))?,
+        },
+        Contender {
+            label: "floor",
+            command: command("floor", sibling("floor-echo"))?,
+        },
+    ])
 }
 
 /// Every server program given as a path must exist.
@@ -257,6 +318,8 @@ struct Cell {
     /// Each run's report, by round (`None`: that run failed).
     rounds: Vec<Option<RunReport>>,
     failures: Vec<String>,
+    /// `--otel`: the spans the collector received per call (warm-up included), each run.
+    spans_per_call: Vec<f64>,
 }
 
 impl Cell {
@@ -302,7 +365,12 @@ fn compare(options: &Options) -> ExitCode {
     for &concurrency in &options.concurrency {
         let mut row: Vec<Cell> = options.contenders.iter().map(|_| Cell::default()).collect();
         for (contender, cell) in options.contenders.iter().zip(&mut row) {
-            match probe(options, contender, concurrency) {
+            let probed = probe(options, contender, concurrency);
+            if let Some(sink) = &options.sink {
+                // The probe's spans are not the measured runs'.
+                sink.take();
+            }
+            match probed {
                 Ok(calls) => cell.calls = calls,
                 Err(error) => {
                     eprintln!(
@@ -320,8 +388,24 @@ fn compare(options: &Options) -> ExitCode {
                     continue;
                 }
                 let config = config(options, contender, concurrency, cell.calls);
-                match load::run(&config) {
+                let outcome = load::run(&config);
+                // The server flushed its exports before it exited, and each was counted
+                // before it was answered: everything it sent is in.
+                let received = options.sink.as_ref().map(OtlpSink::take);
+                match outcome {
                     Ok(report) => {
+                        if let Some(received) = received {
+                            let calls = (report.calls + report.warmup).max(1);
+                            cell.spans_per_call
+                                .push(received.spans as f64 / calls as f64);
+                            if received.rejected > 0 {
+                                eprintln!(
+                                    "compare: the collector rejected {} export(s) of {}",
+                                    received.rejected, contender.label
+                                );
+                                failed = true;
+                            }
+                        }
                         eprintln!(
                             "compare: C={concurrency} run {run}/{} {:<14} {:>9.0} calls/s  p50 \
                              {:>5} µs  p99 {:>6} µs  CPU {:>6.2} µs/call  RSS {:>5.1} MiB{}",
@@ -409,26 +493,42 @@ fn probe(options: &Options, contender: &Contender, concurrency: usize) -> Result
 
 /// Prints the tables; returns how many goals were missed.
 fn print_tables(options: &Options, cells: &[Vec<Cell>]) -> usize {
+    let title = if options.sink.is_some() {
+        "what OpenTelemetry costs fusion"
+    } else {
+        "fusion vs rmcp 3.11 vs the floor"
+    };
     println!(
-        "\n## fusion vs rmcp 3.11 vs the floor: `{}` {}, medians of {} runs (A B C D alternating)\n",
+        "\n## {title}: `{}` {}, medians of {} runs (A B C D alternating)\n",
         options.tool, options.arguments, options.runs
     );
     for contender in &options.contenders {
         println!("- {}: `{}`", contender.label, contender.command.join(" "));
     }
+    let spans = options.sink.is_some();
     for (&concurrency, row) in options.concurrency.iter().zip(cells) {
         println!("\n### C={concurrency}\n");
         println!(
-            "| server | calls/run | calls/s | p50 µs | p99 µs | server CPU µs/call | driver CPU µs/call | peak RSS MiB | runs ok |"
+            "| server | calls/run | calls/s | p50 µs | p99 µs | server CPU µs/call | driver CPU µs/call | peak RSS MiB |{} runs ok |",
+            if spans { " spans/call |" } else { "" }
         );
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        println!(
+            "|---|---:|---:|---:|---:|---:|---:|---:|{}---:|",
+            if spans { "---:|" } else { "" }
+        );
         for (contender, cell) in options.contenders.iter().zip(row) {
             let value = |metric: fn(&RunReport) -> f64, digits: usize| {
                 cell.median(metric)
                     .map_or_else(|| "—".to_owned(), |v| format!("{v:.digits$}"))
             };
+            let spans_per_call = if spans {
+                median(&cell.spans_per_call)
+                    .map_or_else(|| " — |".to_owned(), |v| format!(" {v:.3} |"))
+            } else {
+                String::new()
+            };
             println!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |{spans_per_call} {}/{} |",
                 contender.label,
                 cell.calls,
                 value(RunReport::calls_per_sec, 0),
@@ -442,56 +542,91 @@ fn print_tables(options: &Options, cells: &[Vec<Cell>]) -> usize {
             );
         }
     }
+    let missed = if spans {
+        otel_goals(options, cells)
+    } else {
+        stdio_goals(options, cells)
+    };
+    println!(
+        "\n{} goal(s) missed. Ratios are the median (lowest–highest) of per-round ratios, each \
+         round running the four servers seconds apart. Server CPU is utime+stime from \
+         /proc/<pid>/stat over the measured window; peak RSS is VmHWM; driver and servers \
+         share this machine's {} CPUs.",
+        missed,
+        std::thread::available_parallelism().map_or(0, usize::from)
+    );
+    missed
+}
 
+/// A goal: whether the ratio must be at least (or at most) the target, and how it reads.
+type Goal = Option<(bool, f64, String)>;
+
+fn at_least(goal: f64) -> Goal {
+    Some((true, goal, format!("≥ {goal}×")))
+}
+
+/// Prints one ratio and its verdict; returns whether a goal was missed.
+fn goal_line(
+    concurrency: usize,
+    measure: &str,
+    ratio: Option<(f64, f64, f64)>,
+    goal: Goal,
+) -> bool {
+    let (verdict, missed) = match (ratio, &goal) {
+        (None, _) => ("not measured", goal.is_some()),
+        (Some(_), None) => ("", false),
+        (Some((v, _, _)), Some((at_least, target, _))) => {
+            let met = if *at_least {
+                v >= *target
+            } else {
+                v <= *target
+            };
+            if met {
+                ("met", false)
+            } else {
+                ("**MISSED**", true)
+            }
+        }
+    };
+    let shown = ratio.map_or("—".into(), |(mid, low, high)| {
+        format!("{mid:.2}× ({low:.2}–{high:.2})")
+    });
+    let goal_text = goal.map_or_else(|| "—".to_owned(), |(_, _, text)| text);
+    println!("| {concurrency} | {measure} | {shown} | {goal_text} | {verdict} |");
+    missed
+}
+
+/// The contenders' positions by label, in the order asked.
+fn positions<const N: usize>(options: &Options, labels: [&str; N]) -> Option<[usize; N]> {
+    let mut found = [0; N];
+    for (slot, label) in found.iter_mut().zip(labels) {
+        *slot = options.contenders.iter().position(|c| c.label == label)?;
+    }
+    Some(found)
+}
+
+/// The goals of issues 9 and 20: fusion against the floor and rmcp, the call log's cost.
+fn stdio_goals(options: &Options, cells: &[Vec<Cell>]) -> usize {
     println!("\n### Ratios and goals (issues 9 and 20)\n");
     println!("| C | measure | measured | goal | verdict |");
     println!("|---:|---|---:|---:|---|");
-    let mut missed = 0;
-    let position = |label: &str| options.contenders.iter().position(|c| c.label == label);
-    let (Some(fusion), Some(quiet), Some(rmcp), Some(floor)) = (
-        position("fusion"),
-        position("fusion-log-off"),
-        position("rmcp"),
-        position("floor"),
-    ) else {
+    let Some([fusion, quiet, rmcp, floor]) =
+        positions(options, ["fusion", "fusion-log-off", "rmcp", "floor"])
+    else {
         return 0;
     };
+    let mut missed = 0;
     for (&concurrency, row) in options.concurrency.iter().zip(cells) {
-        let mut line =
-            |measure: &str, ratio: Option<(f64, f64, f64)>, goal: Option<(bool, f64, String)>| {
-                let verdict = match (ratio, &goal) {
-                    (None, _) => {
-                        missed += usize::from(goal.is_some());
-                        "not measured"
-                    }
-                    (Some(_), None) => "",
-                    (Some((v, _, _)), Some((at_least, target, _))) => {
-                        let met = if *at_least {
-                            v >= *target
-                        } else {
-                            v <= *target
-                        };
-                        if met {
-                            "met"
-                        } else {
-                            missed += 1;
-                            "**MISSED**"
-                        }
-                    }
-                };
-                let shown = ratio.map_or("—".into(), |(mid, low, high)| {
-                    format!("{mid:.2}× ({low:.2}–{high:.2})")
-                });
-                let goal_text = goal.map_or_else(|| "—".to_owned(), |(_, _, text)| text);
-                println!("| {concurrency} | {measure} | {shown} | {goal_text} | {verdict} |");
-            };
-        let at_least = |goal: f64| Some((true, goal, format!("≥ {goal}×")));
+        let mut line = |measure: &str, ratio, goal| {
+            missed += usize::from(goal_line(concurrency, measure, ratio, goal));
+        };
         let calls = RunReport::calls_per_sec;
         let floor_goal = match concurrency {
             1 => at_least(GOAL_VS_FLOOR_C1),
             32 => at_least(GOAL_VS_FLOOR_C32),
             _ => None,
         };
+        let at_32 = |goal: Goal| goal.filter(|_| concurrency == 32);
         line(
             "fusion (log on) / floor calls/s",
             paired_ratio(&row[fusion], &row[floor], calls),
@@ -505,16 +640,12 @@ fn print_tables(options: &Options, cells: &[Vec<Cell>]) -> usize {
         line(
             "fusion log on / log off calls/s",
             paired_ratio(&row[fusion], &row[quiet], calls),
-            (concurrency == 32)
-                .then_some(())
-                .and(at_least(GOAL_LOG_ON_VS_OFF_C32)),
+            at_32(at_least(GOAL_LOG_ON_VS_OFF_C32)),
         );
         line(
             "fusion (log on) / rmcp calls/s",
             paired_ratio(&row[fusion], &row[rmcp], calls),
-            (concurrency == 32)
-                .then_some(())
-                .and(at_least(GOAL_VS_RMCP_C32)),
+            at_32(at_least(GOAL_VS_RMCP_C32)),
         );
         line(
             "rmcp / floor calls/s",
@@ -532,13 +663,61 @@ fn print_tables(options: &Options, cells: &[Vec<Cell>]) -> usize {
             Some((false, GOAL_RSS_VS_RMCP, format!("≤ {GOAL_RSS_VS_RMCP}×"))),
         );
     }
-    println!(
-        "\n{} goal(s) missed. Ratios are the median (lowest–highest) of per-round ratios, each \
-         round running the four servers seconds apart. Server CPU is utime+stime from \
-         /proc/<pid>/stat over the measured window; peak RSS is VmHWM; driver and servers \
-         share this machine's {} CPUs.",
-        missed,
-        std::thread::available_parallelism().map_or(0, usize::from)
-    );
+    missed
+}
+
+/// The goals of issue 38: what tracing costs on top of the call log, exported and sampled
+/// out, and the call log with export against both off.
+fn otel_goals(options: &Options, cells: &[Vec<Cell>]) -> usize {
+    println!("\n### Ratios and goals (issue 38)\n");
+    println!("| C | measure | measured | goal | verdict |");
+    println!("|---:|---|---:|---:|---|");
+    let Some([exported, sampled_out, log, off]) =
+        positions(options, ["log+otel", "log+otel-off", "log", "both-off"])
+    else {
+        return 0;
+    };
+    let mut missed = 0;
+    for (&concurrency, row) in options.concurrency.iter().zip(cells) {
+        let mut line = |measure: &str, ratio, goal| {
+            missed += usize::from(goal_line(concurrency, measure, ratio, goal));
+        };
+        let calls = RunReport::calls_per_sec;
+        let cpu = RunReport::server_cpu_us_per_call;
+        line(
+            "every call exported / log alone calls/s",
+            paired_ratio(&row[exported], &row[log], calls),
+            at_least(GOAL_OTEL_EXPORTED),
+        );
+        line(
+            "sampled out / log alone calls/s",
+            paired_ratio(&row[sampled_out], &row[log], calls),
+            at_least(GOAL_OTEL_SAMPLED_OUT),
+        );
+        line(
+            "log and export on / both off calls/s",
+            paired_ratio(&row[exported], &row[off], calls),
+            None,
+        );
+        line(
+            "log alone / both off calls/s",
+            paired_ratio(&row[log], &row[off], calls),
+            None,
+        );
+        line(
+            "every call exported / log alone server CPU per call",
+            paired_ratio(&row[exported], &row[log], cpu),
+            None,
+        );
+        // Spans that never reached the collector make exporting look cheaper than it is.
+        if let Some(spans) = median(&row[exported].spans_per_call)
+            && spans < 0.99
+        {
+            println!(
+                "| {concurrency} | spans received per call, exported | {spans:.3} | ≥ 0.99 | **MISSED**: the batch processor dropped spans |"
+            );
+            missed += 1;
+        }
+    }
     missed
 }
