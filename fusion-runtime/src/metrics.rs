@@ -51,6 +51,9 @@ pub(crate) struct ToolMetrics {
     tool: &'static str,
     #[cfg(feature = "otel")]
     action: Option<&'static str>,
+    /// The process's counts of this tool, which the exported counters read.
+    #[cfg(feature = "otel")]
+    exported: std::sync::Arc<crate::log::otel::ToolCounts>,
     calls: Mutex<BTreeMap<&'static str, u64>>,
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
     latency_sum_us: AtomicU64,
@@ -111,6 +114,7 @@ impl ToolMetrics {
         return Self {
             tool,
             action,
+            exported: crate::log::otel::counts_of(tool, action),
             ..Self::default()
         };
         #[cfg(not(feature = "otel"))]
@@ -157,14 +161,10 @@ impl ToolMetrics {
             *calls.entry(outcome).or_default() += 1;
         }
         #[cfg(feature = "otel")]
-        crate::log::otel::record_call(
-            self.tool,
-            self.action,
-            latency.as_secs_f64(),
-            outcome,
-            error_type,
-            attempts,
-        );
+        {
+            self.exported.call(outcome, attempts);
+            crate::log::otel::record_call(self.tool, latency.as_secs_f64(), error_type);
+        }
         #[cfg(not(feature = "otel"))]
         let _ = error_type;
     }
@@ -173,7 +173,7 @@ impl ToolMetrics {
     pub(crate) fn cache_used(&self, how: crate::cache::CacheUse) {
         self.cache[how as usize].fetch_add(1, Ordering::Relaxed);
         #[cfg(feature = "otel")]
-        crate::log::otel::record_cache(self.tool, self.action, how.as_str());
+        self.exported.cache(how);
     }
 
     pub(crate) fn snapshot(&self, tool: &str, circuit_open: bool) -> ToolSnapshot {

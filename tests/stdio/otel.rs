@@ -326,6 +326,22 @@ fn over_grpc_policies_are_span_events_and_metrics_follow_the_conventions() {
         })
         .expect("blip's retries");
     assert_eq!(retries.value, 1.0);
+    // Counted in atomics and observed at export: blip ran twice and ended retried_ok.
+    let attempts = receiver
+        .wait_for_point(ARRIVAL, |point| {
+            point.metric == "fusion.tool.attempts"
+                && point.attribute("gen_ai.tool.name") == Some("blip")
+        })
+        .expect("blip's attempts");
+    assert_eq!(attempts.value, 2.0);
+    let retried = receiver
+        .wait_for_point(ARRIVAL, |point| {
+            point.metric == "fusion.tool.calls"
+                && point.attribute("gen_ai.tool.name") == Some("blip")
+                && point.attribute("fusion.outcome") == Some("retried_ok")
+        })
+        .expect("blip's call counted as retried_ok");
+    assert_eq!(retried.value, 1.0);
     let replays = receiver
         .wait_for_point(ARRIVAL, |point| {
             point.metric == "fusion.tool.calls"

@@ -1,6 +1,8 @@
 //! The metrics exported over OTLP: the conventions' `mcp.server.operation.duration`
 //! histogram, and fusion's own counters of a tool's calls, attempts and retries and the
-//! state of its circuit.
+//! state of its circuit. The duration is recorded as each request ends; the counters are
+//! observed from the tools' atomics ([`counts`](super::counts)) when the metrics are
+//! collected.
 //!
 //! Their labels are bounded: a tool or prompt is named only when it is registered (else
 //! `_OTHER`, as the conventions spell a value outside the known set), and nothing the
@@ -10,11 +12,11 @@ use std::sync::OnceLock;
 
 use opentelemetry::{
     KeyValue,
-    metrics::{Counter, Gauge, Histogram, MeterProvider as _},
+    metrics::{Gauge, Histogram, MeterProvider as _, ObservableCounter},
 };
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 
-use super::spans::Operation;
+use super::{counts, spans::Operation};
 
 /// The conventions' bucket boundaries for `mcp.server.operation.duration`, in seconds.
 const DURATION_BUCKETS: [f64; 14] = [
@@ -26,11 +28,9 @@ pub(crate) const OTHER: &str = "_OTHER";
 
 struct Instruments {
     duration: Histogram<f64>,
-    calls: Counter<u64>,
-    attempts: Counter<u64>,
-    retries: Counter<u64>,
     circuit_open: Gauge<u64>,
-    cache: Counter<u64>,
+    /// Kept with the others: their callbacks read [`counts`] at each collection.
+    _counters: [ObservableCounter<u64>; 4],
 }
 
 static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
@@ -48,30 +48,36 @@ pub(super) fn install(provider: &SdkMeterProvider) {
                 )
                 .with_boundaries(DURATION_BUCKETS.to_vec())
                 .build(),
-            calls: meter
-                .u64_counter("fusion.tool.calls")
-                .with_unit("{call}")
-                .with_description("Finished tool calls by outcome (ok, retried_ok, replayed, timeout, ...).")
-                .build(),
-            attempts: meter
-                .u64_counter("fusion.tool.attempts")
-                .with_unit("{attempt}")
-                .with_description("Runs of tool handlers, retries included.")
-                .build(),
-            retries: meter
-                .u64_counter("fusion.tool.retries")
-                .with_unit("{retry}")
-                .with_description("Retries of transient failures (runs beyond a call's first).")
-                .build(),
             circuit_open: meter
                 .u64_gauge("fusion.tool.circuit.open")
                 .with_description("1 while the tool's circuit breaker is open, 0 once it closed.")
                 .build(),
-            cache: meter
-                .u64_counter("fusion.tool.cache")
-                .with_unit("{call}")
-                .with_description("Calls of cached tools by how the cache answered them (hit, miss, coalesced, stale).")
-                .build(),
+            _counters: [
+                meter
+                    .u64_observable_counter("fusion.tool.calls")
+                    .with_unit("{call}")
+                    .with_description("Finished tool calls by outcome (ok, retried_ok, replayed, timeout, ...).")
+                    .with_callback(counts::observe_calls)
+                    .build(),
+                meter
+                    .u64_observable_counter("fusion.tool.attempts")
+                    .with_unit("{attempt}")
+                    .with_description("Runs of tool handlers, retries included.")
+                    .with_callback(counts::observe_attempts)
+                    .build(),
+                meter
+                    .u64_observable_counter("fusion.tool.retries")
+                    .with_unit("{retry}")
+                    .with_description("Retries of transient failures (runs beyond a call's first).")
+                    .with_callback(counts::observe_retries)
+                    .build(),
+                meter
+                    .u64_observable_counter("fusion.tool.cache")
+                    .with_unit("{call}")
+                    .with_description("Calls of cached tools by how the cache answered them (hit, miss, coalesced, stale).")
+                    .with_callback(counts::observe_cache)
+                    .build(),
+            ],
         }
     });
 }
@@ -102,17 +108,10 @@ pub(crate) fn record_operation(operation: Operation<'_>, seconds: f64, error_typ
     instruments.duration.record(seconds, &attributes);
 }
 
-/// Records one finished call of `tool` (its `action`, if grouped): its duration in the
-/// conventions' histogram, its outcome and the runs of its handler. The names are the
+/// Records the duration of one finished call of the registered `tool`, with `error.type`
+/// when it failed (its outcome and runs are counted in [`counts`]). The names are the
 /// registered tool's (`'static`): no allocation for a success.
-pub(crate) fn record_call(
-    tool: &'static str,
-    action: Option<&'static str>,
-    seconds: f64,
-    outcome: &'static str,
-    error_type: Option<&str>,
-    attempts: u32,
-) {
+pub(crate) fn record_call(tool: &'static str, seconds: f64, error_type: Option<&str>) {
     let Some(instruments) = INSTRUMENTS.get() else {
         return;
     };
@@ -124,21 +123,6 @@ pub(crate) fn record_call(
         attributes.push(KeyValue::new("error.type", error_type.to_owned()));
     }
     instruments.duration.record(seconds, &attributes);
-    let mut attributes = Vec::with_capacity(3);
-    attributes.push(KeyValue::new("gen_ai.tool.name", tool));
-    if let Some(action) = action {
-        attributes.push(KeyValue::new("fusion.action", action));
-    }
-    if attempts > 0 {
-        instruments.attempts.add(u64::from(attempts), &attributes);
-    }
-    if attempts > 1 {
-        instruments
-            .retries
-            .add(u64::from(attempts - 1), &attributes);
-    }
-    attributes.push(KeyValue::new("fusion.outcome", outcome));
-    instruments.calls.add(1, &attributes);
 }
 
 /// Records that the circuit of `tool` (its `action`, if grouped) opened (`true`) or closed.
@@ -151,20 +135,5 @@ pub(crate) fn record_circuit(tool: &'static str, action: Option<&'static str>, o
         instruments
             .circuit_open
             .record(u64::from(open), &attributes);
-    }
-}
-
-/// Records how the cache answered one call of the cached `tool` (its `action`, if
-/// grouped): `hit`, `miss`, `coalesced` or `stale`, as `fusion.cache.result`.
-pub(crate) fn record_cache(tool: &'static str, action: Option<&'static str>, result: &'static str) {
-    if let Some(instruments) = INSTRUMENTS.get() {
-        let mut attributes = vec![
-            KeyValue::new("gen_ai.tool.name", tool),
-            KeyValue::new("fusion.cache.result", result),
-        ];
-        if let Some(action) = action {
-            attributes.push(KeyValue::new("fusion.action", action));
-        }
-        instruments.cache.add(1, &attributes);
     }
 }

@@ -12,6 +12,7 @@
 //! the specification says; fusion decides whether to export (an endpoint is set), picks the
 //! protocol, and names and fills the spans and metrics.
 
+mod counts;
 pub(crate) mod events;
 mod export;
 mod install;
@@ -19,9 +20,10 @@ mod instruments;
 mod sampling;
 mod spans;
 
+pub(crate) use counts::{ToolCounts, of as counts_of};
 pub use install::otel_layer;
 pub(crate) use install::{OtelLayer, active, flush, layer};
-pub(crate) use instruments::{OTHER, record_cache, record_call, record_circuit, record_operation};
+pub(crate) use instruments::{OTHER, record_call, record_circuit, record_operation};
 pub use spans::OTEL_TARGET;
 pub(crate) use spans::{
     Operation, Origin, attempt_span, current_ids, error_type, record_arguments, record_error_code,
