@@ -86,9 +86,11 @@ where
     Some(
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("fusion"))
-            // The conventions' attributes only: no source location, thread, or busy and
-            // idle times on every span (each an attribute to build and export a request).
+            // The conventions' attributes only: no source location, thread, `tracing`
+            // target, or busy and idle times on every span (each an attribute to build and
+            // export a request).
             .with_location(false)
+            .with_target(false)
             .with_threads(false)
             .with_tracked_inactivity(false)
             .with_filter(tracing_subscriber::filter::filter_fn(not_the_log)),
