@@ -596,8 +596,16 @@ fn goal_line(
     missed
 }
 
-/// The contenders' positions by label, in the order asked.
-fn positions<const N: usize>(options: &Options, labels: [&str; N]) -> Option<[usize; N]> {
+/// Prints the heading of a goals table; returns the contenders' positions by label, in
+/// the order asked.
+fn goals_table<const N: usize>(
+    options: &Options,
+    issues: &str,
+    labels: [&str; N],
+) -> Option<[usize; N]> {
+    println!("\n### Ratios and goals ({issues})\n");
+    println!("| C | measure | measured | goal | verdict |");
+    println!("|---:|---|---:|---:|---|");
     let mut found = [0; N];
     for (slot, label) in found.iter_mut().zip(labels) {
         *slot = options.contenders.iter().position(|c| c.label == label)?;
@@ -607,12 +615,8 @@ fn positions<const N: usize>(options: &Options, labels: [&str; N]) -> Option<[us
 
 /// The goals of issues 9 and 20: fusion against the floor and rmcp, the call log's cost.
 fn stdio_goals(options: &Options, cells: &[Vec<Cell>]) -> usize {
-    println!("\n### Ratios and goals (issues 9 and 20)\n");
-    println!("| C | measure | measured | goal | verdict |");
-    println!("|---:|---|---:|---:|---|");
-    let Some([fusion, quiet, rmcp, floor]) =
-        positions(options, ["fusion", "fusion-log-off", "rmcp", "floor"])
-    else {
+    let labels = ["fusion", "fusion-log-off", "rmcp", "floor"];
+    let Some([fusion, quiet, rmcp, floor]) = goals_table(options, "issues 9 and 20", labels) else {
         return 0;
     };
     let mut missed = 0;
@@ -669,12 +673,8 @@ fn stdio_goals(options: &Options, cells: &[Vec<Cell>]) -> usize {
 /// The goals of issue 38: what tracing costs on top of the call log, exported and sampled
 /// out, and the call log with export against both off.
 fn otel_goals(options: &Options, cells: &[Vec<Cell>]) -> usize {
-    println!("\n### Ratios and goals (issue 38)\n");
-    println!("| C | measure | measured | goal | verdict |");
-    println!("|---:|---|---:|---:|---|");
-    let Some([exported, sampled_out, log, off]) =
-        positions(options, ["log+otel", "log+otel-off", "log", "both-off"])
-    else {
+    let labels = ["log+otel", "log+otel-off", "log", "both-off"];
+    let Some([exported, sampled_out, log, off]) = goals_table(options, "issue 38", labels) else {
         return 0;
     };
     let mut missed = 0;
@@ -682,33 +682,47 @@ fn otel_goals(options: &Options, cells: &[Vec<Cell>]) -> usize {
         let mut line = |measure: &str, ratio, goal| {
             missed += usize::from(goal_line(concurrency, measure, ratio, goal));
         };
-        let calls = RunReport::calls_per_sec;
-        let cpu = RunReport::server_cpu_us_per_call;
-        line(
-            "every call exported / log alone calls/s",
-            paired_ratio(&row[exported], &row[log], calls),
-            at_least(GOAL_OTEL_EXPORTED),
-        );
-        line(
-            "sampled out / log alone calls/s",
-            paired_ratio(&row[sampled_out], &row[log], calls),
-            at_least(GOAL_OTEL_SAMPLED_OUT),
-        );
-        line(
-            "log and export on / both off calls/s",
-            paired_ratio(&row[exported], &row[off], calls),
-            None,
-        );
-        line(
-            "log alone / both off calls/s",
-            paired_ratio(&row[log], &row[off], calls),
-            None,
-        );
-        line(
-            "every call exported / log alone server CPU per call",
-            paired_ratio(&row[exported], &row[log], cpu),
-            None,
-        );
+        let calls: fn(&RunReport) -> f64 = RunReport::calls_per_sec;
+        let cpu: fn(&RunReport) -> f64 = RunReport::server_cpu_us_per_call;
+        // (measure, numerator, denominator, metric, goal)
+        let ratios = [
+            (
+                "every call exported / log alone calls/s",
+                exported,
+                log,
+                calls,
+                at_least(GOAL_OTEL_EXPORTED),
+            ),
+            (
+                "sampled out / log alone calls/s",
+                sampled_out,
+                log,
+                calls,
+                at_least(GOAL_OTEL_SAMPLED_OUT),
+            ),
+            (
+                "log and export on / both off calls/s",
+                exported,
+                off,
+                calls,
+                None,
+            ),
+            ("log alone / both off calls/s", log, off, calls, None),
+            (
+                "every call exported / log alone server CPU per call",
+                exported,
+                log,
+                cpu,
+                None,
+            ),
+        ];
+        for (measure, numerator, denominator, metric, goal) in ratios {
+            line(
+                measure,
+                paired_ratio(&row[numerator], &row[denominator], metric),
+                goal,
+            );
+        }
         // Spans that never reached the collector make exporting look cheaper than it is.
         if let Some(spans) = median(&row[exported].spans_per_call)
             && spans < 0.99
