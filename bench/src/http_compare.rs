@@ -125,7 +125,12 @@ fn configure(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
             None => Ok(vec![default]),
         }
     };
-    let fusion = command("fusion", sibling("examples/quickstart"))?;
+    let fusion = command(
+        "fusion",
+        crate::user_crate::quickstart_binary(&[])
+            .to_string_lossy()
+            .into_owned(),
+    )?;
     let rmcp = command("rmcp", sibling("rmcp-http-echo"))?;
     let floor = command("floor", sibling("floor-http-echo"))?;
     let with = |command: &[String], extra: &[&str]| -> Vec<String> {
@@ -193,32 +198,31 @@ fn configure(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
     })
 }
 
-/// Builds the baselines and the quickstart in release (run through cargo).
+/// Builds the baselines, and the quickstart as a user builds it
+/// ([`user_crate::quickstart`](crate::user_crate::quickstart)), in release (run through
+/// cargo).
 fn build() -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").ok_or("not run through cargo")?;
-    for args in [
-        &[
-            "build",
-            "--release",
-            "-p",
-            "fusion-bench",
-            "--bin",
-            "rmcp-http-echo",
-            "--bin",
-            "floor-http-echo",
-        ][..],
-        &["build", "--release", "--example", "quickstart"][..],
-    ] {
-        eprintln!("compare --http: cargo {}", args.join(" "));
-        let status = Command::new(&cargo)
-            .args(args)
-            .status()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        if !status.success() {
-            return Err(format!("`cargo {}` failed ({status})", args.join(" ")));
-        }
+    let baselines = [
+        "build",
+        "--release",
+        "-p",
+        "fusion-bench",
+        "--bin",
+        "rmcp-http-echo",
+        "--bin",
+        "floor-http-echo",
+    ];
+    eprintln!("compare --http: cargo {}", baselines.join(" "));
+    let status = Command::new(&cargo)
+        .args(baselines)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("`cargo {}` failed ({status})", baselines.join(" ")));
     }
-    Ok(())
+    eprintln!("compare --http: building the quickstart as a user's crate");
+    crate::user_crate::quickstart(&[]).map(drop)
 }
 
 /// One round of one contender: a fresh server, each concurrency, then its memory per

@@ -18,18 +18,18 @@
 //! | `benches/decode.rs` | criterion: decode and validation of a 10-field argument object (plain and constrained) against plain serde decoding of the same struct |
 //!
 //! ```sh
-//! cargo build --release --example quickstart          # fusion's server under test
 //! cargo run --release -p fusion-bench --bin compare   # the side-by-side table
 //! cargo run --release -p fusion-bench --bin loadgen -- \
-//!     --server "target/release/examples/quickstart" --concurrency 32 --calls 200000
+//!     --server "target/user-quickstart/quickstart/target/release/quickstart" --concurrency 32 --calls 200000
 //! cargo bench -p fusion-bench --bench dispatch
 //! cargo bench -p fusion-bench --bench decode
 //! ```
 //!
 //! See `bench/README.md` for the options and what each number means. The library holds
 //! what the binaries share: the driver ([`load`]), the `/proc` readings
-//! ([`process_stats`]), the statistics ([`stats`]), a small argument parser ([`cli`]) and the
-//! benches' own Redis ([`redis_server`]).
+//! ([`process_stats`]), the statistics ([`stats`]), a small argument parser ([`cli`]), the
+//! benches' own Redis ([`redis_server`]), and the crates built as a user's
+//! ([`user_crate`]: the quickstart the comparisons measure, the compile-time crates).
 
 pub mod cli;
 pub mod http_compare;
@@ -40,3 +40,4 @@ pub mod process_stats;
 pub mod redis_server;
 pub mod rmcp_echo;
 pub mod stats;
+pub mod user_crate;

@@ -6,7 +6,6 @@
 //! 9 and 20 against what was measured.
 //!
 //! ```sh
-//! cargo build --release --example quickstart
 //! cargo run --release -p fusion-bench --bin compare
 //! cargo run --release -p fusion-bench --bin compare -- --fusion "target/release/examples/demo --stdio" --runs 5
 //! ```
@@ -17,8 +16,9 @@
 //! Each server is first probed with a short run to size its measured runs to about
 //! `--seconds` of wall time (so the slow baseline does not take minutes and the fast ones
 //! are long enough for the 100 Hz CPU clock). Run through cargo, it first builds the two
-//! baselines and, unless `--fusion` is given, the quickstart example (`--no-build` skips
-//! this). Server stderr (fusion's JSON call log) goes to files in `target/bench-logs/`.
+//! baselines and, unless `--fusion` is given, the quickstart as a user builds it
+//! (`examples/quickstart.rs` in a crate of its own on `fusion-runtime`'s default features,
+//! `fusion_bench::user_crate`; `--no-build` skips this). Server stderr (fusion's JSON call log) goes to files in `target/bench-logs/`.
 //!
 //! `compare --http` compares over Streamable HTTP instead (`fusion_bench::http_compare`).
 //!
@@ -44,6 +44,7 @@ use fusion_bench::{
     load::{self, LoadConfig, RunReport},
     otlp_sink::OtlpSink,
     stats::median,
+    user_crate,
 };
 
 const USAGE: &str = "usage: compare [--fusion \"<cmd>\"] [--rmcp \"<cmd>\"] [--floor \"<cmd>\"] \
@@ -72,6 +73,8 @@ struct Contender {
 struct Options {
     /// Build before measuring: `Some(true)` also builds fusion's quickstart.
     build: Option<bool>,
+    /// The features of `fusion-runtime` the quickstart is built with.
+    features: &'static [&'static str],
     contenders: Vec<Contender>,
     runs: usize,
     seconds: f64,
@@ -97,7 +100,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(quickstart) = options.build
-        && let Err(message) = build(quickstart)
+        && let Err(message) = build(quickstart.then_some(options.features))
     {
         eprintln!("compare: {message}");
         return ExitCode::FAILURE;
@@ -146,7 +149,14 @@ fn configure() -> Result<Options, String> {
             None => Ok(vec![default]),
         }
     };
-    let fusion = command("fusion", sibling("examples/quickstart"))?;
+    // `--otel` measures the quickstart as a user who wants OpenTelemetry builds it.
+    let features: &[&str] = if args.flag("otel") { &["otel"] } else { &[] };
+    let fusion = command(
+        "fusion",
+        user_crate::quickstart_binary(features)
+            .to_string_lossy()
+            .into_owned(),
+    )?;
     // The same server with variables set: `env` execs the server, so its pid is sampled.
     let with_env = |variables: &[&str]| -> Vec<String> {
         std::iter::once("env")
@@ -210,6 +220,7 @@ fn configure() -> Result<Options, String> {
     };
     Ok(Options {
         build: (!args.flag("no-build")).then_some(args.get("fusion").is_none()),
+        features: if args.flag("otel") { &["otel"] } else { &[] },
         contenders,
         runs: args.parse_or("runs", 3usize)?.max(1),
         seconds: args.parse_or("seconds", 2.0f64)?.max(0.1),
@@ -262,8 +273,8 @@ fn check_programs(contenders: &[Contender]) -> Result<(), String> {
         let program = Path::new(&contender.command[0]);
         if program.components().count() > 1 && !program.exists() {
             return Err(format!(
-                "{} server `{}` does not exist; build it first (for fusion's quickstart: \
-                 `cargo build --release --example quickstart`)",
+                "{} server `{}` does not exist; build it first (fusion's quickstart: run \
+                 `compare` through cargo without `--no-build`)",
                 contender.label,
                 program.display()
             ));
@@ -274,12 +285,12 @@ fn check_programs(contenders: &[Contender]) -> Result<(), String> {
 
 /// Builds the baselines (and fusion's quickstart) in release when run through cargo,
 /// so a stale binary is never measured.
-fn build(quickstart: bool) -> Result<(), String> {
+fn build(quickstart: Option<&[&str]>) -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else {
         // Not run through cargo: measure the binaries as they are.
         return Ok(());
     };
-    let mut builds = vec![vec![
+    let baselines = [
         "build",
         "--release",
         "-p",
@@ -290,23 +301,25 @@ fn build(quickstart: bool) -> Result<(), String> {
         "floor-echo",
         "--bin",
         "rmcp-pipe-echo",
-    ]];
-    if quickstart {
-        builds.push(vec!["build", "--release", "--example", "quickstart"]);
+    ];
+    eprintln!("compare: cargo {}", baselines.join(" "));
+    let status = Command::new(&cargo)
+        .args(baselines)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "`cargo {}` failed ({status}); fix the build, or pass --no-build to measure \
+             the binaries already built",
+            baselines.join(" ")
+        ));
     }
-    for args in builds {
-        eprintln!("compare: cargo {}", args.join(" "));
-        let status = Command::new(&cargo)
-            .args(&args)
-            .status()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        if !status.success() {
-            return Err(format!(
-                "`cargo {}` failed ({status}); fix the build, or pass --no-build to measure \
-                 the binaries already built",
-                args.join(" ")
-            ));
-        }
+    if let Some(features) = quickstart {
+        eprintln!(
+            "compare: building the quickstart as a user's crate ({})",
+            user_crate::quickstart_binary(features).display()
+        );
+        user_crate::quickstart(features)?;
     }
     Ok(())
 }

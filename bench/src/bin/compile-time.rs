@@ -16,13 +16,16 @@ use std::{
     fmt::Write as _,
     fs,
     io::{BufRead, BufReader, Write},
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Command, ExitCode, Stdio},
     sync::mpsc,
     time::{Duration, Instant},
 };
 
-use fusion_bench::cli::Args;
+use fusion_bench::{
+    cli::Args,
+    user_crate::{self, UserCrate},
+};
 
 /// The number of tools in each generated crate.
 const TOOLS: usize = 50;
@@ -107,81 +110,15 @@ fn rmcp_main() -> String {
     src
 }
 
-/// `Cargo.toml` of a generated crate: its own workspace, so the enclosing one ignores it.
-fn manifest(name: &str, deps: &str) -> String {
-    format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[dependencies]\n{deps}\n[workspace]\n"
-    )
-}
-
-/// One generated crate.
-struct Crate {
-    name: &'static str,
-    dir: PathBuf,
-}
-
-impl Crate {
-    fn write(
-        name: &'static str,
-        root: &Path,
-        deps: &str,
-        main: &str,
-        lock: &Path,
-    ) -> Result<Self, String> {
-        let dir = root.join(name);
-        fs::create_dir_all(dir.join("src"))
-            .map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let write = |path: PathBuf, text: &str| {
-            // Unchanged text is not rewritten, so a second run keeps what is built.
-            if fs::read_to_string(&path).ok().as_deref() != Some(text) {
-                fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-            }
-            Ok::<_, String>(())
-        };
-        write(dir.join("Cargo.toml"), &manifest(name, deps))?;
-        write(dir.join("src/main.rs"), main)?;
-        if !dir.join("Cargo.lock").exists() {
-            fs::copy(lock, dir.join("Cargo.lock"))
-                .map_err(|e| format!("copying Cargo.lock: {e}"))?;
-        }
-        Ok(Crate { name, dir })
-    }
-
-    /// `cargo <sub>` in the crate, its output shown only when it fails; the wall time.
-    fn cargo(&self, sub: &str, offline: bool) -> Result<Duration, String> {
-        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        command.arg(sub).arg("--quiet").current_dir(&self.dir);
-        if offline {
-            command.arg("--offline");
-        }
-        // `cargo run` exports its own target directory and wrapper; the generated crates
-        // build in theirs, as a user's would.
-        for var in [
-            "CARGO_TARGET_DIR",
-            "CARGO_BUILD_TARGET_DIR",
-            "RUSTC_WRAPPER",
-            "RUSTFLAGS",
-            "CARGO_ENCODED_RUSTFLAGS",
-        ] {
-            command.env_remove(var);
-        }
-        command.env("CARGO_TARGET_DIR", self.dir.join("target"));
-        let start = Instant::now();
-        let output = command
-            .output()
-            .map_err(|e| format!("running cargo {sub}: {e}"))?;
-        let took = start.elapsed();
-        if !output.status.success() {
-            return Err(format!(
-                "`cargo {sub}` failed in {}:\n{}",
-                self.dir.display(),
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        Ok(took)
-    }
-
+/// What the rounds do with a generated crate beside building it.
+trait Rounds {
     /// Marks `src/main.rs` changed, as an edit would.
+    fn touch(&self) -> Result<(), String>;
+    /// Pipes initialize + tools/list into the built server; the number of tools listed.
+    fn count_tools(&self) -> Result<usize, String>;
+}
+
+impl Rounds for UserCrate {
     fn touch(&self) -> Result<(), String> {
         let path = self.dir.join("src/main.rs");
         let file = fs::File::options()
@@ -192,9 +129,8 @@ impl Crate {
             .map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Pipes initialize + tools/list into the built server; the number of tools listed.
     fn count_tools(&self) -> Result<usize, String> {
-        let binary = self.dir.join("target/debug").join(self.name);
+        let binary = self.binary("debug");
         let mut child = Command::new(&binary)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -264,42 +200,32 @@ fn median(values: &mut [f64]) -> f64 {
 fn run() -> Result<(), String> {
     let args = Args::parse(std::env::args().skip(1), &["rounds", "dir"], &[])?;
     let rounds: usize = args.parse_or("rounds", 3)?;
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .ok_or("no workspace")?
-        .to_path_buf();
     let root = match args.get("dir") {
         Some(dir) => PathBuf::from(dir),
-        None => std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| workspace.join("target"))
-            .join("compile-time"),
+        None => user_crate::target_dir().join("compile-time"),
     };
-    let lock = workspace.join("Cargo.lock");
-    let runtime = workspace.join("fusion-runtime");
-    let fusion = Crate::write(
+    let runtime = user_crate::workspace().join("fusion-runtime");
+    let fusion = UserCrate::write(
         "fusion-tools",
         &root,
         &format!(
             "fusion-runtime = {{ path = {:?} }}\ntokio = {{ version = \"1\", features = [\"rt\", \"macros\"] }}\n",
             runtime.display().to_string()
         ),
-        &fusion_main(),
-        &lock,
+        &[("main.rs", &fusion_main())],
     )?;
-    let rmcp = Crate::write(
+    let rmcp = UserCrate::write(
         "rmcp-tools",
         &root,
         "rmcp = { version = \"3.11\", default-features = false, features = [\"server\", \"macros\", \"transport-io\", \"schemars\"] }\nserde = { version = \"1\", features = [\"derive\"] }\ntokio = { version = \"1\", features = [\"rt\", \"macros\"] }\n",
-        &rmcp_main(),
-        &lock,
+        &[("main.rs", &rmcp_main())],
     )?;
     let crates = [&fusion, &rmcp];
 
     eprintln!("building dependencies under {} (once)", root.display());
     for krate in crates {
-        krate.cargo("build", false)?;
-        krate.cargo("check", false)?;
+        krate.cargo(&["build"])?;
+        krate.cargo(&["check"])?;
         let tools = krate.count_tools()?;
         if tools != TOOLS {
             return Err(format!(
@@ -324,7 +250,7 @@ fn run() -> Result<(), String> {
             let mut times = [0.0; 2];
             for which in order {
                 crates[which].touch()?;
-                times[which] = crates[which].cargo(sub, true)?.as_secs_f64();
+                times[which] = crates[which].cargo(&[sub, "--offline"])?.as_secs_f64();
             }
             let ratio = times[0] / times[1];
             ratios[k].push(ratio);
