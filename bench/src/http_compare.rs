@@ -9,11 +9,7 @@
 //! cargo run --release -p fusion-bench --bin compare -- --http --runs 5 --concurrency 1,32
 //! ```
 
-use std::{
-    path::PathBuf,
-    process::{Command, ExitCode},
-    time::Duration,
-};
+use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use crate::{
     cli::{Args, split_command},
@@ -203,24 +199,11 @@ fn configure(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
 /// cargo).
 fn build() -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").ok_or("not run through cargo")?;
-    let baselines = [
-        "build",
-        "--release",
-        "-p",
-        "fusion-bench",
-        "--bin",
-        "rmcp-http-echo",
-        "--bin",
-        "floor-http-echo",
-    ];
-    eprintln!("compare --http: cargo {}", baselines.join(" "));
-    let status = Command::new(&cargo)
-        .args(baselines)
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("`cargo {}` failed ({status})", baselines.join(" ")));
-    }
+    crate::user_crate::build_baselines(
+        &cargo,
+        "compare --http",
+        &["rmcp-http-echo", "floor-http-echo"],
+    )?;
     eprintln!("compare --http: building the quickstart as a user's crate");
     crate::user_crate::quickstart(&[]).map(drop)
 }

@@ -28,6 +28,28 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace().join("target"))
 }
 
+/// Builds this package's `bins` in release with `cargo` (the comparisons' baselines), so a
+/// stale binary is never measured; `who` names the caller in what it prints.
+pub fn build_baselines(cargo: &std::ffi::OsStr, who: &str, bins: &[&str]) -> Result<(), String> {
+    let mut args = vec!["build", "--release", "-p", "fusion-bench"];
+    for bin in bins {
+        args.extend(["--bin", bin]);
+    }
+    eprintln!("{who}: cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(&args)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "`cargo {}` failed ({status}); fix the build, or pass --no-build to measure \
+             the binaries already built",
+            args.join(" ")
+        ));
+    }
+    Ok(())
+}
+
 /// One generated crate: `<root>/<name>/`, with `src/` and its own `target/`.
 pub struct UserCrate {
     /// The package's (and its binary's) name.

@@ -35,7 +35,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, ExitCode},
+    process::ExitCode,
     time::Duration,
 };
 
@@ -290,30 +290,11 @@ fn build(quickstart: Option<&[&str]>) -> Result<(), String> {
         // Not run through cargo: measure the binaries as they are.
         return Ok(());
     };
-    let baselines = [
-        "build",
-        "--release",
-        "-p",
-        "fusion-bench",
-        "--bin",
-        "rmcp-echo",
-        "--bin",
-        "floor-echo",
-        "--bin",
-        "rmcp-pipe-echo",
-    ];
-    eprintln!("compare: cargo {}", baselines.join(" "));
-    let status = Command::new(&cargo)
-        .args(baselines)
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "`cargo {}` failed ({status}); fix the build, or pass --no-build to measure \
-             the binaries already built",
-            baselines.join(" ")
-        ));
-    }
+    user_crate::build_baselines(
+        &cargo,
+        "compare",
+        &["rmcp-echo", "floor-echo", "rmcp-pipe-echo"],
+    )?;
     if let Some(features) = quickstart {
         eprintln!(
             "compare: building the quickstart as a user's crate ({})",
