@@ -189,6 +189,7 @@ pub mod __private {
     };
     pub use schemars;
     pub use serde;
+    pub use serde_json;
 
     /// Boxes a handler future.
     pub fn boxed<'a, F>(future: F) -> BoxFuture<'a, F::Output>
@@ -215,4 +216,19 @@ pub mod __private {
     pub use crate::tool::argument::{
         Arg, ArgCheck, ArgCheckFallback, ArgType, NotAnArgument, ToolArgument, assert_argument,
     };
+    pub use crate::tool::fields::{ArgField, ArgSource, FieldArgs, field_schema};
+
+    /// The definition of a tool whose arguments are decoded field by field.
+    pub fn field_definition<C, A, F>(
+        spec: ToolSpec,
+        output_schema: Option<schemars::Schema>,
+        run: F,
+    ) -> ToolDefinition<C>
+    where
+        C: Send + Sync + 'static,
+        A: FieldArgs,
+        F: for<'a> Fn(&'a C, &'a Call, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+    {
+        ToolDefinition::from_fields(spec, output_schema, run)
+    }
 }

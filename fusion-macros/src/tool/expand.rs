@@ -6,8 +6,9 @@
 //! - dereferences to a function pointer to the original body, so `add(2, 3).await` still
 //!   works: a call expression auto-dereferences its callee.
 //!
-//! The generated code is small: an argument struct (derives do the decoding and the
-//! schema), the body, and calls into `__private` helpers that own everything else. Each
+//! The generated code is small: an argument struct (decoded and described field by field
+//! from constant data, or by serde's and schemars' derives when a parameter carries their
+//! attributes), the body, and calls into `__private` helpers that own everything else. Each
 //! part has its own function below, in the order the parts appear in the output:
 //! [`unit_struct`], [`type_checks`], [`args_struct`], [`body_fn`], [`direct_call`],
 //! [`invoker`] and [`tool_impl`], which carries the [`descriptor`] (with its
@@ -79,6 +80,10 @@ pub(super) struct Plan<'a> {
     call_idents: Vec<Ident>,
     /// The code of each argument's `#[arg(..)]` constraints, in `arg_params`' order.
     constraint_code: Vec<FieldCode>,
+    /// Whether the arguments are decoded field by field (no parameter carries a
+    /// `#[serde]`, `#[schemars]` or schema-changing `#[arg]` attribute), rather than by
+    /// serde's and schemars' derives: see [`args_struct`].
+    by_field: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -139,7 +144,13 @@ impl<'a> Plan<'a> {
                     Some(alias),
                 )
             })
-            .collect();
+            .collect::<Vec<FieldCode>>();
+        let by_field = arg_params
+            .iter()
+            .zip(&constraint_code)
+            .all(|(param, code)| {
+                param.field_attrs.is_empty() && code.attrs.is_empty() && code.methods.is_empty()
+            });
         Plan {
             tool,
             private,
@@ -154,6 +165,7 @@ impl<'a> Plan<'a> {
             arg_aliases,
             call_idents,
             constraint_code,
+            by_field,
         }
     }
 
@@ -250,11 +262,22 @@ fn type_checks(plan: &Plan<'_>) -> TokenStream {
     }
 }
 
-/// The struct the call's JSON arguments decode into; its derives make the input schema.
-/// Unknown arguments are refused, and serde and schemars are the runtime's re-exports.
+/// The struct the call's JSON arguments decode into, and how it decodes and describes
+/// itself. Unknown arguments are refused.
+///
+/// Most tools' parameters carry no attribute but their docs: their struct implements the
+/// runtime's `FieldArgs` with constant data (each field's name, docs and schema function)
+/// and a `decode` that takes each field by name. The generic code that does the work is
+/// per argument type, compiled once for a crate's tools, so a tool costs a fraction of
+/// what serde's and schemars' derives cost it (issue 32, item 6). Parameters with
+/// `#[serde(..)]`, `#[schemars(..)]` or `#[arg(..)]` constraints get the derives, which
+/// read those attributes; serde and schemars are then the runtime's re-exports.
 fn args_struct(plan: &Plan<'_>) -> TokenStream {
     let private = &plan.private;
     let args_ident = &plan.args_ident;
+    if plan.by_field {
+        return field_args_struct(plan);
+    }
     let fields = plan
         .arg_params
         .iter()
@@ -282,6 +305,71 @@ fn args_struct(plan: &Plan<'_>) -> TokenStream {
             #(#constraint_methods)*
         }
     }
+}
+
+/// [`args_struct`] for parameters without attributes: the struct, and its `FieldArgs`.
+fn field_args_struct(plan: &Plan<'_>) -> TokenStream {
+    let private = &plan.private;
+    let args_ident = &plan.args_ident;
+    let idents: Vec<&Ident> = plan.arg_params.iter().map(|param| &param.ident).collect();
+    let names: Vec<String> = idents.iter().map(|ident| unraw(ident)).collect();
+    let field_types: Vec<TokenStream> = plan
+        .arg_aliases
+        .iter()
+        .map(|alias| quote!(<#alias as #private::ArgType>::Field))
+        .collect();
+    let docs = plan.arg_params.iter().map(|param| doc_expr(&param.docs));
+    quote! {
+        struct #args_ident {
+            #(#idents: #field_types,)*
+        }
+
+        impl #private::FieldArgs for #args_ident {
+            const FIELDS: &'static [#private::ArgField] = &[
+                #(#private::ArgField {
+                    name: #names,
+                    doc: #docs,
+                    schema: #private::field_schema::<#field_types>,
+                },)*
+            ];
+            const NAMES: &'static [&'static str] = &[#(#names),*];
+
+            fn decode(
+                __fusion_source: &mut #private::ArgSource<'_>,
+            ) -> ::core::result::Result<Self, #private::serde_json::Error> {
+                ::core::result::Result::Ok(Self {
+                    #(#idents: __fusion_source.take(#names)?,)*
+                })
+            }
+        }
+    }
+}
+
+/// A parameter's doc comment as schemars' derive reads it: the lines joined by newlines,
+/// each without its first space.
+fn doc_expr(docs: &[Attribute]) -> TokenStream {
+    let lines = docs
+        .iter()
+        .filter_map(|attr| attr.meta.require_name_value().ok())
+        .map(|line| match &line.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) => {
+                let text = text.value();
+                let text = text.strip_prefix(' ').unwrap_or(&text).to_owned();
+                quote!(#text)
+            }
+            other => quote!(#other),
+        });
+    let mut joined = TokenStream::new();
+    for (index, line) in lines.enumerate() {
+        if index > 0 {
+            joined.extend(quote!("\n",));
+        }
+        joined.extend(quote!(#line,));
+    }
+    quote!(::core::concat!(#joined))
 }
 
 /// The body, as written, under a hidden name. Its attributes other than the docs stay on
@@ -463,10 +551,15 @@ fn tool_impl(plan: &Plan<'_>) -> TokenStream {
     // Spanned at the return type, the path included: a type a tool cannot return is
     // reported there (the ladder's last rung, `RenderUnsupported`, asks for `ToolResult`).
     let output_schema = respanned(quote!(#private::output_schema!(#ret)), ret.span());
+    let constructor = if plan.by_field {
+        quote!(#private::field_definition::<#context, #args_ident, _>)
+    } else {
+        quote!(#private::ToolDefinition::new::<#args_ident, _>)
+    };
     quote! {
         impl #impl_generics #private::Tool<#context> for #ident {
             fn definition(&self) -> #private::ToolDefinition<#context> {
-                #private::ToolDefinition::new::<#args_ident, _>(
+                #constructor(
                     #descriptor,
                     #output_schema,
                     __fusion_invoke #invoke_turbofish,

@@ -11,6 +11,7 @@
 
 pub(crate) mod argument;
 pub(crate) mod constraint;
+pub(crate) mod fields;
 pub(crate) mod output;
 pub(crate) mod present;
 pub(crate) mod redact;
@@ -194,9 +195,31 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
             spec,
             schema::input_schema::<A>(),
             output_schema,
-            Box::new(Invoker {
+            Box::new(Invoker::<A, F, BySerde> {
                 run,
-                _args: PhantomData::<fn() -> A>,
+                _args: PhantomData,
+            }),
+        )
+    }
+
+    /// [`ToolDefinition::new`] for an argument struct decoded field by field (what
+    /// `#[mcp_tool]` generates for parameters without attributes; see [`fields`]).
+    pub(crate) fn from_fields<A, F>(
+        spec: ToolSpec,
+        output_schema: Option<schemars::Schema>,
+        run: F,
+    ) -> Self
+    where
+        A: fields::FieldArgs,
+        F: for<'a> Fn(&'a C, &'a Call, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+    {
+        Self::from_parts(
+            spec,
+            schema::input_schema::<fields::FieldsSchema<A>>(),
+            output_schema,
+            Box::new(Invoker::<A, F, ByField> {
+                run,
+                _args: PhantomData,
             }),
         )
     }
@@ -302,16 +325,41 @@ pub(crate) trait Invoke<C>: Send + Sync {
     ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>>;
 }
 
-struct Invoker<A, F> {
+struct Invoker<A, F, D> {
     run: F,
-    _args: PhantomData<fn() -> A>,
+    /// The argument type, and how it is decoded ([`BySerde`] or [`ByField`]).
+    _args: PhantomData<fn() -> (A, D)>,
 }
 
-impl<C, A, F> Invoke<C> for Invoker<A, F>
+/// How an [`Invoker`] decodes its argument type `A`.
+trait DecodeArgs<A> {
+    fn decode(validator: &Validator, args: &Value, call: &Call) -> Result<A, Vec<ArgIssue>>;
+}
+
+/// With `A`'s `Deserialize` ([`ToolDefinition::new`]).
+struct BySerde;
+
+impl<A: DeserializeOwned> DecodeArgs<A> for BySerde {
+    fn decode(validator: &Validator, args: &Value, call: &Call) -> Result<A, Vec<ArgIssue>> {
+        validator.decode_with::<A>(args, call.number_literals())
+    }
+}
+
+/// Field by field ([`ToolDefinition::from_fields`]).
+struct ByField;
+
+impl<A: fields::FieldArgs> DecodeArgs<A> for ByField {
+    fn decode(validator: &Validator, args: &Value, call: &Call) -> Result<A, Vec<ArgIssue>> {
+        validator.decode_fields::<A>(args, call.number_literals())
+    }
+}
+
+impl<C, A, F, D> Invoke<C> for Invoker<A, F, D>
 where
     C: Send + Sync + 'static,
-    A: DeserializeOwned + Send + 'static,
+    A: Send + 'static,
     F: for<'a> Fn(&'a C, &'a Call, A) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+    D: DecodeArgs<A> + 'static,
 {
     fn invoke<'a>(
         &'a self,
@@ -320,7 +368,7 @@ where
         args: &Value,
         validator: &Validator,
     ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>> {
-        let args = validator.decode_with::<A>(args, call.number_literals())?;
+        let args = D::decode(validator, args, call)?;
         Ok((self.run)(ctx, call, args))
     }
 }

@@ -8,9 +8,12 @@ use std::{collections::HashMap, fmt::Write as _};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::failure::{
-    issue::{ArgIssue, IssueCode},
-    wording::args::{self as words, Words},
+use crate::{
+    failure::{
+        issue::{ArgIssue, IssueCode},
+        wording::args::{self as words, Words},
+    },
+    tool::fields::{self, ArgSource, FieldArgs},
 };
 
 use super::{
@@ -60,6 +63,29 @@ impl Validator {
                 Input::Value(value) => A::deserialize(value)?,
                 Input::Text(text) => serde_json::from_str::<A>(text)?,
             });
+            Ok(())
+        })?;
+        decoded.ok_or_else(|| {
+            // `decode_erased` returns `Ok` only after a call of `decode` that stored a value.
+            unreachable!("decode_erased succeeded without a decoded value")
+        })
+    }
+
+    /// [`decode_with`](Self::decode_with) for an argument struct that `#[mcp_tool]` decodes
+    /// field by field (see [`fields`](crate::tool::fields)): the same checks, the same
+    /// answers.
+    pub(crate) fn decode_fields<A: FieldArgs>(
+        &self,
+        args: &Value,
+        literals: &NumberLiterals,
+    ) -> Result<A, Vec<ArgIssue>> {
+        let mut decoded = None;
+        self.decode_erased(args, literals, &mut |input| {
+            let source = match input {
+                Input::Value(value) => ArgSource::from_value(value)?,
+                Input::Text(text) => ArgSource::from_text(text)?,
+            };
+            decoded = Some(fields::decode::<A>(source)?);
             Ok(())
         })?;
         decoded.ok_or_else(|| {
