@@ -163,7 +163,7 @@ impl ToolMetrics {
         #[cfg(feature = "otel")]
         {
             self.exported.call(outcome, attempts);
-            crate::log::otel::record_call(self.tool, latency.as_secs_f64(), error_type);
+            crate::log::otel::record_call(&self.exported, latency.as_secs_f64(), error_type);
         }
         #[cfg(not(feature = "otel"))]
         let _ = error_type;

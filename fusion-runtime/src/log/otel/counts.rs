@@ -17,12 +17,15 @@
 use std::{
     collections::BTreeMap,
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc, Mutex, OnceLock, PoisonError,
         atomic::{AtomicU64, Ordering},
     },
 };
 
-use opentelemetry::{KeyValue, metrics::AsyncInstrument};
+use opentelemetry::{
+    KeyValue,
+    metrics::{AsyncInstrument, BoundHistogram},
+};
 
 use crate::cache::CacheUse;
 
@@ -40,6 +43,9 @@ pub(crate) struct ToolCounts {
     attempts: AtomicU64,
     retries: AtomicU64,
     cache: [AtomicU64; CacheUse::ALL.len()],
+    /// `mcp.server.operation.duration` bound to the attributes of the tool's successful
+    /// calls, once the instruments exist ([`instruments::record_call`](super::instruments::record_call)).
+    pub(super) ok_duration: OnceLock<BoundHistogram<f64>>,
 }
 
 /// Every tool's counts, in the order first registered.
@@ -65,6 +71,11 @@ pub(crate) fn of(tool: &'static str, action: Option<&'static str>) -> Arc<ToolCo
 }
 
 impl ToolCounts {
+    /// The tool's name (`gen_ai.tool.name`).
+    pub(super) fn tool(&self) -> &'static str {
+        self.tool
+    }
+
     /// Counts one finished call: its outcome and the runs of its handler.
     pub(crate) fn call(&self, outcome: &'static str, attempts: u32) {
         if outcome == OK {

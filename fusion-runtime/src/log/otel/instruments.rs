@@ -16,7 +16,10 @@ use opentelemetry::{
 };
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 
-use super::{counts, spans::Operation};
+use super::{
+    counts::{self, ToolCounts},
+    spans::Operation,
+};
 
 /// The conventions' bucket boundaries for `mcp.server.operation.duration`, in seconds.
 const DURATION_BUCKETS: [f64; 14] = [
@@ -108,21 +111,34 @@ pub(crate) fn record_operation(operation: Operation<'_>, seconds: f64, error_typ
     instruments.duration.record(seconds, &attributes);
 }
 
-/// Records the duration of one finished call of the registered `tool`, with `error.type`
-/// when it failed (its outcome and runs are counted in [`counts`]). The names are the
-/// registered tool's (`'static`): no allocation for a success.
-pub(crate) fn record_call(tool: &'static str, seconds: f64, error_type: Option<&str>) {
+/// Records the duration of one finished call of a registered tool (whose outcome and runs
+/// are counted in `counts`), with `error.type` when it failed. A success records on the
+/// histogram bound to the tool's attributes when it was first needed: no attribute-set
+/// lookup, no allocation.
+pub(crate) fn record_call(counts: &ToolCounts, seconds: f64, error_type: Option<&str>) {
     let Some(instruments) = INSTRUMENTS.get() else {
         return;
     };
-    let mut attributes = Vec::with_capacity(4);
-    attributes.push(KeyValue::new("mcp.method.name", "tools/call"));
-    attributes.push(KeyValue::new("gen_ai.tool.name", tool));
-    attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
-    if let Some(error_type) = error_type {
-        attributes.push(KeyValue::new("error.type", error_type.to_owned()));
-    }
+    let tool = counts.tool();
+    let Some(error_type) = error_type else {
+        counts
+            .ok_duration
+            .get_or_init(|| instruments.duration.bind(&call_attributes(tool)))
+            .record(seconds);
+        return;
+    };
+    let mut attributes = call_attributes(tool).to_vec();
+    attributes.push(KeyValue::new("error.type", error_type.to_owned()));
     instruments.duration.record(seconds, &attributes);
+}
+
+/// The attributes of a call of `tool`, `error.type` aside.
+fn call_attributes(tool: &'static str) -> [KeyValue; 3] {
+    [
+        KeyValue::new("mcp.method.name", "tools/call"),
+        KeyValue::new("gen_ai.tool.name", tool),
+        KeyValue::new("gen_ai.operation.name", "execute_tool"),
+    ]
 }
 
 /// Records that the circuit of `tool` (its `action`, if grouped) opened (`true`) or closed.
