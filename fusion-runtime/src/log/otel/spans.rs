@@ -65,7 +65,7 @@ pub(crate) struct Origin<'a> {
 pub(crate) fn server_span(operation: Operation<'_>, origin: &Origin<'_>) -> tracing::Span {
     let method = operation.method();
     let parent = client_context(origin);
-    if super::sampling::dropped(parent.as_ref(), method) {
+    if super::sampling::dropped(parent.as_ref()) {
         return tracing::Span::none();
     }
     let name = match operation {
