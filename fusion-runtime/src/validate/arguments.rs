@@ -57,17 +57,9 @@ impl Validator {
     ) -> Result<A, Vec<ArgIssue>> {
         // Only serde's two calls depend on `A`; the rest is `decode_erased`, compiled once
         // in this crate rather than once per tool in the user's (issue 32, item 6).
-        let mut decoded = None;
-        self.decode_erased(args, literals, &mut |input| {
-            decoded = Some(match input {
-                Input::Value(value) => A::deserialize(value)?,
-                Input::Text(text) => serde_json::from_str::<A>(text)?,
-            });
-            Ok(())
-        })?;
-        decoded.ok_or_else(|| {
-            // `decode_erased` returns `Ok` only after a call of `decode` that stored a value.
-            unreachable!("decode_erased succeeded without a decoded value")
+        self.decode_by(args, literals, |input| match input {
+            Input::Value(value) => A::deserialize(value),
+            Input::Text(text) => serde_json::from_str::<A>(text),
         })
     }
 
@@ -79,13 +71,25 @@ impl Validator {
         args: &Value,
         literals: &NumberLiterals,
     ) -> Result<A, Vec<ArgIssue>> {
-        let mut decoded = None;
-        self.decode_erased(args, literals, &mut |input| {
+        self.decode_by(args, literals, |input| {
             let source = match input {
                 Input::Value(value) => ArgSource::from_value(value)?,
                 Input::Text(text) => ArgSource::from_text(text)?,
             };
-            decoded = Some(fields::decode::<A>(source)?);
+            fields::decode::<A>(source)
+        })
+    }
+
+    /// Runs [`decode_erased`](Self::decode_erased) with `decode`, and keeps its value.
+    fn decode_by<A>(
+        &self,
+        args: &Value,
+        literals: &NumberLiterals,
+        mut decode: impl FnMut(Input<'_>) -> Result<A, serde_json::Error>,
+    ) -> Result<A, Vec<ArgIssue>> {
+        let mut decoded = None;
+        self.decode_erased(args, literals, &mut |input| {
+            decoded = Some(decode(input)?);
             Ok(())
         })?;
         decoded.ok_or_else(|| {
