@@ -24,6 +24,11 @@ use serde::{
 };
 use serde_json::{Map, Value, value::RawValue};
 
+use crate::{
+    failure::issue::ArgIssue,
+    validate::{Input, NumberLiterals, Validator},
+};
+
 /// One parameter of a tool decoded field by field.
 #[derive(Clone, Copy)]
 pub struct ArgField {
@@ -125,11 +130,23 @@ impl<'a> ArgSource<'a> {
     }
 }
 
-/// Decodes `args` into `A` field by field, refusing unknown fields.
-pub(crate) fn decode<A: FieldArgs>(mut source: ArgSource<'_>) -> Result<A, serde_json::Error> {
-    let args = A::decode(&mut source)?;
-    source.deny_unknown(A::NAMES)?;
-    Ok(args)
+/// Decodes a call's `args` into `A` field by field, refusing unknown fields, with the
+/// validator's checks and answers around it (what
+/// [`Validator::decode_with`](crate::validate::Validator) does with serde's `Deserialize`).
+pub(crate) fn decode<A: FieldArgs>(
+    validator: &Validator,
+    args: &Value,
+    literals: &NumberLiterals,
+) -> Result<A, Vec<ArgIssue>> {
+    validator.decode_by(args, literals, |input| {
+        let mut source = match input {
+            Input::Value(value) => ArgSource::from_value(value)?,
+            Input::Text(text) => ArgSource::from_text(text)?,
+        };
+        let decoded = A::decode(&mut source)?;
+        source.deny_unknown(A::NAMES)?;
+        Ok(decoded)
+    })
 }
 
 /// What a missing field is decoded from: `None` for an `Option`, "missing field" for any
@@ -314,7 +331,7 @@ mod tests {
         let derived = validator
             .decode_with::<Derived>(&args, &literals)
             .map(ByField::from);
-        let by_field = validator.decode_fields::<ByField>(&args, &literals);
+        let by_field = super::decode::<ByField>(&validator, &args, &literals);
         (derived, by_field)
     }
 
@@ -384,7 +401,7 @@ mod tests {
         let args: Value = serde_json::from_str(text).expect("valid JSON");
         let literals = literal::literals_of(text, &args);
         let validator = Validator::compile(&input_schema::<Derived>());
-        let by_field = validator.decode_fields::<ByField>(&args, &literals);
+        let by_field = super::decode::<ByField>(&validator, &args, &literals);
         let derived = validator
             .decode_with::<Derived>(&args, &literals)
             .map(ByField::from);

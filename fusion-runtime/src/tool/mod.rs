@@ -350,7 +350,7 @@ struct ByField;
 
 impl<A: fields::FieldArgs> DecodeArgs<A> for ByField {
     fn decode(validator: &Validator, args: &Value, call: &Call) -> Result<A, Vec<ArgIssue>> {
-        validator.decode_fields::<A>(args, call.number_literals())
+        fields::decode::<A>(validator, args, call.number_literals())
     }
 }
 

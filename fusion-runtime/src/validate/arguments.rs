@@ -8,12 +8,9 @@ use std::{collections::HashMap, fmt::Write as _};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::{
-    failure::{
-        issue::{ArgIssue, IssueCode},
-        wording::args::{self as words, Words},
-    },
-    tool::fields::{self, ArgSource, FieldArgs},
+use crate::failure::{
+    issue::{ArgIssue, IssueCode},
+    wording::args::{self as words, Words},
 };
 
 use super::{
@@ -63,25 +60,11 @@ impl Validator {
         })
     }
 
-    /// [`decode_with`](Self::decode_with) for an argument struct that `#[mcp_tool]` decodes
-    /// field by field (see [`fields`](crate::tool::fields)): the same checks, the same
-    /// answers.
-    pub(crate) fn decode_fields<A: FieldArgs>(
-        &self,
-        args: &Value,
-        literals: &NumberLiterals,
-    ) -> Result<A, Vec<ArgIssue>> {
-        self.decode_by(args, literals, |input| {
-            let source = match input {
-                Input::Value(value) => ArgSource::from_value(value)?,
-                Input::Text(text) => ArgSource::from_text(text)?,
-            };
-            fields::decode::<A>(source)
-        })
-    }
-
-    /// Runs [`decode_erased`](Self::decode_erased) with `decode`, and keeps its value.
-    fn decode_by<A>(
+    /// Runs [`decode_erased`](Self::decode_erased) with `decode`, and keeps its value: the
+    /// checks and answers of [`decode_with`](Self::decode_with) around any way of decoding
+    /// (serde's `Deserialize`, or the tools' field-by-field decoding,
+    /// [`fields`](crate::tool::fields)).
+    pub(crate) fn decode_by<A>(
         &self,
         args: &Value,
         literals: &NumberLiterals,
@@ -171,7 +154,7 @@ impl Validator {
 }
 
 /// What serde decodes the arguments from.
-enum Input<'a> {
+pub(crate) enum Input<'a> {
     /// The arguments as received, or with integers sent as floats rewritten.
     Value(&'a Value),
     /// JSON text, for integers beyond 64 bits.

@@ -22,7 +22,7 @@ mod walk;
 
 pub(crate) use crate::failure::issue::issue_json;
 pub use crate::failure::issue::{ArgIssue, IssueCode};
-pub(crate) use arguments::decode_map;
+pub(crate) use arguments::{Input, decode_map};
 pub use compile::Validator;
 pub use limits::Limits;
 pub(crate) use literal::NumberLiterals;
