@@ -72,15 +72,15 @@ enum Fields<'a> {
 }
 
 impl<'a> ArgSource<'a> {
-    /// The fields of an arguments object.
+    /// The fields of an arguments object (the validator has refused any other value).
     pub(crate) fn from_value(args: &'a Value) -> Result<Self, serde_json::Error> {
-        match args {
-            Value::Object(map) => Ok(Self {
-                fields: Fields::Value(map),
-                found: 0,
-            }),
-            other => Err(de::Error::invalid_type(unexpected(other), &"an object")),
-        }
+        let Value::Object(map) = args else {
+            return Err(de::Error::custom("the arguments are not an object"));
+        };
+        Ok(Self {
+            fields: Fields::Value(map),
+            found: 0,
+        })
     }
 
     /// The fields of an arguments object written as JSON text.
@@ -117,14 +117,16 @@ impl<'a> ArgSource<'a> {
 
     /// Refuses a field that none of `known` names, as `deny_unknown_fields` does.
     fn deny_unknown(&self, known: &'static [&'static str]) -> Result<(), serde_json::Error> {
-        let mut names: Box<dyn Iterator<Item = &str>> = match &self.fields {
-            Fields::Value(map) if map.len() == self.found => return Ok(()),
-            Fields::Text(fields) if fields.len() == self.found => return Ok(()),
-            Fields::Value(map) => Box::new(map.keys().map(String::as_str)),
-            Fields::Text(fields) => Box::new(fields.keys().map(String::as_str)),
+        let is_unknown = |name: &&String| !known.contains(&name.as_str());
+        let unknown = match &self.fields {
+            // Every field present was taken: none is unknown.
+            Fields::Value(map) if map.len() == self.found => None,
+            Fields::Text(fields) if fields.len() == self.found => None,
+            Fields::Value(map) => map.keys().find(is_unknown),
+            Fields::Text(fields) => fields.keys().find(is_unknown),
         };
-        match names.find(|name| !known.contains(name)) {
-            Some(unknown) => Err(de::Error::unknown_field(unknown, known)),
+        match unknown {
+            Some(name) => Err(de::Error::unknown_field(name, known)),
             None => Ok(()),
         }
     }
@@ -168,17 +170,6 @@ impl<'de> Deserializer<'de> for Missing {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
         unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
         ignored_any
-    }
-}
-
-fn unexpected(value: &Value) -> de::Unexpected<'_> {
-    match value {
-        Value::Null => de::Unexpected::Unit,
-        Value::Bool(flag) => de::Unexpected::Bool(*flag),
-        Value::Number(_) => de::Unexpected::Other("a number"),
-        Value::String(text) => de::Unexpected::Str(text),
-        Value::Array(_) => de::Unexpected::Seq,
-        Value::Object(_) => de::Unexpected::Map,
     }
 }
 
