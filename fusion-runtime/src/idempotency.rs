@@ -4,6 +4,14 @@
 //! running (the second waits for it). A model that retries a `create_order` after a lost
 //! answer gets the order it already made, not a second one.
 //!
+//! A key says "this is the same request", not "running it twice is harmless". So a run
+//! that stopped part-way (its replica died or was paused past its lease, or its call was
+//! dropped after the handler started) leaves its key [`Claim::Stopped`]: later calls with
+//! the key get an unknown outcome, and only a tool that declares itself safe to repeat
+//! (`read_only` or `idempotent`) runs again. Every run holds a fencing token that grows
+//! with each new claim of its key ([`Call::fencing_token`](crate::Call::fencing_token)),
+//! and the run's own final write is accepted only while its token is the newest.
+//!
 //! Results are kept in memory by default ([`MemoryStore`]); several replicas share one on
 //! Redis (`fusion_runtime::redis::RedisStore`, feature `redis`), or by implementing
 //! [`IdempotencyStore`] over another shared database.
@@ -22,10 +30,21 @@ use crate::{future::BoxFuture, json_cost::json_bytes};
 /// What [`IdempotencyStore::claim`] found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Claim {
-    /// Nobody ran this key within the window: run the call, then `complete` or `release`.
-    Run,
+    /// Nobody ran this key within the window (or its last run stopped and the tool is safe
+    /// to repeat): run the call, then end the claim with `complete`, `release` or
+    /// `abandon`, naming this fencing token.
+    Run {
+        /// A number that grows with each new claim of the key: the run's final write is
+        /// accepted only while it is the newest, and a handler may pass it on to its own
+        /// store for the same check.
+        fencing_token: u64,
+    },
     /// It ran already: here is its result (as stored by `complete`).
     Replay(Value),
+    /// An earlier run of this key stopped before it stored a result (its runner died, was
+    /// paused past its lease, or was dropped part-way): its effect may or may not have
+    /// happened, and the tool is not safe to repeat. The call must not run.
+    Stopped,
     /// The store cannot tell (a shared store that is unreachable): the call must not run,
     /// since it may have run elsewhere. The caller gets a transient error (retry later);
     /// the reason goes to the log, not to the model.
@@ -35,38 +54,60 @@ pub enum Claim {
 /// Where results are kept per key. Implement it over a shared store (a database table, a
 /// cache) when several replicas serve the same clients.
 ///
-/// Every claim that returns [`Claim::Run`] is ended by exactly one `complete` or `release`,
-/// also when the call's future is dropped (the runtime releases it in a guard's `Drop`).
-/// `claim` itself must be cancel-safe: a `claim` future dropped while it waits must hold
-/// nothing, and one dropped as it returns `Run` must not leave the key claimed (claim in
-/// the last step, with no `.await` after it).
+/// Every claim that returns [`Claim::Run`] is ended by exactly one `complete`, `release`
+/// or `abandon` with its fencing token, also when the call's future is dropped (the
+/// runtime ends it in a guard's `Drop`). Each of the three changes the key only while the
+/// token is still the newest claim of the key: a runner that was paused while another
+/// took the key over writes nothing. `claim` itself must be cancel-safe: a `claim` future
+/// dropped while it waits must hold nothing, and one dropped as it returns `Run` must not
+/// leave the key claimed for longer than a lease.
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Claims `key` for one run, or returns the stored result. A claim held by a call still
-    /// running makes this wait for it.
-    fn claim<'a>(&'a self, key: &'a str, window: Duration) -> BoxFuture<'a, Claim>;
-    /// Stores the result of the run that claimed `key`.
-    fn complete(&self, key: &str, result: Value);
-    /// Gives up the claim (the run failed in a way worth running again).
-    fn release(&self, key: &str);
+    /// running makes this wait for it. A key whose last run stopped part-way is
+    /// [`Claim::Stopped`], unless `repeatable` (the tool is read-only or idempotent): the
+    /// key is then claimed anew, with a newer fencing token.
+    fn claim<'a>(&'a self, key: &'a str, window: Duration, repeatable: bool)
+    -> BoxFuture<'a, Claim>;
+    /// Stores the result of the run that claimed `key` with `fencing_token`, for the
+    /// window; nothing if a newer claim took the key over.
+    fn complete(&self, key: &str, fencing_token: u64, result: Value);
+    /// Gives up the claim: the run did not happen, or failed in a way worth running again.
+    fn release(&self, key: &str, fencing_token: u64);
+    /// Ends the claim without a result: the run stopped part-way and its effect is
+    /// unknown. The key stays [`Claim::Stopped`] for the window.
+    fn abandon(&self, key: &str, fencing_token: u64);
+}
+
+/// How a run of a key ended, for the calls waiting on it.
+#[derive(Clone, Debug)]
+enum Ended {
+    Done(Value),
+    Released,
+    Stopped,
 }
 
 enum Entry {
-    /// A run is in progress; waiters watch for its result (`None` until it ends, then
-    /// `Some(None)` if it was released).
-    Running(
-        watch::Receiver<Option<Option<Value>>>,
-        watch::Sender<Option<Option<Value>>>,
-    ),
-    Done(Done),
+    /// A run is in progress, holding `fence`; waiters subscribe to how it ends.
+    Running {
+        fence: u64,
+        ended: watch::Sender<Option<Ended>>,
+    },
+    /// A run ended and is kept for the window: its result, or `None` when it stopped
+    /// part-way.
+    Kept(Kept),
 }
 
-/// A stored result.
-struct Done {
-    result: Value,
+/// A kept end of a key.
+struct Kept {
+    /// The result, or `None`: the run stopped part-way.
+    result: Option<Value>,
+    /// The fence of the run that ended so (a paused runner of a stopped key may still
+    /// store its result while no newer run took the key).
+    fence: u64,
     at: Instant,
     /// What it costs the store (its key and its result), counted against `max_bytes`.
     bytes: usize,
-    /// Which completion of the key this is: the eviction queue may still name an older one.
+    /// Which end of the key this is: the eviction queue may still name an older one.
     generation: u64,
 }
 
@@ -87,60 +128,114 @@ pub struct MemoryStore {
     max_bytes: usize,
 }
 
-/// The keys, and the stored results in the order they completed (oldest first).
+/// The keys, and the kept ends in the order they came (oldest first).
 #[derive(Default)]
 struct Entries {
     by_key: HashMap<Arc<str>, Entry>,
-    /// Completed keys, oldest first, with the generation that completed: eviction and
-    /// expiry pop from the front, so neither scans every key (one call stays O(1) however
-    /// many keys are kept).
-    completed: VecDeque<(Arc<str>, u64)>,
-    /// How many `Done` entries `by_key` holds, and what they cost.
-    done: usize,
+    /// Kept keys, oldest first, with the generation that was kept: eviction and expiry
+    /// pop from the front, so neither scans every key (one call stays O(1) however many
+    /// keys are kept).
+    kept_order: VecDeque<(Arc<str>, u64)>,
+    /// How many `Kept` entries `by_key` holds, and what they cost.
+    kept: usize,
     bytes: usize,
     next_generation: u64,
+    /// The last fencing token handed out: every claim of any key takes the next one.
+    last_fence: u64,
 }
 
 impl Entries {
-    /// Forgets the oldest results while they are past `window` or over a bound.
+    /// Forgets the oldest ends while they are past `window` or over a bound.
     fn evict(&mut self, now: Instant, window: Option<Duration>, max_keys: usize, max_bytes: usize) {
-        while let Some((key, generation)) = self.completed.front() {
+        while let Some((key, generation)) = self.kept_order.front() {
             let current = match self.by_key.get(key) {
-                Some(Entry::Done(done)) if done.generation == *generation => Some(done),
-                // A key completed again, re-claimed or released since: nothing to free.
+                Some(Entry::Kept(kept)) if kept.generation == *generation => Some(kept),
+                // A key kept again, re-claimed or released since: nothing to free.
                 _ => None,
             };
-            let Some(done) = current else {
-                self.completed.pop_front();
+            let Some(kept) = current else {
+                self.kept_order.pop_front();
                 continue;
             };
-            let expired = window.is_some_and(|window| now.duration_since(done.at) > window);
-            if !expired && self.done <= max_keys && self.bytes <= max_bytes {
+            let expired = window.is_some_and(|window| now.duration_since(kept.at) > window);
+            if !expired && self.kept <= max_keys && self.bytes <= max_bytes {
                 break;
             }
-            let bytes = done.bytes;
-            if let Some((key, _)) = self.completed.pop_front() {
+            let bytes = kept.bytes;
+            if let Some((key, _)) = self.kept_order.pop_front() {
                 self.by_key.remove(&*key);
             }
             self.forget(bytes);
         }
     }
 
-    /// Accounts for a `Done` entry that left `by_key`.
+    /// Accounts for a `Kept` entry that left `by_key`.
     fn forget(&mut self, bytes: usize) {
-        self.done = self.done.saturating_sub(1);
+        self.kept = self.kept.saturating_sub(1);
         self.bytes = self.bytes.saturating_sub(bytes);
     }
 
-    /// Marks `key` running (a new claim), forgetting a result it replaces.
-    fn start_run(&mut self, key: &str) {
-        let (sender, receiver) = watch::channel(None);
-        if let Some(Entry::Done(done)) = self
+    /// Marks `key` running under a new fence (a new claim), forgetting an end it
+    /// replaces.
+    fn start_run(&mut self, key: &str) -> Claim {
+        self.last_fence += 1;
+        let fence = self.last_fence;
+        let (ended, _) = watch::channel(None);
+        if let Some(Entry::Kept(kept)) = self
             .by_key
-            .insert(Arc::from(key), Entry::Running(receiver, sender))
+            .insert(Arc::from(key), Entry::Running { fence, ended })
         {
-            self.forget(done.bytes);
+            self.forget(kept.bytes);
         }
+        Claim::Run {
+            fencing_token: fence,
+        }
+    }
+
+    /// Ends the run of `key` that holds `fence` (if it still does, or if the key stopped
+    /// under it and nobody claimed it since): keeps `result` (`None`: stopped) and tells
+    /// the waiters.
+    fn end(&mut self, key: &str, fence: u64, result: Option<Value>) {
+        let holds = match self.by_key.get(key) {
+            Some(Entry::Running { fence: held, .. }) => *held == fence,
+            // A run that was given up as stopped may still store its result.
+            Some(Entry::Kept(kept)) => kept.fence == fence && kept.result.is_none(),
+            None => false,
+        };
+        if !holds {
+            tracing::debug!(target: "fusion::idempotency", "a run's end was not kept: a newer claim holds its key");
+            return;
+        }
+        self.keep(key, fence, result);
+    }
+
+    fn keep(&mut self, key: &str, fence: u64, result: Option<Value>) {
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        let bytes = key.len() + KEPT_ENTRY_BYTES + result.as_ref().map_or(0, json_bytes);
+        let tell = match &result {
+            Some(value) => Ended::Done(value.clone()),
+            None => Ended::Stopped,
+        };
+        let kept = Kept {
+            result,
+            fence,
+            at: Instant::now(),
+            bytes,
+            generation,
+        };
+        // The map and the queue share the key: a long key is kept once.
+        let key: Arc<str> = Arc::from(key);
+        match self.by_key.insert(Arc::clone(&key), Entry::Kept(kept)) {
+            Some(Entry::Running { ended, .. }) => {
+                ended.send_replace(Some(tell));
+            }
+            Some(Entry::Kept(replaced)) => self.forget(replaced.bytes),
+            None => {}
+        }
+        self.kept_order.push_back((key, generation));
+        self.kept += 1;
+        self.bytes += bytes;
     }
 }
 
@@ -171,6 +266,14 @@ impl MemoryStore {
         self.max_bytes = bytes;
         self
     }
+
+    /// The entries; a poisoned lock still holds consistent data (no panic happens while
+    /// it is held), so it is used as it is.
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl Default for MemoryStore {
@@ -180,82 +283,76 @@ impl Default for MemoryStore {
 }
 
 impl IdempotencyStore for MemoryStore {
-    fn claim<'a>(&'a self, key: &'a str, window: Duration) -> BoxFuture<'a, Claim> {
+    fn claim<'a>(
+        &'a self,
+        key: &'a str,
+        window: Duration,
+        repeatable: bool,
+    ) -> BoxFuture<'a, Claim> {
         Box::pin(async move {
             loop {
                 let mut waiter = {
-                    let Ok(mut entries) = self.entries.lock() else {
-                        // A poisoned store cannot deduplicate; running is the safe default
-                        // for the caller that gets here, and it is logged by the caller.
-                        return Claim::Run;
-                    };
+                    let mut entries = self.entries();
                     let now = Instant::now();
-                    // Forget results older than the window, so memory stays bounded.
+                    // Forget ends older than the window, so memory stays bounded.
                     entries.evict(now, Some(window), self.max_keys, self.max_bytes);
                     match entries.by_key.get(key) {
-                        // A result past the window (a longer window evicted less) is as
+                        // An end past the window (a longer window evicted less) is as
                         // good as none.
-                        Some(Entry::Done(done)) if now.duration_since(done.at) > window => {
-                            entries.start_run(key);
-                            return Claim::Run;
+                        Some(Entry::Kept(kept)) if now.duration_since(kept.at) > window => {
+                            return entries.start_run(key);
                         }
-                        Some(Entry::Done(done)) => return Claim::Replay(done.result.clone()),
-                        Some(Entry::Running(receiver, _)) => receiver.clone(),
-                        None => {
-                            entries.start_run(key);
-                            return Claim::Run;
-                        }
+                        Some(Entry::Kept(Kept {
+                            result: Some(result),
+                            ..
+                        })) => return Claim::Replay(result.clone()),
+                        Some(Entry::Kept(_)) if repeatable => return entries.start_run(key),
+                        Some(Entry::Kept(_)) => return Claim::Stopped,
+                        Some(Entry::Running { ended, .. }) => ended.subscribe(),
+                        None => return entries.start_run(key),
                     }
                 };
-                // Await: waits for the running claim to end. Holds only a receiver clone; a
+                // Await: waits for the running claim to end. Holds only a receiver; a
                 // drop here leaves the store unchanged.
-                match waiter
+                let ended = waiter
                     .wait_for(Option::is_some)
                     .await
-                    .map(|value| value.clone())
-                {
-                    Ok(Some(Some(result))) => return Claim::Replay(result),
-                    // Released (or the runner vanished): try to claim it ourselves.
+                    .ok()
+                    .and_then(|ended| ended.clone());
+                match ended {
+                    Some(Ended::Done(result)) => return Claim::Replay(result),
+                    Some(Ended::Stopped) if !repeatable => return Claim::Stopped,
+                    // Released, stopped (for a tool safe to repeat), or the runner
+                    // vanished: look again, and claim it if it is free.
                     _ => continue,
                 }
             }
         })
     }
 
-    fn complete(&self, key: &str, result: Value) {
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
-        let entries = &mut *entries;
-        let generation = entries.next_generation;
-        entries.next_generation += 1;
-        let bytes = key.len() + KEPT_ENTRY_BYTES + json_bytes(&result);
-        let done = Done {
-            result: result.clone(),
-            at: Instant::now(),
-            bytes,
-            generation,
-        };
-        // The map and the queue share the key: a long key is kept once.
-        let key: Arc<str> = Arc::from(key);
-        match entries.by_key.insert(Arc::clone(&key), Entry::Done(done)) {
-            Some(Entry::Running(_, sender)) => {
-                sender.send_replace(Some(Some(result)));
-            }
-            Some(Entry::Done(replaced)) => entries.forget(replaced.bytes),
-            None => {}
-        }
-        entries.completed.push_back((key, generation));
-        entries.done += 1;
-        entries.bytes += bytes;
+    fn complete(&self, key: &str, fencing_token: u64, result: Value) {
+        let mut entries = self.entries();
+        entries.end(key, fencing_token, Some(result));
         entries.evict(Instant::now(), None, self.max_keys, self.max_bytes);
     }
 
-    fn release(&self, key: &str) {
-        if let Ok(mut entries) = self.entries.lock()
-            && let Some(Entry::Running(_, sender)) = entries.by_key.remove(key)
+    fn release(&self, key: &str, fencing_token: u64) {
+        let mut entries = self.entries();
+        if let Some(Entry::Running { fence, .. }) = entries.by_key.get(key)
+            && *fence == fencing_token
+            && let Some(Entry::Running { ended, .. }) = entries.by_key.remove(key)
         {
-            sender.send_replace(Some(None));
+            ended.send_replace(Some(Ended::Released));
+        }
+    }
+
+    fn abandon(&self, key: &str, fencing_token: u64) {
+        let mut entries = self.entries();
+        if let Some(Entry::Running { fence, .. }) = entries.by_key.get(key)
+            && *fence == fencing_token
+        {
+            entries.end(key, fencing_token, None);
+            entries.evict(Instant::now(), None, self.max_keys, self.max_bytes);
         }
     }
 }
@@ -264,23 +361,40 @@ impl IdempotencyStore for MemoryStore {
 /// entry, the key's shared header.
 const KEPT_ENTRY_BYTES: usize = 128;
 
-/// A run's claim on a key. It must end in [`complete`](Self::complete) or
-/// [`release`](Self::release); if the call's future is dropped first (the client went away,
-/// the session closed, a test's timeout fired), `Drop` releases the key, so a waiter or a
-/// retry runs instead of waiting for good.
-#[must_use = "dropping the claim releases the key"]
+/// A run's claim on a key. It must end in [`complete`](Self::complete),
+/// [`release`](Self::release) or [`abandon`](Self::abandon). If the call's future is
+/// dropped first (the client went away, the session closed, a test's timeout fired),
+/// `Drop` ends it by what may have happened: released when the handler never started or
+/// the tool is safe to repeat, so a waiter or a retry runs instead of waiting for good;
+/// abandoned (the key stays stopped: an unknown outcome) when a handler unsafe to repeat
+/// may have done part of its work.
+#[must_use = "dropping the claim ends it"]
 pub(crate) struct ClaimGuard<'a> {
     store: &'a dyn IdempotencyStore,
     key: &'a str,
+    fencing_token: u64,
+    /// The tool is read-only or idempotent: a run dropped part-way may run again.
+    repeatable: bool,
+    /// Set once the handler started (`Call::handler_started`).
+    started: &'a std::sync::atomic::AtomicBool,
     settled: bool,
 }
 
 impl<'a> ClaimGuard<'a> {
-    /// Holds the claim that `store.claim(key, ..)` granted.
-    pub(crate) fn new(store: &'a dyn IdempotencyStore, key: &'a str) -> Self {
+    /// Holds the claim that `store.claim(key, ..)` granted with `fencing_token`.
+    pub(crate) fn new(
+        store: &'a dyn IdempotencyStore,
+        key: &'a str,
+        fencing_token: u64,
+        repeatable: bool,
+        started: &'a std::sync::atomic::AtomicBool,
+    ) -> Self {
         Self {
             store,
             key,
+            fencing_token,
+            repeatable,
+            started,
             settled: false,
         }
     }
@@ -288,36 +402,53 @@ impl<'a> ClaimGuard<'a> {
     /// Stores the run's result for the window.
     pub(crate) fn complete(mut self, result: Value) {
         self.settled = true;
-        self.store.complete(self.key, result);
+        self.store.complete(self.key, self.fencing_token, result);
     }
 
     /// Gives the key up for a new run.
     pub(crate) fn release(mut self) {
         self.settled = true;
-        self.store.release(self.key);
+        self.store.release(self.key, self.fencing_token);
     }
 }
 
 impl Drop for ClaimGuard<'_> {
     fn drop(&mut self) {
-        if !self.settled {
-            self.store.release(self.key);
+        if self.settled {
+            return;
+        }
+        let started = self.started.load(std::sync::atomic::Ordering::Acquire);
+        if started && !self.repeatable {
+            self.store.abandon(self.key, self.fencing_token);
+        } else {
+            self.store.release(self.key, self.fencing_token);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use super::*;
 
     const WINDOW: Duration = Duration::from_secs(60);
 
+    /// The fencing token of a claim that must run.
+    fn run(claim: Claim) -> u64 {
+        match claim {
+            Claim::Run { fencing_token } => fencing_token,
+            other => panic!("expected Run, got {other:?}"),
+        }
+    }
+
     #[tokio::test]
-    async fn a_dropped_claim_releases_the_key_for_a_waiter() {
+    async fn a_dropped_claim_that_never_started_releases_the_key_for_a_waiter() {
         let store = MemoryStore::new();
-        assert_eq!(store.claim("k", WINDOW).await, Claim::Run);
-        let guard = ClaimGuard::new(&store, "k");
-        let waiter = store.claim("k", WINDOW);
+        let started = AtomicBool::new(false);
+        let fence = run(store.claim("k", WINDOW, false).await);
+        let guard = ClaimGuard::new(&store, "k", fence, false, &started);
+        let waiter = store.claim("k", WINDOW, false);
         tokio::pin!(waiter);
         assert!(
             tokio::time::timeout(Duration::from_millis(5), waiter.as_mut())
@@ -327,13 +458,79 @@ mod tests {
         );
         drop(guard);
         let claimed = tokio::time::timeout(Duration::from_secs(5), waiter).await;
-        assert_eq!(claimed, Ok(Claim::Run), "the waiter runs instead");
+        assert!(
+            matches!(claimed, Ok(Claim::Run { fencing_token }) if fencing_token > fence),
+            "the waiter runs instead, with a newer token: {claimed:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_dropped_part_way_leaves_its_key_stopped_unless_the_tool_may_repeat() {
+        let store = MemoryStore::new();
+        let started = AtomicBool::new(true);
+        let fence = run(store.claim("k", WINDOW, false).await);
+        let waiter = store.claim("k", WINDOW, false);
+        tokio::pin!(waiter);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(5), waiter.as_mut())
+                .await
+                .is_err()
+        );
+        drop(ClaimGuard::new(&store, "k", fence, false, &started));
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(5), waiter).await,
+            Ok(Claim::Stopped),
+            "the waiter is told the outcome is unknown"
+        );
+        // Every later call with the key, as long as it is kept.
+        assert_eq!(store.claim("k", WINDOW, false).await, Claim::Stopped);
+        assert_eq!(store.claim("k", WINDOW, false).await, Claim::Stopped);
+        // A tool safe to repeat takes it over, with a newer token.
+        let newer = run(store.claim("k", WINDOW, true).await);
+        assert!(newer > fence);
+        // The stopped runner, woken late, cannot write over the newer claim.
+        store.complete("k", fence, Value::from("late"));
+        store.complete("k", newer, Value::from("newer"));
+        assert_eq!(
+            store.claim("k", WINDOW, false).await,
+            Claim::Replay(Value::from("newer"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stopped_runner_that_wakes_first_stores_its_result() {
+        let store = MemoryStore::new();
+        let fence = run(store.claim("k", WINDOW, false).await);
+        store.abandon("k", fence);
+        assert_eq!(store.claim("k", WINDOW, false).await, Claim::Stopped);
+        // Nobody claimed the key since: its token is still the newest.
+        store.complete("k", fence, Value::from("placed"));
+        assert_eq!(
+            store.claim("k", WINDOW, false).await,
+            Claim::Replay(Value::from("placed"))
+        );
+        let entries = store.entries();
+        assert_eq!(entries.kept, 1, "the stopped end was replaced, not added");
+    }
+
+    #[tokio::test]
+    async fn a_release_or_an_end_with_an_old_token_changes_nothing() {
+        let store = MemoryStore::new();
+        let fence = run(store.claim("k", WINDOW, false).await);
+        store.release("k", fence + 1);
+        store.abandon("k", fence + 1);
+        store.complete("k", fence + 1, Value::from("other"));
+        let entries = store.entries();
+        assert!(
+            matches!(entries.by_key.get("k"), Some(Entry::Running { fence: held, .. }) if *held == fence),
+            "still running under its own token"
+        );
     }
 
     /// Runs and completes `key` with `result`.
     async fn store_result(store: &MemoryStore, key: &str, result: Value) {
-        assert_eq!(store.claim(key, WINDOW).await, Claim::Run, "{key} runs");
-        ClaimGuard::new(store, key).complete(result);
+        let fence = run(store.claim(key, WINDOW, false).await);
+        store.complete(key, fence, result);
     }
 
     #[tokio::test]
@@ -342,51 +539,48 @@ mod tests {
         for key in ["a", "b", "c", "d"] {
             store_result(&store, key, Value::from(key)).await;
         }
-        assert_eq!(
-            store.claim("a", WINDOW).await,
-            Claim::Run,
+        assert!(
+            matches!(store.claim("a", WINDOW, false).await, Claim::Run { .. }),
             "the oldest went"
         );
         assert_eq!(
-            store.claim("c", WINDOW).await,
+            store.claim("c", WINDOW, false).await,
             Claim::Replay(Value::from("c"))
         );
         assert_eq!(
-            store.claim("d", WINDOW).await,
+            store.claim("d", WINDOW, false).await,
             Claim::Replay(Value::from("d"))
         );
-        let entries = store.entries.lock().expect("not poisoned");
-        assert!(entries.done <= 3, "{} results kept", entries.done);
+        let entries = store.entries();
+        assert!(entries.kept <= 3, "{} results kept", entries.kept);
     }
 
     #[tokio::test]
     async fn past_max_bytes_the_oldest_results_go_first_and_running_calls_stay() {
         let store = MemoryStore::new().max_bytes(4_000);
         let big = Value::from("x".repeat(1_500));
-        assert_eq!(store.claim("running", WINDOW).await, Claim::Run);
+        run(store.claim("running", WINDOW, false).await);
         for key in ["a", "b", "c"] {
             store_result(&store, key, big.clone()).await;
         }
         {
-            let entries = store.entries.lock().expect("not poisoned");
+            let entries = store.entries();
             assert!(entries.bytes <= 4_000, "{} bytes kept", entries.bytes);
-            assert_eq!(entries.done, 2);
+            assert_eq!(entries.kept, 2);
             assert!(
-                matches!(entries.by_key.get("running"), Some(Entry::Running(..))),
+                matches!(entries.by_key.get("running"), Some(Entry::Running { .. })),
                 "a running claim is never evicted"
             );
         }
-        assert_eq!(
-            store.claim("a", WINDOW).await,
-            Claim::Run,
+        assert!(
+            matches!(store.claim("a", WINDOW, false).await, Claim::Run { .. }),
             "the oldest went"
         );
-        assert_eq!(store.claim("c", WINDOW).await, Claim::Replay(big));
+        assert_eq!(store.claim("c", WINDOW, false).await, Claim::Replay(big));
         let huge = Value::from("y".repeat(10_000));
         store_result(&store, "huge", huge).await;
-        assert_eq!(
-            store.claim("huge", WINDOW).await,
-            Claim::Run,
+        assert!(
+            matches!(store.claim("huge", WINDOW, false).await, Claim::Run { .. }),
             "a result over the whole bound is not kept"
         );
     }
@@ -396,24 +590,26 @@ mod tests {
         let store = MemoryStore::new().max_keys(2);
         store_result(&store, "k", Value::from(1)).await;
         // A zero window: the result is past it at once, and the key runs again.
-        assert_eq!(store.claim("k", Duration::ZERO).await, Claim::Run);
-        ClaimGuard::new(&store, "k").complete(Value::from(2));
+        let fence = run(store.claim("k", Duration::ZERO, false).await);
+        store.complete("k", fence, Value::from(2));
         store_result(&store, "other", Value::from(3)).await;
         assert_eq!(
-            store.claim("k", WINDOW).await,
+            store.claim("k", WINDOW, false).await,
             Claim::Replay(Value::from(2))
         );
-        let entries = store.entries.lock().expect("not poisoned");
-        assert_eq!(entries.done, 2, "the first result of `k` is not counted");
+        let entries = store.entries();
+        assert_eq!(entries.kept, 2, "the first result of `k` is not counted");
     }
 
     #[tokio::test]
-    async fn a_completed_claim_is_replayed() {
+    async fn a_completed_claim_is_replayed_and_a_guard_completes_it() {
         let store = MemoryStore::new();
-        assert_eq!(store.claim("k", WINDOW).await, Claim::Run);
-        ClaimGuard::new(&store, "k").complete(Value::from(7));
+        let started = AtomicBool::new(true);
+        let fence = run(store.claim("k", WINDOW, false).await);
+        started.store(true, Ordering::Release);
+        ClaimGuard::new(&store, "k", fence, false, &started).complete(Value::from(7));
         assert_eq!(
-            store.claim("k", WINDOW).await,
+            store.claim("k", WINDOW, false).await,
             Claim::Replay(Value::from(7))
         );
     }

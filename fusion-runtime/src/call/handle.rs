@@ -1,7 +1,10 @@
 //! [`Call`]: the handle a tool holds on the request it serves (progress, client logging,
 //! cancellation, its peer), and [`LogLevel`].
 
-use std::sync::{Arc, Mutex};
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicBool, AtomicU64, Ordering},
+};
 
 use rmcp::{
     Peer, RoleServer,
@@ -47,6 +50,14 @@ pub(super) struct Inner {
     /// In the tester: its faults for the tool, and where the call's log event goes.
     /// `None` for every call a transport serves.
     watch: Option<Watch>,
+    /// The fencing token of the call's idempotency claim, once claimed (0: none).
+    key_fence: AtomicU64,
+    /// The fencing token of the task lease the call runs under, set by the task's runner
+    /// once the store granted it (0: none yet); `None` for a call that is not a task.
+    task_fence: Option<Arc<AtomicU64>>,
+    /// Whether the handler started: a call dropped after that may have done part of its
+    /// work (an idempotency claim then ends as stopped, not released).
+    handler_started: AtomicBool,
 }
 
 impl Call {
@@ -74,6 +85,9 @@ impl Call {
                 #[cfg(feature = "otel")]
                 trace_context: None,
                 watch: None,
+                key_fence: AtomicU64::new(0),
+                task_fence: None,
+                handler_started: AtomicBool::new(false),
             }),
         }
     }
@@ -112,6 +126,61 @@ impl Call {
         self
     }
 
+    /// This call runs as a task: its fencing token is the task lease's, in `fence` (set by
+    /// the task's runner). Only on a call just made (its `Arc` not shared yet).
+    pub(crate) fn with_task_fence(mut self, fence: Arc<AtomicU64>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.task_fence = Some(fence);
+        }
+        self
+    }
+
+    /// The call holds the claim of its idempotency key with `fence`.
+    pub(crate) fn set_key_fence(&self, fence: u64) {
+        self.inner.key_fence.store(fence, Ordering::Release);
+    }
+
+    /// Marks the handler started (`pipeline/invoke.rs`).
+    pub(crate) fn mark_handler_started(&self) {
+        self.inner.handler_started.store(true, Ordering::Release);
+    }
+
+    /// Whether the handler started, for the guard of the call's idempotency claim.
+    pub(crate) fn handler_started(&self) -> &AtomicBool {
+        &self.inner.handler_started
+    }
+
+    /// The fencing token of what this call holds: its idempotency key's claim, else the
+    /// lease of the task it runs as; `None` for a call that holds neither. The store
+    /// hands out a larger number with each new claim of the key or lease of the task, so
+    /// a handler that writes to its own database can make the write conditional on it:
+    /// a runner that was paused past its lease, while another replica took its work
+    /// over, wakes up with an older token and is refused there.
+    ///
+    /// ```
+    /// use fusion_runtime::{Call, prelude::*};
+    ///
+    /// /// Record a payment once per `payment_id`.
+    /// #[mcp_tool(idempotent, idempotency_key = "payment_id")]
+    /// async fn record_payment(#[call] call: &Call, payment_id: String) -> String {
+    ///     // e.g. `UPDATE payments SET .., fence = ?1 WHERE id = ?2 AND fence < ?1`
+    ///     let fence = call.fencing_token().unwrap_or(0);
+    ///     format!("{payment_id} written under fence {fence}")
+    /// }
+    /// # let _ = Server::builder("pay", "0").tool(record_payment).build();
+    /// ```
+    pub fn fencing_token(&self) -> Option<u64> {
+        match self.inner.key_fence.load(Ordering::Acquire) {
+            0 => self
+                .inner
+                .task_fence
+                .as_ref()
+                .map(|fence| fence.load(Ordering::Acquire))
+                .filter(|fence| *fence != 0),
+            fence => Some(fence),
+        }
+    }
+
     /// The call of a task taken over from a replica that stopped: no client connection
     /// (questions go through `input`), the caller as the task recorded it.
     pub(crate) fn resumed(
@@ -133,6 +202,9 @@ impl Call {
                 #[cfg(feature = "otel")]
                 trace_context: None,
                 watch: None,
+                key_fence: AtomicU64::new(0),
+                task_fence: None,
+                handler_started: AtomicBool::new(false),
             }),
         }
     }
@@ -163,6 +235,9 @@ impl Call {
                 #[cfg(feature = "otel")]
                 trace_context: None,
                 watch: None,
+                key_fence: AtomicU64::new(0),
+                task_fence: None,
+                handler_started: AtomicBool::new(false),
             }),
         }
     }
@@ -208,6 +283,9 @@ impl Call {
                 #[cfg(feature = "otel")]
                 trace_context: None,
                 watch: inner.watch.as_ref().map(Watch::for_shared_run),
+                key_fence: AtomicU64::new(inner.key_fence.load(Ordering::Acquire)),
+                task_fence: inner.task_fence.clone(),
+                handler_started: AtomicBool::new(false),
             }),
         }
     }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{
     classify::{Classification, ErrorClass},
-    model::{Failure, FailureKind},
+    model::{Failure, FailureKind, REPLICA_STOPPED},
 };
 
 /// What a failed call's `_meta["fusion/failure"]` holds: the class, the code, whether and when
@@ -145,6 +145,16 @@ impl Failure {
                 entry.hint = Some(format!(
                     "ask for less: the result was {size} bytes, the limit is {limit}"
                 ));
+            }
+            FailureKind::EarlierRunStopped { check_with } => {
+                entry.class = "unknown_outcome".into();
+                entry.code = Some(REPLICA_STOPPED.to_owned());
+                entry.hint = Some(match check_with {
+                    Some(check) => format!(
+                        "check whether the earlier call took effect with {check}; if not, call again with a new idempotency key"
+                    ),
+                    None => "check whether the earlier call took effect; if not, call again with a new idempotency key".to_owned(),
+                });
             }
             FailureKind::UnknownOutcome { cause, check_with } => {
                 entry.class = "unknown_outcome".into();

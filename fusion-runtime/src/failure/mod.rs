@@ -14,7 +14,7 @@
 pub(crate) mod classify;
 pub(crate) mod entry;
 pub(crate) mod issue;
-mod model;
+pub(crate) mod model;
 pub(crate) mod panic;
 pub(crate) mod wording;
 

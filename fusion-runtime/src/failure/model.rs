@@ -44,6 +44,10 @@ pub(crate) mod outcome {
     pub(crate) const STALE: &str = "stale";
 }
 
+/// The cause (and `_meta` code) of an unknown outcome whose server replica stopped
+/// part-way: a task's runner, or the run that holds an idempotency key.
+pub(crate) const REPLICA_STOPPED: &str = "replica_stopped";
+
 /// Why a call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -106,6 +110,15 @@ pub enum FailureKind {
     UnknownOutcome {
         /// What happened (`timeout`, `transient_exhausted`, ...).
         cause: &'static str,
+        /// A read-only tool (or `group` action) to check with, if there is one.
+        check_with: Option<String>,
+    },
+    /// An earlier call with the same idempotency key stopped part-way (its server replica
+    /// died or was paused past its lease, or the call was dropped after its handler
+    /// started) before it stored a result, and the tool is not safe to repeat: this call
+    /// did not run, and the earlier one may or may not have done its work. An unknown
+    /// outcome (`replica_stopped`), kept for the key's window.
+    EarlierRunStopped {
         /// A read-only tool (or `group` action) to check with, if there is one.
         check_with: Option<String>,
     },
@@ -198,6 +211,16 @@ impl Failure {
             || self.class() == Some(ErrorClass::Transient)
     }
 
+    /// Whether the call may or may not have done its work (a timeout or a lost
+    /// connection of a tool unsafe to repeat, an earlier run of its key that stopped
+    /// part-way): the caller must check before calling again.
+    pub fn is_unknown_outcome(&self) -> bool {
+        matches!(
+            self.kind,
+            FailureKind::UnknownOutcome { .. } | FailureKind::EarlierRunStopped { .. }
+        )
+    }
+
     /// Whether the process must end.
     pub fn is_fatal(&self) -> bool {
         self.class() == Some(ErrorClass::Fatal)
@@ -231,7 +254,9 @@ impl Failure {
             FailureKind::CircuitOpen { .. } => "circuit_open",
             FailureKind::Panic => "panic",
             FailureKind::Cancelled => outcome::CANCELLED,
-            FailureKind::UnknownOutcome { .. } => "unknown",
+            FailureKind::UnknownOutcome { .. } | FailureKind::EarlierRunStopped { .. } => {
+                "unknown"
+            }
             FailureKind::OutputTooLarge { .. } => "output_too_large",
             FailureKind::Handler(classification) => {
                 match (classification.code, classification.class) {

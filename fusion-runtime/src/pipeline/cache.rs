@@ -411,8 +411,7 @@ impl Invalidation {
             Answer::Ran(ran, _) => match &ran.outcome {
                 Outcome::Success(_) => true,
                 Outcome::Failure(failure) => {
-                    failure.is_warning()
-                        || matches!(failure.kind(), FailureKind::UnknownOutcome { .. })
+                    failure.is_warning() || failure.is_unknown_outcome()
                 }
             },
             Answer::Cached(_) => false,

@@ -67,6 +67,9 @@ pub(super) async fn invoke<'a, C: Send + Sync + 'static>(
         None => future,
     };
     let guarded = recover::catch(future);
+    // From here the handler may do part of its work: a keyed call dropped from now on
+    // leaves its key stopped, not free (`idempotency::ClaimGuard`).
+    call.mark_handler_started();
     // Await: the handler. Holds nothing of ours; a drop (deadline, cancellation) drops
     // the handler's future, so its destructors run.
     let finished = match timeout {

@@ -45,7 +45,10 @@ use cache::Answer;
 use call_log::CallLog;
 pub(crate) use render::CallReport;
 use render::render;
-use replay::{Replay, deduplication_unavailable, idempotency_conflict, idempotency_key};
+use replay::{
+    Replay, deduplication_unavailable, earlier_run_stopped, idempotency_conflict,
+    idempotency_key,
+};
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -184,7 +187,10 @@ async fn run_call<C: Send + Sync + 'static>(
         // Await: waits while another run of the key is in progress. Holds `in_flight` only.
         Some(key) => {
             let store = &*inner.idempotency;
-            replay::claim(store, inner.idempotency_window, key, &fingerprint, call).await
+            let window = inner.idempotency_window;
+            let repeatable =
+                registered.is_some_and(|registered| registered.definition.spec.is_safe_to_repeat());
+            replay::claim(store, window, key, &fingerprint, repeatable, call).await
         }
         None => Replay::Run(None),
     };
@@ -213,6 +219,10 @@ async fn run_call<C: Send + Sync + 'static>(
             let failure = idempotency_conflict(&target, key_argument.unwrap_or("idempotency key"));
             (Answer::no_attempt(failure), None)
         }
+        (_, Some(registered), Replay::Stopped) => (
+            Answer::no_attempt(earlier_run_stopped(registered, &target)),
+            None,
+        ),
         (_, _, Replay::Unavailable(reason)) => (
             Answer::no_attempt(deduplication_unavailable(&target, &reason)),
             None,
@@ -290,8 +300,14 @@ async fn run_call<C: Send + Sync + 'static>(
         outcome_name = outcome::RETRIED_OK;
     }
     if let Some(claim) = claim {
-        // Successes are kept for the window; a failure frees the key for a new try.
-        if rendered.failure.is_none() {
+        // Successes are kept for the window, and so are unknown outcomes (the same key
+        // gets the same answer, never a second run); any other failure frees the key for
+        // a new try.
+        let unknown = rendered
+            .failure
+            .as_ref()
+            .is_some_and(Failure::is_unknown_outcome);
+        if rendered.failure.is_none() || unknown {
             claim.complete(rendered.report.to_json(&fingerprint));
         } else {
             claim.release();

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::{
     call::Call,
     failure::{
-        Failure, Target,
+        Failure, FailureKind, Target,
         classify::{Classification, ErrorClass},
     },
     idempotency::{Claim, ClaimGuard, IdempotencyStore},
@@ -82,6 +82,9 @@ pub(super) enum Replay<'a> {
     Replayed(Box<CallReport>),
     /// The key was used by an earlier call with other arguments.
     Conflict,
+    /// An earlier run of the key stopped part-way, and the tool is not safe to repeat:
+    /// the call must not run (an unknown outcome).
+    Stopped,
     /// The store cannot be reached: the call must not run.
     Unavailable(String),
     /// The call was cancelled while it waited for another run of its key.
@@ -90,31 +93,58 @@ pub(super) enum Replay<'a> {
 
 /// Asks the store about a keyed call: waits while another run of the key is in progress,
 /// then claims the key, or returns the stored result when `fingerprint` (the canonical
-/// arguments' hash) matches the stored call's.
+/// arguments' hash) matches the stored call's. `repeatable`: the tool is read-only or
+/// idempotent, so a run of the key that stopped part-way may run again. The claim's
+/// fencing token goes on `call`, for the handler.
 pub(super) async fn claim<'a>(
     store: &'a dyn IdempotencyStore,
     window: Duration,
     key: &'a str,
     fingerprint: &str,
-    call: &Call,
+    repeatable: bool,
+    call: &'a Call,
 ) -> Replay<'a> {
     // Await: waits while another run of the key is in progress. A drop here leaves no
     // claim (the store's waiter goes with the future).
     let claimed = tokio::select! {
         biased;
         () = call.cancelled() => return Replay::Cancelled,
-        claimed = store.claim(key, window) => claimed,
+        claimed = store.claim(key, window, repeatable) => claimed,
+    };
+    let run = |fencing_token: u64| {
+        call.set_key_fence(fencing_token);
+        let started = call.handler_started();
+        Replay::Run(Some(ClaimGuard::new(
+            store,
+            key,
+            fencing_token,
+            repeatable,
+            started,
+        )))
     };
     match claimed {
         Claim::Replay(stored) => match CallReport::from_json(stored) {
             Some((_, Some(first))) if first != fingerprint => Replay::Conflict,
             Some((report, _)) => Replay::Replayed(Box::new(report)),
-            // A stored result this build cannot read: run again, and store anew.
-            None => Replay::Run(Some(ClaimGuard::new(store, key))),
+            // A stored result this build cannot read: the outcome is not known here.
+            None if !repeatable => Replay::Stopped,
+            // For a tool safe to repeat, run it again, unkeyed (the stored result stays
+            // until its window ends).
+            None => Replay::Run(None),
         },
-        Claim::Run => Replay::Run(Some(ClaimGuard::new(store, key))),
+        Claim::Run { fencing_token } => run(fencing_token),
+        Claim::Stopped => Replay::Stopped,
         Claim::Unavailable(reason) => Replay::Unavailable(reason),
     }
+}
+
+/// The refusal of a call whose idempotency key's earlier run stopped part-way: an unknown
+/// outcome, with the tool to check with.
+pub(super) fn earlier_run_stopped<C>(tool: &RegisteredTool<C>, target: &Target<'_>) -> Failure {
+    tracing::warn!(target: "fusion::idempotency", tool = target.tool, "an earlier run of this idempotency key stopped part-way; the call did not run (unknown outcome)");
+    Failure::new(FailureKind::EarlierRunStopped {
+        check_with: tool.check_with.clone(),
+    })
 }
 
 /// The store key of a call to a tool whose idempotency key argument the call sets: the

@@ -10,6 +10,8 @@
 //!   the call becomes a task at once, or when the handler asks
 //!   ([`Call::continue_as_task`]), and goes on in the background (`tasks/`).
 
+use std::sync::{Arc, atomic::AtomicU64};
+
 use rmcp::{
     RoleServer,
     model::{
@@ -83,7 +85,10 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
     // The call's own token: a task outlives the request (and its token); the round
     // watches the request's token itself.
     let cancel = CancellationToken::new();
-    let call = connected_call(server, &context, cancel.clone()).with_input(input.clone());
+    let mut call = connected_call(server, &context, cancel.clone()).with_input(input.clone());
+    if let Some(origin) = &origin {
+        call = call.with_task_fence(Arc::clone(&origin.fence));
+    }
     let owned = server.clone();
     let name = request.name.to_string();
     let mut work: BoxFuture<'static, TaskOutcome> = Box::pin(async move {
@@ -212,6 +217,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 .client_capabilities()
                 .and_then(|capabilities| serde_json::to_value(capabilities).ok()),
             rerunnable: self.inner.registry.is_rerunnable(tool, args),
+            fence: Arc::default(),
         }
     }
 
@@ -226,10 +232,11 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// pipeline, as the caller the task recorded, without a client connection.
     pub(crate) fn task_relaunch(&self) -> Relaunch {
         let server = self.clone();
-        std::sync::Arc::new(move |record, cancel, input| {
+        Arc::new(move |record, cancel, input, fence| {
             let server = server.clone();
             let claims = record.claims.clone().map(Claims::from_json);
-            let call = Call::resumed(cancel, RequestInfo::resumed(claims), input);
+            let call = Call::resumed(cancel, RequestInfo::resumed(claims), input)
+                .with_task_fence(Arc::new(AtomicU64::new(fence)));
             let tool = record.tool.clone();
             let args = record.arguments.clone();
             Box::pin(async move {

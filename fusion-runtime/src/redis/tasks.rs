@@ -1,21 +1,26 @@
 //! [`RedisStore`] as a [`TaskStore`]: every replica answers for every task, and the work of
 //! a replica that died is taken over (`tasks/takeover.rs`).
 //!
-//! Keys, under the store's prefix (`fusion:` by default):
+//! Keys, under the store's prefix (`fusion:` by default) and one hash tag, `{tasks}` (so
+//! that every script's keys are in one slot of a Redis Cluster):
 //!
 //! | key | what |
 //! |---|---|
-//! | `task:<id>` | the record (JSON); kept one TTL once the task ended |
-//! | `task-lease:<id>` | the runner's token, expiring with its lease |
-//! | `task-signals:<id>` | a hash: `cancel`, and `a:<key>` for each answer sent |
-//! | `tasks:working` | the ids of unfinished tasks (the sweepers read it) |
-//! | `tasks:index` | ids by expiry (`+inf` while running): the total cap; when full, the task that finished first is forgotten |
-//! | `tasks:owner:<sha256>` | a caller's ids, by the end of their grace (`+inf` while running): the per-caller cap |
+//! | `{tasks}:task:<id>` | the record (JSON); kept one TTL once the task ended |
+//! | `{tasks}:task-lease:<id>` | the runner's token, expiring with its lease: whether the runner lives |
+//! | `{tasks}:task-holder:<id>` | a hash: `runner`, the newest holder's token, and `fence`, its fencing token: who may write the task; gone once it ended |
+//! | `{tasks}:task-signals:<id>` | a hash: `cancel`, and `a:<key>` for each answer sent |
+//! | `{tasks}:working` | the ids of unfinished tasks (the sweepers read it) |
+//! | `{tasks}:index` | ids by expiry (`+inf` while running): the total cap; when full, the task that finished first is forgotten |
+//! | `{tasks}:owner:<sha256>` | a caller's ids, by the end of their grace (`+inf` while running): the per-caller cap |
 //!
 //! and the channel `task-signals`, where a replica that sends a task a cancel or answers
-//! publishes its id. Each change is one Lua script (atomic); the scripts name keys built
-//! from the prefix, so the store is for a single Redis (or a primary with replicas), not
-//! Redis Cluster.
+//! publishes its id. Each change is one Lua script (atomic).
+//!
+//! A lease says whether the runner lives; the holder says who may write. A runner whose
+//! lease lapsed (it was paused, or Redis was away) still writes while nobody took the task
+//! over, and renews its lease when it can again; once another replica took the lease
+//! (`acquire`, a newer fence), the old runner's writes are refused.
 
 use std::{collections::BTreeMap, fmt::Write as _, time::Duration};
 
@@ -26,7 +31,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::{
     RedisStore,
-    store::{RELEASE, RENEW},
+    store::RELEASE,
 };
 use crate::{
     future::BoxFuture,
@@ -37,7 +42,8 @@ use crate::{
 const RESUBSCRIBE: Duration = Duration::from_millis(500);
 
 /// Inserts a task held by its runner, within the caps. -1: full of running tasks; -2: the
-/// caller is full. A store full in all forgets the task that finished first.
+/// caller is full. A store full in all forgets the task that finished first. Returns the
+/// runner's fencing token (Redis's clock, in microseconds).
 const INSERT: &str = r"
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[5])
 if ARGV[8] == '1' then
@@ -55,16 +61,20 @@ redis.call('ZADD', KEYS[4], '+inf', ARGV[1])
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
 redis.call('SADD', KEYS[3], ARGV[1])
-return 1";
+local now = redis.call('TIME')
+local fence = string.format('%d', tonumber(now[1]) * 1000000 + tonumber(now[2]))
+redis.call('HSET', KEYS[6], 'runner', ARGV[3], 'fence', fence)
+return fence";
 
-/// Replaces the record of a task the runner holds; an end also ends the lease, the
-/// signals and the task's place among the working, and starts its TTL.
+/// Replaces the record of a task the runner still holds (the newest holder, whether or
+/// not its lease lapsed); an end also ends the lease, the holder, the signals and the
+/// task's place among the working, and starts its TTL.
 const UPDATE: &str = r"
-if redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
+if redis.call('HGET', KEYS[7], 'runner') ~= ARGV[3] then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if ARGV[4] == '1' then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[6])
-  redis.call('DEL', KEYS[2], KEYS[6])
+  redis.call('DEL', KEYS[2], KEYS[6], KEYS[7])
   redis.call('SREM', KEYS[3], ARGV[1])
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
   if ARGV[7] == '1' then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[1]) end
@@ -72,6 +82,27 @@ else
   redis.call('SET', KEYS[1], ARGV[2])
 end
 return 1";
+
+/// Keeps the runner's lease while it is the task's newest holder (sets it again if it
+/// lapsed while nobody took the task over). KEYS: the lease, the holder. ARGV: the
+/// runner, the lease in milliseconds.
+const RENEW_TASK: &str = r"
+if redis.call('HGET', KEYS[2], 'runner') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1";
+
+/// Takes the lease of an unfinished task whose lease lapsed, making the runner its newest
+/// holder with a larger fencing token; nil when the lease is held or the task ended.
+/// KEYS: the lease, the holder. ARGV: the runner, the lease in milliseconds.
+const ACQUIRE: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 0 then return false end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+local now = redis.call('TIME')
+local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
+local last = tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0
+local fence = string.format('%d', math.max(clock, last + 1))
+redis.call('HSET', KEYS[2], 'runner', ARGV[1], 'fence', fence)
+return fence";
 
 /// The unfinished tasks without a lease; forgets the ids of records gone.
 const ORPHANS: &str = r"
@@ -99,12 +130,17 @@ impl RedisStore {
         self
     }
 
+    /// What every task key starts with: the prefix and the tasks' hash tag.
+    fn task_prefix(&self) -> String {
+        format!("{}{{tasks}}:", self.prefix)
+    }
+
     fn key(&self, kind: &str, id: &str) -> String {
-        format!("{}{kind}{id}", self.prefix)
+        format!("{}{kind}{id}", self.task_prefix())
     }
 
     fn owner_key(&self, requestor: Option<&str>) -> String {
-        let mut key = format!("{}tasks:owner:", self.prefix);
+        let mut key = format!("{}owner:", self.task_prefix());
         if let Some(requestor) = requestor {
             for byte in Sha256::digest(requestor.as_bytes()) {
                 let _ = write!(key, "{byte:02x}");
@@ -123,14 +159,14 @@ impl RedisStore {
         let mut invocation = script.key(self.key("task:", &record.id));
         invocation
             .key(self.key("task-lease:", &record.id))
-            .key(format!("{}tasks:working", self.prefix))
-            .key(format!("{}tasks:index", self.prefix))
+            .key(format!("{}working", self.task_prefix()))
+            .key(format!("{}index", self.task_prefix()))
             .key(self.owner_key(record.requestor.as_deref()));
         invocation
     }
 
     fn channel(&self) -> String {
-        format!("{}task-signals", self.prefix)
+        format!("{}task-signals", self.task_prefix())
     }
 }
 
@@ -156,13 +192,14 @@ impl TaskStore for RedisStore {
         &'a self,
         record: TaskRecord,
         runner: &'a str,
-    ) -> BoxFuture<'a, Result<(), TaskStoreError>> {
+    ) -> BoxFuture<'a, Result<u64, TaskStoreError>> {
         Box::pin(async move {
             let json = record_json(&record)?;
             let (total, per_caller) = self.task_limits;
             let script = Script::new(INSERT);
             let inserted: i64 = self
                 .record_keys(&script, &record)
+                .key(self.key("task-holder:", &record.id))
                 .arg(&record.id)
                 .arg(json)
                 .arg(runner)
@@ -173,14 +210,14 @@ impl TaskStore for RedisStore {
                 .arg(if record.requestor.is_some() { "1" } else { "0" })
                 // Below `+inf` (running) and above any expiry: the finished ones.
                 .arg(FINISHED_BELOW)
-                .arg(&self.prefix)
+                .arg(self.task_prefix())
                 .invoke_async(&mut self.connection.clone())
                 .await
                 .map_err(|error| unavailable(&error))?;
             match inserted {
                 -1 => Err(crate::tasks::StoreFull(total).into()),
                 -2 => Err(TaskStoreError::CallerFull(per_caller)),
-                _ => Ok(()),
+                fence => Ok(u64::try_from(fence).unwrap_or(0)),
             }
         })
     }
@@ -213,6 +250,7 @@ impl TaskStore for RedisStore {
             let updated: i64 = self
                 .record_keys(&script, &record)
                 .key(self.key("task-signals:", &record.id))
+                .key(self.key("task-holder:", &record.id))
                 .arg(&record.id)
                 .arg(json)
                 .arg(runner)
@@ -247,8 +285,9 @@ impl TaskStore for RedisStore {
         runner: &'a str,
     ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
         Box::pin(async move {
-            let renewed: i64 = Script::new(RENEW)
+            let renewed: i64 = Script::new(RENEW_TASK)
                 .key(self.key("task-lease:", id))
+                .key(self.key("task-holder:", id))
                 .arg(runner)
                 .arg(self.lease_ms())
                 .invoke_async(&mut self.connection.clone())
@@ -262,18 +301,17 @@ impl TaskStore for RedisStore {
         &'a self,
         id: &'a str,
         runner: &'a str,
-    ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
+    ) -> BoxFuture<'a, Result<Option<u64>, TaskStoreError>> {
         Box::pin(async move {
-            let acquired: Option<String> = redis::cmd("SET")
-                .arg(self.key("task-lease:", id))
+            let acquired: Option<u64> = Script::new(ACQUIRE)
+                .key(self.key("task-lease:", id))
+                .key(self.key("task-holder:", id))
                 .arg(runner)
-                .arg("NX")
-                .arg("PX")
                 .arg(self.lease_ms())
-                .query_async(&mut self.connection.clone())
+                .invoke_async(&mut self.connection.clone())
                 .await
                 .map_err(|error| unavailable(&error))?;
-            Ok(acquired.is_some())
+            Ok(acquired)
         })
     }
 
@@ -296,8 +334,8 @@ impl TaskStore for RedisStore {
     fn orphans(&self) -> BoxFuture<'_, Result<Vec<String>, TaskStoreError>> {
         Box::pin(async move {
             Script::new(ORPHANS)
-                .key(format!("{}tasks:working", self.prefix))
-                .arg(&self.prefix)
+                .key(format!("{}working", self.task_prefix()))
+                .arg(self.task_prefix())
                 .invoke_async(&mut self.connection.clone())
                 .await
                 .map_err(|error| unavailable(&error))

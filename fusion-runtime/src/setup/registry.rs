@@ -329,16 +329,12 @@ impl<C> Registry<C> {
     }
 
     /// Whether a call to `tool` with `args` is safe to run a second time: its handler is
-    /// read-only or idempotent, or has an idempotency key. A task whose replica died is
-    /// then run again elsewhere.
+    /// read-only or idempotent (`ToolSpec::is_safe_to_repeat`; an idempotency key alone
+    /// is not enough). A task whose replica died is then run again elsewhere.
     pub(crate) fn is_rerunnable(&self, tool: &str, args: &Value) -> bool {
         let mut args = args.clone();
-        self.resolve(tool, None, &mut args).is_ok_and(|(index, _)| {
-            let spec = &self.tools[index].definition.spec;
-            spec.annotations.read_only == Some(true)
-                || spec.annotations.idempotent == Some(true)
-                || spec.idempotency_key.is_some()
-        })
+        self.resolve(tool, None, &mut args)
+            .is_ok_and(|(index, _)| self.tools[index].definition.spec.is_safe_to_repeat())
     }
 
     /// Whether `name` is a listed tool, a group or a handler's own name (for middleware

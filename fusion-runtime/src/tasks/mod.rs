@@ -41,7 +41,10 @@ mod takeover;
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, atomic::Ordering},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -165,6 +168,9 @@ pub(crate) struct TaskOrigin {
     pub(crate) claims: Option<Value>,
     pub(crate) capabilities: Option<Value>,
     pub(crate) rerunnable: bool,
+    /// Where the task's work reads its fencing token (`Call::fencing_token`): set here
+    /// once the store granted the runner's lease, before the work is first polled.
+    pub(crate) fence: Arc<AtomicU64>,
 }
 
 impl Tasks {
@@ -224,8 +230,9 @@ impl Tasks {
         // Await: the store's insert, which starts the runner's lease. A drop here drops
         // `work` unstarted (its guards were never taken); a record already inserted is an
         // orphan once the lease lapses, and is taken over or ended as any other.
-        if let Err(error) = self.shared.store.insert(record.clone(), &runner).await {
-            return Err(NotStarted { error, work });
+        match self.shared.store.insert(record.clone(), &runner).await {
+            Ok(fence) => origin.fence.store(fence, Ordering::Release),
+            Err(error) => return Err(NotStarted { error, work }),
         }
         input.park();
         let task = task_of(&record);
@@ -505,6 +512,7 @@ mod tests {
             claims: None,
             capabilities: None,
             rerunnable: true,
+            fence: Arc::default(),
         }
     }
 
@@ -597,6 +605,7 @@ mod ending {
             claims: None,
             capabilities: None,
             rerunnable: false,
+            fence: Arc::default(),
         };
         let task = tasks
             .start(work, CancellationToken::new(), input, origin)

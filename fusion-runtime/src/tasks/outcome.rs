@@ -6,12 +6,9 @@ use serde_json::Value;
 
 use super::store::TaskRecord;
 use crate::{
-    failure::{Failure, FailureKind, Target},
+    failure::{Failure, FailureKind, Target, model::REPLICA_STOPPED},
     meta::FAILURE_META_KEY,
 };
-
-/// The cause an unknown outcome names when the task's replica stopped.
-const REPLICA_STOPPED: &str = "replica_stopped";
 
 /// How a task's work ended: the tool's result, or a failure of the server's own.
 pub(crate) struct TaskOutcome {

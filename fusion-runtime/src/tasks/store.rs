@@ -64,9 +64,9 @@ pub struct TaskRecord {
     /// a run taken over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<Value>,
-    /// Whether running the tool again is safe (it is read-only or idempotent, or it has an
-    /// idempotency key): a task whose runner died is then run again elsewhere, else it
-    /// fails with an unknown outcome.
+    /// Whether running the tool again is safe (it is read-only or idempotent): a task
+    /// whose runner died is then run again elsewhere, else it fails with an unknown
+    /// outcome (an idempotency key alone does not make it safe).
     #[serde(default)]
     pub rerunnable: bool,
     /// The questions the task waits on (`input_required`).
@@ -191,18 +191,21 @@ pub type SignalListener = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 /// Every method must be cancel-safe: a future dropped before it resolves leaves the store
 /// as it was or with the whole change made, never half of it.
 pub trait TaskStore: Send + Sync + 'static {
-    /// Keeps a new task, held by `runner` (its lease starts now); refuses it when the
-    /// store is full, in all or for the task's owner.
+    /// Keeps a new task, held by `runner` (its lease starts now), and returns the lease's
+    /// fencing token; refuses it when the store is full, in all or for the task's owner.
     fn insert<'a>(
         &'a self,
         record: TaskRecord,
         runner: &'a str,
-    ) -> BoxFuture<'a, Result<(), TaskStoreError>>;
+    ) -> BoxFuture<'a, Result<u64, TaskStoreError>>;
     /// The task with this id, unless unknown or expired.
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, TaskStoreError>>;
     /// Replaces the record of a task `runner` runs, if it still holds the task; `false`
-    /// when it does not (another replica took it over). A task the store forgot stays
-    /// forgotten. Ending the task ends its lease.
+    /// when it does not (another replica took it over since, or the task ended). A
+    /// runner whose lease lapsed while nobody took the task over still holds it: the
+    /// check is on the newest holder (its fencing token), not on the lease's clock. A
+    /// task the store forgot stays forgotten. Ending the task ends its lease, and no
+    /// update changes it after that.
     fn update<'a>(
         &'a self,
         record: TaskRecord,
@@ -218,7 +221,8 @@ pub trait TaskStore: Send + Sync + 'static {
     fn lease_duration(&self) -> Duration {
         Duration::from_secs(10)
     }
-    /// Extends `runner`'s lease on task `id`; `false` when it lost the task.
+    /// Extends `runner`'s lease on task `id` (sets it again if it lapsed while nobody
+    /// took the task over); `false` when it lost the task.
     fn renew<'a>(
         &'a self,
         id: &'a str,
@@ -227,14 +231,16 @@ pub trait TaskStore: Send + Sync + 'static {
         let _ = (id, runner);
         Box::pin(std::future::ready(Ok(true)))
     }
-    /// Takes the lease of an orphan for `runner`; `false` when another replica was first.
+    /// Takes the lease of an orphan for `runner`, with a fencing token larger than any
+    /// earlier holder's: from then on, only `runner` may update the task. `None` when
+    /// another replica was first.
     fn acquire<'a>(
         &'a self,
         id: &'a str,
         runner: &'a str,
-    ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
+    ) -> BoxFuture<'a, Result<Option<u64>, TaskStoreError>> {
         let _ = (id, runner);
-        Box::pin(std::future::ready(Ok(false)))
+        Box::pin(std::future::ready(Ok(None)))
     }
     /// Gives up `runner`'s lease on task `id` at once (a replica stopping): the task is an
     /// orphan from now on.
@@ -294,6 +300,8 @@ pub struct MemoryTaskStore {
     per_caller: usize,
     max_bytes: usize,
     records: Mutex<HashMap<String, Kept>>,
+    /// The last fencing token handed out.
+    fences: std::sync::atomic::AtomicU64,
 }
 
 /// A record as kept, with what it costs and whether its result was read.
@@ -352,6 +360,7 @@ impl MemoryTaskStore {
             per_caller: Self::DEFAULT_PER_CALLER,
             max_bytes: Self::DEFAULT_MAX_BYTES,
             records: Mutex::new(HashMap::new()),
+            fences: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -412,7 +421,7 @@ impl TaskStore for MemoryTaskStore {
         &'a self,
         record: TaskRecord,
         _runner: &'a str,
-    ) -> BoxFuture<'a, Result<(), TaskStoreError>> {
+    ) -> BoxFuture<'a, Result<u64, TaskStoreError>> {
         let mut records = self.lock();
         records.retain(|_, kept| !kept.record.is_expired());
         let now = now_ms();
@@ -431,7 +440,9 @@ impl TaskStore for MemoryTaskStore {
             Err(StoreFull(self.capacity).into())
         } else {
             records.insert(kept.record.id.clone(), kept);
-            Ok(())
+            // One process: nobody else ever holds a task, so the token only has to be
+            // there (and distinct).
+            Ok(self.fences.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1)
         };
         Box::pin(std::future::ready(inserted))
     }

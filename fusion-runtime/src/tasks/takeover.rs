@@ -6,11 +6,16 @@
 //! replica to take an orphan's lease acts on it, by what the tool declares:
 //!
 //! - a cancel was sent to it: it ends `cancelled`;
-//! - the tool is safe to run again (read-only, idempotent, or with an idempotency key): the
-//!   work runs again here, under the tool's policies, with the answers the task already
-//!   had, and the task ends as any other;
-//! - otherwise it ends `failed`, with `_meta["fusion/failure"]` class `unknown_outcome`: the
-//!   effect may or may not have happened, and it never runs a second time.
+//! - the tool is safe to run again (`read_only` or `idempotent`): the work runs again here,
+//!   under the tool's policies, with the answers the task already had, and the task ends
+//!   as any other;
+//! - otherwise it ends `failed`, with `_meta["fusion/failure"]` class `unknown_outcome`
+//!   (`replica_stopped`): the effect may or may not have happened, and it never runs a
+//!   second time. An idempotency key does not make a tool safe to run again: it says
+//!   "the same request", and the request may have had its effect.
+//!
+//! Taking the lease gives this runner a newer fencing token: the runner that stopped, if it
+//! was only paused, can no longer write the task (`TaskStore::update`).
 
 use std::{sync::Arc, time::Duration};
 
@@ -26,9 +31,9 @@ use super::{
 use crate::{future::BoxFuture, rounds::questions::InputState};
 
 /// Runs a task's tool again from its record, for a replica that takes the task over: the
-/// work, watching `cancel`, asking through `input`.
+/// work, watching `cancel`, asking through `input`, under the lease's fencing token.
 pub(crate) type Relaunch = Arc<
-    dyn Fn(&TaskRecord, CancellationToken, Arc<InputState>) -> BoxFuture<'static, TaskOutcome>
+    dyn Fn(&TaskRecord, CancellationToken, Arc<InputState>, u64) -> BoxFuture<'static, TaskOutcome>
         + Send
         + Sync,
 >;
@@ -67,9 +72,12 @@ async fn adopt(shared: &Arc<Shared>, relaunch: &Relaunch, id: &str) {
     }
     let store = &shared.store;
     let runner = shared.runner_token();
-    if !matches!(store.acquire(id, &runner).await, Ok(true)) {
-        return;
-    }
+    // From here only this runner may write the task: a runner that was paused past its
+    // lease and wakes up now is refused by the store.
+    let fence = match store.acquire(id, &runner).await {
+        Ok(Some(fence)) => fence,
+        _ => return,
+    };
     let mut record = match store.get(id).await {
         Ok(Some(record)) if !record.is_finished() => record,
         // Ended (or forgotten) between the sweep and the lease: nothing to do.
@@ -108,7 +116,7 @@ async fn adopt(shared: &Arc<Shared>, relaunch: &Relaunch, id: &str) {
     let input = InputState::rounds(signals.answers, capabilities);
     input.park();
     let cancel = CancellationToken::new();
-    let work = relaunch(&record, cancel.clone(), Arc::clone(&input));
+    let work = relaunch(&record, cancel.clone(), Arc::clone(&input), fence);
     if let Ok(false) = store.update(record.clone(), &runner).await {
         return;
     }

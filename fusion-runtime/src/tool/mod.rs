@@ -135,6 +135,15 @@ impl ToolSpec {
     pub fn is_unsafe_to_repeat(&self) -> bool {
         self.annotations.destructive == Some(true) && self.annotations.idempotent != Some(true)
     }
+
+    /// Declared safe to run a second time: `read_only`, or `idempotent` (running it twice
+    /// has the effect of running it once). Only such a tool's work is run again when the
+    /// replica running it stopped part-way (a task taken over, a key whose earlier run
+    /// stopped); any other ends as an unknown outcome, whether or not it has an
+    /// idempotency key: a key says "the same request", not "harmless to repeat".
+    pub fn is_safe_to_repeat(&self) -> bool {
+        self.annotations.read_only == Some(true) || self.annotations.idempotent == Some(true)
+    }
 }
 
 /// A tool with its types erased: its spec, its schemas, its argument validator and a

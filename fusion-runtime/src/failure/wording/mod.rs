@@ -94,7 +94,9 @@ impl Failure {
             FailureKind::UnknownOutcome { cause, check_with } => {
                 let what = match *cause {
                     "timeout" => "did not finish in time",
-                    "replica_stopped" => "was running as a task on a server replica that stopped",
+                    "replica_stopped" => {
+                        "stopped part-way: the server replica running it stopped before it answered"
+                    }
                     "lock_lost" => {
                         "was stopped part-way when it lost the lock that keeps other calls on its key out"
                     }
@@ -107,6 +109,21 @@ impl Failure {
                     Some(check) => text.push_str(&format!(", for example with {check}.")),
                     None => text.push('.'),
                 }
+                text
+            }
+            FailureKind::EarlierRunStopped { check_with } => {
+                let mut text = format!(
+                    "Tool {tool} did not run: an earlier call with the same idempotency key stopped part-way \
+                     (the server replica running it stopped before it answered), so that operation may or may \
+                     not have completed. Do not call it again blindly: check whether it took effect"
+                );
+                match check_with {
+                    Some(check) => text.push_str(&format!(", for example with {check}")),
+                    None => {}
+                }
+                text.push_str(
+                    ". If it did not, call again with a new idempotency key; this key keeps this answer.",
+                );
                 text
             }
             FailureKind::Cancelled => format!("The call to {tool} was cancelled by the client."),
