@@ -10,14 +10,21 @@
 //! ```
 //!
 //! Tools: `place_order` (destructive, one run per `order_id`; it appends one line per run
-//! to the `--effects FILE`, so that a test counts the orders actually placed), `ship_order`
+//! to the `--effects FILE`, so that a test counts the orders actually placed, between its
+//! `delay_ms` and its `after_ms`; a replica that dies after the line has placed the order
+//! without answering: later calls with the key get an unknown outcome, never a second
+//! order), `record_refund` (idempotent, one run per `refund_id`: a refund line with the
+//! run's fencing token; safe to repeat, so a refund whose replica died runs again elsewhere
+//! under a newer token), `ship_order`
 //! (destructive, no key: every run ships again, one line each), `sales_report` (read-only
 //! and slow), `approve_refund` (asks the user, as a task waits for the answer), `ping` (limited to `--rate` calls a second across the fleet, burst 1) and
 //! `echo` (no key, no limit), and `deposit` (one at a time per `account` across the fleet:
 //! it appends a `deposit-start` and a `deposit-end` line around its `hold_ms`, so that a
-//! test sees whether two ever overlapped). `place_order`, `ship_order` and `sales_report` run as tasks
-//! for clients that declare the tasks extension: a killed replica's reports and orders are
-//! run again elsewhere (safe to repeat), its shipments end `failed` with an unknown outcome.
+//! test sees whether two ever overlapped). `place_order`, `record_refund`, `ship_order` and
+//! `sales_report` run as tasks for clients that declare the tasks extension: a killed
+//! replica's reports and refunds are run again elsewhere (safe to repeat), its orders and
+//! shipments end `failed` with an unknown outcome (a key does not make a destructive tool
+//! safe to repeat).
 //! `price` (read-only, cached for 30 s and served stale for 10 minutes more on
 //! `.cache_store(redis)`: a burst of identical calls across the fleet runs it once; it
 //! appends a `price-run SYMBOL` line per run, holds for its `hold_ms`, and fails with a
@@ -78,13 +85,38 @@ async fn place_order(
     order_id: String,
     /// What to order.
     item: String,
-    /// How long placing it takes, in milliseconds.
+    /// How long placing it takes before the order is recorded, in milliseconds.
     delay_ms: Option<u32>,
+    /// How long it goes on after the order is recorded, before it answers, in
+    /// milliseconds: a replica that dies then has placed the order without saying so.
+    after_ms: Option<u32>,
 ) -> Result<String, OrderError> {
     tokio::time::sleep(Duration::from_millis(u64::from(delay_ms.unwrap_or(0)))).await;
     ctx.record(&format!("{order_id} {item}"))?;
+    tokio::time::sleep(Duration::from_millis(u64::from(after_ms.unwrap_or(0)))).await;
     Ok(format!(
         "placed {item} as {order_id} by replica {}",
+        std::process::id()
+    ))
+}
+
+/// Record a refund once per `refund_id`; safe to repeat (the refund book keeps one entry a
+/// refund), so a refund whose replica died is recorded again elsewhere under a newer
+/// fencing token.
+#[mcp_tool(idempotent, idempotency_key = "refund_id")]
+async fn record_refund(
+    #[ctx] ctx: &Ctx,
+    #[call] call: &Call,
+    /// The client's id of this refund.
+    refund_id: String,
+    /// How long recording it takes, in milliseconds.
+    delay_ms: Option<u32>,
+) -> Result<String, OrderError> {
+    tokio::time::sleep(Duration::from_millis(u64::from(delay_ms.unwrap_or(0)))).await;
+    let fence = call.fencing_token().unwrap_or(0);
+    ctx.record(&format!("refund {refund_id} fence={fence}"))?;
+    Ok(format!(
+        "refund {refund_id} recorded under fence {fence} by replica {}",
         std::process::id()
     ))
 }
@@ -472,6 +504,7 @@ async fn main() -> ExitCode {
         .task_tool(ship_order, Tasking::optional())
         .task_tool(sales_report, Tasking::optional())
         .task_tool(approve_refund, Tasking::optional())
+        .task_tool(record_refund, Tasking::optional())
         .tool(ping)
         .tool(echo)
         .tool(deposit)

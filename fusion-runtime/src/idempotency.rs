@@ -66,8 +66,12 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     /// running makes this wait for it. A key whose last run stopped part-way is
     /// [`Claim::Stopped`], unless `repeatable` (the tool is read-only or idempotent): the
     /// key is then claimed anew, with a newer fencing token.
-    fn claim<'a>(&'a self, key: &'a str, window: Duration, repeatable: bool)
-    -> BoxFuture<'a, Claim>;
+    fn claim<'a>(
+        &'a self,
+        key: &'a str,
+        window: Duration,
+        repeatable: bool,
+    ) -> BoxFuture<'a, Claim>;
     /// Stores the result of the run that claimed `key` with `fencing_token`, for the
     /// window; nothing if a newer claim took the key over.
     fn complete(&self, key: &str, fencing_token: u64, result: Value);

@@ -3,7 +3,9 @@
 //!
 //! - the same idempotency key sent to two replicas at once runs once (effects counted in a
 //!   file every replica appends to);
-//! - a replica killed mid-call: the retry on the other runs once, after the lease;
+//! - a replica killed after its effect (or before it): the retry on the other gets an
+//!   unknown outcome after the lease, never a second order; an idempotent tool's retry runs
+//!   again there, under a newer fencing token;
 //! - the fleet's rate limit holds over 5 s, through nginx to two replicas: never more than
 //!   rate × time + burst, and at least half the rate while calls keep coming;
 //! - Redis stopped mid-run: every call is still answered, keyed calls with a transient
@@ -104,56 +106,153 @@ fn a_key_reused_with_another_item_on_another_replica_is_a_conflict() {
     );
 }
 
+/// Sends `tool` with `arguments` to `addr` on a thread of its own, for a replica that will
+/// be killed before it answers.
+fn call_doomed(addr: std::net::SocketAddr, tool: &str, arguments: Value) -> thread::JoinHandle<()> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    thread::spawn(move || {
+        let _ = support::try_raw_http(
+            addr,
+            "POST",
+            "/mcp",
+            &support::mcp_headers(&[("MCP-Protocol-Version", "2025-06-18")]),
+            body.to_string().as_bytes(),
+            REQUEST,
+        );
+    })
+}
+
+/// Waits (at most 20 s) until the effects file has `count` lines.
+fn wait_for_effects(fleet: &Fleet, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fleet.effects().len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "the effect was never recorded: {:?}",
+            fleet.effects()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether `result` is the unknown outcome of a key whose earlier run stopped.
+fn is_replica_stopped(result: &Value) -> bool {
+    is_error(result)
+        && result["_meta"]["fusion/failure"]["class"] == "unknown_outcome"
+        && result["_meta"]["fusion/failure"]["code"] == "replica_stopped"
+}
+
 #[test]
-fn a_replica_killed_mid_call_leaves_the_retry_to_the_other_after_the_lease() {
-    let Some(fleet) = Fleet::start("lease") else {
+fn a_runner_killed_after_its_effect_leaves_an_unknown_outcome_never_a_second_order() {
+    let Some(fleet) = Fleet::start("after-effect") else {
         return;
     };
-    let lease = ["--lease-ms", "1500"];
+    let lease = ["--lease-ms", "1000"];
     let doomed = fleet.replica(&lease);
     let survivor = fleet.replica(&lease);
-    let order = json!({"order_id": "order-k", "item": "coffee", "delay_ms": 5000});
-    let doomed_addr = doomed.addr();
-    let first = {
-        let order = order.clone();
-        thread::spawn(move || {
-            support::try_raw_http(
-                doomed_addr,
-                "POST",
-                "/mcp",
-                &support::mcp_headers(&[("MCP-Protocol-Version", "2025-06-18")]),
-                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "place_order", "arguments": order}})
-                    .to_string()
-                    .as_bytes(),
-                REQUEST,
-            )
-        })
+    let order = json!({"order_id": "order-k", "item": "coffee", "after_ms": 30000});
+    let first = call_doomed(doomed.addr(), "place_order", order.clone());
+    // The order is placed; the replica dies before it answers (or stores its result).
+    wait_for_effects(&fleet, 1);
+    drop(doomed);
+    let _ = first.join();
+    let started = Instant::now();
+    let retry = call(survivor.addr(), "place_order", order.clone());
+    let waited = started.elapsed();
+    assert!(is_replica_stopped(&retry), "{retry}");
+    assert!(
+        text(&retry).contains("check whether it took effect")
+            && text(&retry).contains("new idempotency key"),
+        "{retry}"
+    );
+    assert_eq!(fleet.effects().len(), 1, "{:?}", fleet.effects());
+    assert!(
+        waited >= Duration::from_millis(200),
+        "the retry waited for the dead runner's lease to lapse ({waited:?})"
+    );
+    // Every later call with the key gets the same answer, on either replica, at once.
+    for _ in 0..3 {
+        let again = call(survivor.addr(), "place_order", order.clone());
+        assert!(is_replica_stopped(&again), "{again}");
+        assert_eq!(text(&again), text(&retry));
+    }
+    assert_eq!(
+        fleet.effects().len(),
+        1,
+        "one order, ever: {:?}",
+        fleet.effects()
+    );
+    // A new key is a new order.
+    let fresh = call(
+        survivor.addr(),
+        "place_order",
+        json!({"order_id": "order-k2", "item": "coffee"}),
+    );
+    assert!(!is_error(&fresh), "{fresh}");
+    assert_eq!(fleet.effects().len(), 2);
+}
+
+#[test]
+fn a_runner_killed_before_its_effect_is_an_unknown_outcome_too_since_nobody_can_tell() {
+    let Some(fleet) = Fleet::start("before-effect") else {
+        return;
     };
+    let lease = ["--lease-ms", "1000"];
+    let doomed = fleet.replica(&lease);
+    let survivor = fleet.replica(&lease);
+    let order = json!({"order_id": "order-k", "item": "coffee", "delay_ms": 30000});
+    let first = call_doomed(doomed.addr(), "place_order", order.clone());
     // The doomed replica holds the claim and is killed before its order is placed.
     thread::sleep(Duration::from_millis(500));
     drop(doomed);
     let _ = first.join();
-    let started = Instant::now();
-    let quick = json!({"order_id": "order-k", "item": "coffee", "delay_ms": 0});
-    let retry = call(survivor.addr(), "place_order", quick.clone());
-    let waited = started.elapsed();
+    let retry = call(survivor.addr(), "place_order", order);
+    assert!(is_replica_stopped(&retry), "{retry}");
+    assert!(fleet.effects().is_empty(), "{:?}", fleet.effects());
+}
+
+#[test]
+fn an_idempotent_runner_killed_mid_call_is_run_again_under_a_newer_fencing_token() {
+    let Some(fleet) = Fleet::start("idempotent") else {
+        return;
+    };
+    let lease = ["--lease-ms", "1000"];
+    let doomed = fleet.replica(&lease);
+    let survivor = fleet.replica(&lease);
+    let refund = json!({"refund_id": "refund-k", "delay_ms": 30000});
+    let first = call_doomed(doomed.addr(), "record_refund", refund.clone());
+    thread::sleep(Duration::from_millis(500));
+    drop(doomed);
+    let _ = first.join();
+    let quick = json!({"refund_id": "refund-k", "delay_ms": 0});
+    let retry = call(survivor.addr(), "record_refund", quick.clone());
     assert!(!is_error(&retry), "{retry}");
-    assert!(text(&retry).contains("placed coffee as order-k"), "{retry}");
-    assert!(
-        waited >= Duration::from_millis(500),
-        "the retry waited for the dead runner's lease ({waited:?})"
-    );
-    assert_eq!(fleet.effects().len(), 1, "{:?}", fleet.effects());
-    // And it is the one result from now on, for the same arguments; the first call's
-    // (another `delay_ms`) are another call under a used key: a conflict, not a run.
-    let again = call(survivor.addr(), "place_order", quick);
+    assert!(text(&retry).contains("recorded under fence"), "{retry}");
+    let effects = fleet.effects();
+    assert_eq!(effects.len(), 1, "{effects:?}");
+    // The same arguments replay it; the dead runner's (another `delay_ms`) conflict.
+    let again = call(survivor.addr(), "record_refund", quick);
     assert_eq!(text(&again), text(&retry));
-    let other = call(survivor.addr(), "place_order", order);
+    let other = call(survivor.addr(), "record_refund", refund);
     assert_eq!(
         other["_meta"]["fusion/failure"]["code"], "conflict",
         "{other}"
     );
-    assert_eq!(fleet.effects().len(), 1);
+    // Fencing tokens grow with each claim of a key: a second key's is larger still.
+    let fence = |line: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|word| word.strip_prefix("fence="))
+            .and_then(|fence| fence.parse().ok())
+            .unwrap_or_else(|| panic!("no fence in {line:?}"))
+    };
+    let second = call(
+        survivor.addr(),
+        "record_refund",
+        json!({"refund_id": "refund-k2"}),
+    );
+    assert!(!is_error(&second), "{second}");
+    let effects = fleet.effects();
+    assert!(fence(&effects[1]) > fence(&effects[0]), "{effects:?}");
 }
 
 #[test]

@@ -426,7 +426,8 @@ async fn a_dropped_keyed_runner_frees_its_key_only_before_its_handler_started() 
                     (None, false) => Ok(second.text()),
                 };
                 match expected {
-                    Ok(text) if !second.is_error && second.text() == text && third.text() == text => {}
+                    Ok(text)
+                        if !second.is_error && second.text() == text && third.text() == text => {}
                     Err(()) if stopped(&third) => {}
                     _ => sweep.check(
                         k,

@@ -22,6 +22,8 @@
 //!   killed on drop.
 //! - [`fleet::Fleet`]: `examples/fleet.rs` replicas on a Redis of the test's own, and the
 //!   file their effects are counted in.
+//! - [`task_client`]: raw 2026-07-28 requests of a client with the tasks extension
+//!   (create a task, poll it to its end), for the fleet's task tests.
 //! - [`redis_server::RedisServer`]: a Redis of the test's own on a loopback port, stopped
 //!   and started again at will, killed on drop ([`redis_server()`] finds the binary).
 //! - [`axum_thread::AxumThread`]: an axum router on loopback, on a thread of its own.
@@ -42,6 +44,7 @@ pub(crate) mod otlp;
 pub(crate) mod process;
 pub(crate) mod redis_server;
 pub(crate) mod stdio_peer;
+pub(crate) mod task_client;
 pub(crate) mod toolchains;
 
 #[allow(unused_imports)]

@@ -254,9 +254,7 @@ impl Failure {
             FailureKind::CircuitOpen { .. } => "circuit_open",
             FailureKind::Panic => "panic",
             FailureKind::Cancelled => outcome::CANCELLED,
-            FailureKind::UnknownOutcome { .. } | FailureKind::EarlierRunStopped { .. } => {
-                "unknown"
-            }
+            FailureKind::UnknownOutcome { .. } | FailureKind::EarlierRunStopped { .. } => "unknown",
             FailureKind::OutputTooLarge { .. } => "output_too_large",
             FailureKind::Handler(classification) => {
                 match (classification.code, classification.class) {

@@ -410,9 +410,7 @@ impl Invalidation {
         let wrote = match answer {
             Answer::Ran(ran, _) => match &ran.outcome {
                 Outcome::Success(_) => true,
-                Outcome::Failure(failure) => {
-                    failure.is_warning() || failure.is_unknown_outcome()
-                }
+                Outcome::Failure(failure) => failure.is_warning() || failure.is_unknown_outcome(),
             },
             Answer::Cached(_) => false,
         };

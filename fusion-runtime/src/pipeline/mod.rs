@@ -46,8 +46,7 @@ use call_log::CallLog;
 pub(crate) use render::CallReport;
 use render::render;
 use replay::{
-    Replay, deduplication_unavailable, earlier_run_stopped, idempotency_conflict,
-    idempotency_key,
+    Replay, deduplication_unavailable, earlier_run_stopped, idempotency_conflict, idempotency_key,
 };
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -275,7 +275,13 @@ impl RedisStore {
     }
 
     /// Keeps renewing the lease of `key`'s claim while the claim (`held`) is the newest.
-    fn renew(&self, keys: [String; 2], held: String, token: String, window: Duration) -> tokio::task::AbortHandle {
+    fn renew(
+        &self,
+        keys: [String; 2],
+        held: String,
+        token: String,
+        window: Duration,
+    ) -> tokio::task::AbortHandle {
         let mut connection = self.connection.clone();
         let lease_ms = self.lease_ms();
         let window_ms = millis(window);
@@ -313,11 +319,7 @@ impl RedisStore {
 
     /// Ends this process's claim on `key` under `fence`: the renewal stops.
     fn disown(&self, key: &str, fence: u64) -> Option<Owned> {
-        let owned = self
-            .owned
-            .lock()
-            .ok()?
-            .remove(&(key.to_owned(), fence))?;
+        let owned = self.owned.lock().ok()?.remove(&(key.to_owned(), fence))?;
         owned.renewal.abort();
         Some(owned)
     }
@@ -500,7 +502,12 @@ impl IdempotencyStore for RedisStore {
     fn abandon(&self, key: &str, fencing_token: u64) {
         if let Some(owned) = self.disown(key, fencing_token) {
             let window = millis(owned.window).to_string();
-            self.settle(key, ABANDON, vec![owned.held, window], "give up the key as stopped");
+            self.settle(
+                key,
+                ABANDON,
+                vec![owned.held, window],
+                "give up the key as stopped",
+            );
         }
     }
 }

@@ -29,10 +29,7 @@ use redis::Script;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::{
-    RedisStore,
-    store::RELEASE,
-};
+use super::{RedisStore, store::RELEASE};
 use crate::{
     future::BoxFuture,
     tasks::{SignalListener, TaskRecord, TaskSignal, TaskSignals, TaskStore, TaskStoreError},

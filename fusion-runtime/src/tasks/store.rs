@@ -442,7 +442,10 @@ impl TaskStore for MemoryTaskStore {
             records.insert(kept.record.id.clone(), kept);
             // One process: nobody else ever holds a task, so the token only has to be
             // there (and distinct).
-            Ok(self.fences.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1)
+            Ok(self
+                .fences
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1)
         };
         Box::pin(std::future::ready(inserted))
     }
