@@ -117,9 +117,8 @@ impl Failure {
                      (the server replica running it stopped before it answered), so that operation may or may \
                      not have completed. Do not call it again blindly: check whether it took effect"
                 );
-                match check_with {
-                    Some(check) => text.push_str(&format!(", for example with {check}")),
-                    None => {}
+                if let Some(check) = check_with {
+                    text.push_str(&format!(", for example with {check}"));
                 }
                 text.push_str(
                     ". If it did not, call again with a new idempotency key; this key keeps this answer.",
