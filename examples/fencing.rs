@@ -54,7 +54,8 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS payments (
 /// under the tool's policy). A stale runner's token is smaller: it changes no row. One
 /// statement, so there is no moment between a check and a write where a newer run could
 /// come between them.
-const UPSERT: &str = "INSERT INTO payments (id, amount_cents, fence, replica) VALUES (?1, ?2, ?3, ?4)
+const UPSERT: &str =
+    "INSERT INTO payments (id, amount_cents, fence, replica) VALUES (?1, ?2, ?3, ?4)
     ON CONFLICT(id) DO UPDATE SET
         amount_cents = excluded.amount_cents, fence = excluded.fence, replica = excluded.replica
     WHERE excluded.fence >= payments.fence";
@@ -98,12 +99,7 @@ impl Db {
             let changed = connection
                 .execute(
                     UPSERT,
-                    params![
-                        payment.id,
-                        payment.amount_cents,
-                        fence,
-                        payment.replica
-                    ],
+                    params![payment.id, payment.amount_cents, fence, payment.replica],
                 )
                 .map_err(PaymentError::from_sqlite)?;
             if changed == 1 {
@@ -251,7 +247,11 @@ const USAGE: cli::Usage = cli::Usage {
             "PORT",
             "serve Streamable HTTP on 127.0.0.1:PORT (required; 0: a free port)",
         ),
-        ("--redis", "URL", "the Redis to share idempotency keys on (required)"),
+        (
+            "--redis",
+            "URL",
+            "the Redis to share idempotency keys on (required)",
+        ),
         (
             "--db",
             "PATH",
