@@ -89,6 +89,15 @@ const CRATES: &[UserCrate] = &[
         thiserror: true,
         extra: "",
     },
+    // A handler that fences its own database writes needs that database's crate.
+    UserCrate {
+        name: "fencing",
+        files: &[("examples/fencing.rs", "src/main.rs")],
+        features: &["redis"],
+        tokio: TOKIO_TIME_NET,
+        thiserror: true,
+        extra: r#"rusqlite = { version = "0.43", default-features = false, features = ["bundled"] }"#,
+    },
     // A team with an rmcp server of its own has rmcp as a dependency already, with the
     // features its own `#[tool_router]` needs.
     UserCrate {

@@ -59,6 +59,12 @@ fn binaries() -> Vec<(
             &["--http PORT", "--redis URL"],
         ),
         (
+            "fencing",
+            support::example_binary("fencing"),
+            Some("--db"),
+            &["--http PORT", "--redis URL", "--db PATH"],
+        ),
+        (
             "cancel_safety",
             support::example_binary("cancel_safety"),
             None,
