@@ -40,6 +40,7 @@
 //! ```
 
 mod cache;
+mod connection;
 mod lock;
 mod rate;
 mod store;
