@@ -569,3 +569,173 @@ impl RedisStore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        io::Write as _,
+        net::TcpStream,
+        path::PathBuf,
+        process::{Child, Command, Stdio},
+    };
+
+    use super::*;
+
+    #[test]
+    fn failures_of_the_connection_or_the_node_drop_it_and_answers_do_not() {
+        let reset = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(unusable(&reset));
+        assert!(unusable(&timed_out()));
+        let demoted = RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ReadOnly),
+            "You can't write against a read only replica.",
+        ));
+        assert!(unusable(&demoted));
+        let answer = RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ResponseError),
+            "WRONGTYPE",
+        ));
+        assert!(!unusable(&answer));
+        let script = RedisError::from((ErrorKind::Server(ServerErrorKind::NoScript), "NOSCRIPT"));
+        assert!(
+            !unusable(&script),
+            "a script to load is no reason to reconnect"
+        );
+    }
+
+    /// A `redis-server` of the test's own on a free loopback port, killed when dropped.
+    struct Server {
+        child: Child,
+        port: u16,
+    }
+
+    impl Server {
+        fn start(binary: &PathBuf, replica_of: Option<u16>) -> Self {
+            let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+                .and_then(|listener| listener.local_addr())
+                .map(|addr| addr.port())
+                .expect("a free loopback port");
+            let mut command = Command::new(binary);
+            command.args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ]);
+            if let Some(primary) = replica_of {
+                command.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+            }
+            let child = command
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server starts");
+            let server = Self { child, port };
+            let deadline = std::time::Instant::now() + Duration::from_secs(15);
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(std::time::Instant::now() < deadline, "redis-server listens");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            server
+        }
+
+        fn url(&self) -> String {
+            format!("redis://127.0.0.1:{}", self.port)
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// `redis-server` as the integration tests find it (`tests/support/toolchains.rs`);
+    /// `None` (a loud skip) without it, a failure under `CI=true`.
+    fn redis_server() -> Option<PathBuf> {
+        let found = std::env::var_os("FUSION_REDIS")
+            .filter(|path| !path.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("PATH").and_then(|path| {
+                    std::env::split_paths(&path)
+                        .map(|dir| dir.join("redis-server"))
+                        .find(|candidate| candidate.is_file())
+                })
+            })
+            .or_else(|| {
+                let fallback = PathBuf::from("/usr/bin/redis-server");
+                fallback.is_file().then_some(fallback)
+            });
+        if found.is_none() {
+            let hint = "no redis-server: run `scripts/redis-env`";
+            assert!(
+                std::env::var_os("CI").is_none_or(|ci| ci != "true"),
+                "{hint} (CI=true, so this test fails instead of skipping)"
+            );
+            let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {hint}");
+        }
+        found
+    }
+
+    #[tokio::test]
+    async fn wait_counts_the_replicas_that_acknowledged_the_writes() {
+        let Some(binary) = redis_server() else {
+            return;
+        };
+        let primary = Server::start(&binary, None);
+        let replica = Server::start(&binary, Some(primary.port));
+        let probe = Client::open(replica.url())
+            .expect("the replica's address")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("the replica");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut probe.clone())
+                .await
+                .expect("INFO");
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the replica never synced");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        let store = RedisStore::connect(&primary.url()).await.expect("Redis");
+        let mut connection = store.connection.clone();
+        // Not asked for: nothing to wait for.
+        store
+            .wait_replicated(&mut connection)
+            .await
+            .expect("no WAIT");
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg("v")
+            .query_async(&mut connection)
+            .await
+            .expect("SET");
+        let one = store.clone().wait_for_replicas(1, Duration::from_secs(10));
+        assert_eq!(one.replica_wait, Some((1, WAIT_MAX)), "at most 900 ms");
+        one.wait_replicated(&mut connection)
+            .await
+            .expect("the one replica acknowledged");
+        let two = store.wait_for_replicas(2, Duration::from_millis(100));
+        let started = Instant::now();
+        let error = two
+            .wait_replicated(&mut connection)
+            .await
+            .expect_err("there is one replica, not two");
+        assert!(started.elapsed() >= Duration::from_millis(90), "it waited");
+        assert_eq!(error.code(), Some("NOREPLICAS"), "{error}");
+        assert!(error.to_string().contains("1 of 2"), "{error}");
+    }
+}
