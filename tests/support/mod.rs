@@ -23,7 +23,11 @@
 //! - [`fleet::Fleet`]: `examples/fleet.rs` replicas on a Redis of the test's own, and the
 //!   file their effects are counted in.
 //! - [`redis_server::RedisServer`]: a Redis of the test's own on a loopback port, stopped
-//!   and started again at will, killed on drop ([`redis_server()`] finds the binary).
+//!   and started again at will (with its data, when started persistent), killed on drop
+//!   ([`redis_server()`] finds the binary).
+//! - [`redis_cluster::RedisCluster`]: a Redis Cluster of three primaries of the test's own.
+//! - [`redis_sentinel::RedisSentinel`]: a primary, its replica and three sentinels; the
+//!   primary killed, a failover waited for.
 //! - [`axum_thread::AxumThread`]: an axum router on loopback, on a thread of its own.
 //! - [`otlp::OtlpReceiver`]: an OTLP/HTTP receiver on loopback that decodes the spans a
 //!   server exports with the official protobuf definitions.
@@ -40,6 +44,8 @@ pub(crate) mod http;
 pub(crate) mod nginx_proxy;
 pub(crate) mod otlp;
 pub(crate) mod process;
+pub(crate) mod redis_cluster;
+pub(crate) mod redis_sentinel;
 pub(crate) mod redis_server;
 pub(crate) mod stdio_peer;
 pub(crate) mod toolchains;
