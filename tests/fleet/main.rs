@@ -6,6 +6,7 @@
 mod support;
 
 mod caching;
+mod cluster;
 mod fleet;
 mod scale_out;
 mod serialize;
