@@ -52,6 +52,14 @@ const CACHE_TOOLS: [&str; 3] = ["quote", "weather", "users"];
 /// Lock keys whose Redis keys land one on each node.
 const LOCK_KEYS: [&str; 3] = ["d", "a", "bob"];
 
+/// redis-server, once redis-cli is there too; `None` (a loud skip, a failure under
+/// `CI=true`) without either.
+fn redis_tools() -> Option<std::path::PathBuf> {
+    let server = support::redis_server()?;
+    support::redis_cli()?;
+    Some(server)
+}
+
 async fn cluster_store(cluster: &RedisCluster) -> RedisStore {
     let urls = cluster.urls();
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
@@ -78,7 +86,7 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
 
 #[tokio::test]
 async fn locks_on_a_cluster_are_taken_renewed_and_released_on_every_node() {
-    let Some(binary) = support::redis_server() else {
+    let Some(binary) = redis_tools() else {
         return;
     };
     let cluster = RedisCluster::start(&binary);
@@ -138,7 +146,7 @@ async fn locks_on_a_cluster_are_taken_renewed_and_released_on_every_node() {
 
 #[tokio::test]
 async fn the_cache_on_a_cluster_keeps_a_tools_keys_in_one_slot() {
-    let Some(binary) = support::redis_server() else {
+    let Some(binary) = redis_tools() else {
         return;
     };
     let cluster = RedisCluster::start(&binary);
@@ -263,7 +271,7 @@ async fn quote() -> String {
 
 #[tokio::test]
 async fn the_fleets_rate_limit_holds_on_a_cluster() {
-    let Some(binary) = support::redis_server() else {
+    let Some(binary) = redis_tools() else {
         return;
     };
     let cluster = RedisCluster::start(&binary);
@@ -305,7 +313,7 @@ async fn the_fleets_rate_limit_holds_on_a_cluster() {
 
 #[tokio::test]
 async fn idempotency_keys_and_tasks_on_a_cluster() {
-    let Some(binary) = support::redis_server() else {
+    let Some(binary) = redis_tools() else {
         return;
     };
     let cluster = RedisCluster::start(&binary);
@@ -408,7 +416,7 @@ async fn idempotency_keys_and_tasks_on_a_cluster() {
 
 #[tokio::test]
 async fn a_publish_on_any_node_reaches_the_subscription_on_one() {
-    let Some(binary) = support::redis_server() else {
+    let Some(binary) = redis_tools() else {
         return;
     };
     let cluster = RedisCluster::start(&binary);
@@ -446,7 +454,7 @@ async fn a_publish_on_any_node_reaches_the_subscription_on_one() {
 
 #[tokio::test]
 async fn a_store_under_sentinel_follows_the_promoted_replica() {
-    let Some(binary) = support::redis_server() else {
+    let Some(binary) = redis_tools() else {
         return;
     };
     let mut sentinel = RedisSentinel::start(&binary);
@@ -544,7 +552,7 @@ async fn a_store_under_sentinel_follows_the_promoted_replica() {
 
 #[tokio::test]
 async fn a_persistent_redis_keeps_the_entries_across_a_kill() {
-    let Some(binary) = support::redis_server() else {
+    let Some(binary) = redis_tools() else {
         return;
     };
     let mut redis = RedisServer::start_persistent(&binary);

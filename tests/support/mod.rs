@@ -14,7 +14,7 @@
 //!   (a connection from another loopback address) and [`exchange`] (one request on it).
 //! - [`toolchains`]: [`target_dir`] (cargo's target directory, where `scripts/python-env`
 //!   and `scripts/node-env` put their tools), [`python`], [`node_bin`] with [`path_with`],
-//!   [`nginx`], [`redis_server()`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
+//!   [`nginx`], [`redis_server()`], [`redis_cli()`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
 //!   missing; under `CI=true` a missing tool fails the test.
 //! - [`stdio_peer::StdioPeer`]: raw JSON-RPC lines to an example server over stdio.
 //! - [`drop_after::drop_after`]: a future dropped after its k-th `Pending` poll.
@@ -61,4 +61,6 @@ pub(crate) use process::{
     RunOutput, example_binary, package_binary, rss_kib, run_with_timeout, send_signal,
 };
 #[allow(unused_imports)]
-pub(crate) use toolchains::{nginx, node_bin, path_with, python, redis_server, target_dir};
+pub(crate) use toolchains::{
+    nginx, node_bin, path_with, python, redis_cli, redis_server, target_dir,
+};

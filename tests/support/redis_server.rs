@@ -42,9 +42,13 @@ pub(crate) fn redis_dir(kind: &str, port: u16) -> PathBuf {
     dir
 }
 
-/// `redis-cli` beside `redis_server` (the Debian packages put both in `/usr/bin`), else on
-/// `PATH`.
+/// `redis-cli`: the file `$FUSION_REDIS_CLI` names, else the one beside `redis_server` (the
+/// Debian packages put both in `/usr/bin`), else the one on `PATH`
+/// ([`redis_cli()`](super::redis_cli) says whether there is one).
 pub(crate) fn redis_cli(redis_server: &Path) -> PathBuf {
+    if let Some(named) = std::env::var_os("FUSION_REDIS_CLI").filter(|named| !named.is_empty()) {
+        return PathBuf::from(named);
+    }
     let beside = redis_server.with_file_name("redis-cli");
     if beside.is_file() {
         return beside;
