@@ -603,10 +603,12 @@ mod tests {
         );
     }
 
-    /// A `redis-server` of the test's own on a free loopback port, killed when dropped.
+    /// A `redis-server` of the test's own on a free loopback port, its files (the RDB a
+    /// replica's sync writes) in a temp dir; killed, and the dir removed, when dropped.
     struct Server {
         child: Child,
         port: u16,
+        dir: PathBuf,
     }
 
     impl Server {
@@ -615,8 +617,11 @@ mod tests {
                 .and_then(|listener| listener.local_addr())
                 .map(|addr| addr.port())
                 .expect("a free loopback port");
+            let dir = std::env::temp_dir()
+                .join(format!("fusion-unit-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("the Redis temp dir");
             let mut command = Command::new(binary);
-            command.args([
+            command.arg("--dir").arg(&dir).args([
                 "--port",
                 &port.to_string(),
                 "--bind",
@@ -635,7 +640,7 @@ mod tests {
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("redis-server starts");
-            let server = Self { child, port };
+            let server = Self { child, port, dir };
             let deadline = std::time::Instant::now() + Duration::from_secs(15);
             while TcpStream::connect(("127.0.0.1", port)).is_err() {
                 assert!(std::time::Instant::now() < deadline, "redis-server listens");
@@ -653,6 +658,7 @@ mod tests {
         fn drop(&mut self) {
             let _ = self.child.kill();
             let _ = self.child.wait();
+            let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
 
