@@ -9,7 +9,7 @@
 //!   subscription, which is on one node;
 //! - under Sentinel (`RedisStore::connect_sentinel`), the primary SIGKILLed: commands fail
 //!   (never taking more than about a second) until a replica is promoted, then succeed on
-//!   it, with what was written before;
+//!   it, with what was written before, and the task signals' subscription follows;
 //! - a persistent Redis (`appendonly yes`, `appendfsync always`) keeps the cache's
 //!   entries across a SIGKILL and a restart, and the store reconnects to it.
 //!
@@ -355,15 +355,7 @@ async fn idempotency_keys_and_tasks_on_a_cluster() {
 
     // Tasks: every key of a task script under the prefix's hash tag, one slot.
     let tasks = cluster_store(&cluster).await.prefix("{fusion-tasks}:");
-    let signalled = Arc::new(Mutex::new(Vec::<String>::new()));
-    let listener = {
-        let signalled = Arc::clone(&signalled);
-        Arc::new(move |id: &str| {
-            if let Ok(mut ids) = signalled.lock() {
-                ids.push(id.to_owned());
-            }
-        })
-    };
+    let (signalled, listener) = recorder();
     let subscription =
         tokio::spawn(TaskStore::subscribe(&tasks, listener).expect("a shared store"));
     let minute = Duration::from_secs(60);
@@ -421,35 +413,57 @@ async fn a_publish_on_any_node_reaches_the_subscription_on_one() {
     };
     let cluster = RedisCluster::start(&binary);
     let store = cluster_store(&cluster).await;
-    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (heard, listener) = recorder();
+    let subscription =
+        tokio::spawn(TaskStore::subscribe(&store, listener).expect("a shared store"));
+    // Published on each node with redis-cli, outside the store.
+    for port in cluster.ports() {
+        let message = format!("from-{port}");
+        publish_until_heard(&heard, &message, || {
+            cluster.cli(port, &["PUBLISH", "fusion:task-signals", &message])
+        })
+        .await;
+    }
+    subscription.abort();
+}
+
+/// What a task-signal listener heard, and the listener.
+fn recorder() -> (
+    Arc<Mutex<Vec<String>>>,
+    fusion_runtime::tasks::SignalListener,
+) {
+    let heard = Arc::new(Mutex::new(Vec::<String>::new()));
     let listener = {
-        let seen = Arc::clone(&seen);
+        let heard = Arc::clone(&heard);
         Arc::new(move |id: &str| {
-            if let Ok(mut ids) = seen.lock() {
+            if let Ok(mut ids) = heard.lock() {
                 ids.push(id.to_owned());
             }
         })
     };
-    let subscription =
-        tokio::spawn(TaskStore::subscribe(&store, listener).expect("a shared store"));
-    // Published on each node with redis-cli, outside the store: until the subscription is
-    // up, the first ones may go unheard.
-    for port in cluster.ports() {
-        let message = format!("from-{port}");
-        let deadline = Instant::now() + STEP;
-        while !seen.lock().is_ok_and(|ids| ids.contains(&message)) {
-            cluster
-                .cli(port, &["PUBLISH", "fusion:task-signals", &message])
-                .expect("PUBLISH");
-            assert!(
-                Instant::now() < deadline,
-                "a PUBLISH on node {port} never reached the subscription: {:?}",
-                seen.lock().map(|ids| ids.clone())
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    (heard, listener)
+}
+
+/// Publishes `message` (with `publish`, every 100 ms: until the subscription is up, the
+/// first ones may go unheard) until `heard` has it; fails after [`STEP`].
+async fn publish_until_heard(
+    heard: &Mutex<Vec<String>>,
+    message: &str,
+    publish: impl Fn() -> Option<String>,
+) {
+    let deadline = Instant::now() + STEP;
+    while !heard
+        .lock()
+        .is_ok_and(|ids| ids.iter().any(|id| id == message))
+    {
+        publish().expect("PUBLISH");
+        assert!(
+            Instant::now() < deadline,
+            "{message} never reached the subscription: {:?}",
+            heard.lock().map(|ids| ids.clone())
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    subscription.abort();
 }
 
 #[tokio::test]
@@ -466,6 +480,17 @@ async fn a_store_under_sentinel_follows_the_promoted_replica() {
     )
     .await
     .expect("the test's sentinels");
+    // The task signals, subscribed on the primary.
+    let (heard, listener) = recorder();
+    let subscription =
+        tokio::spawn(TaskStore::subscribe(&store, listener).expect("a shared store"));
+    publish_until_heard(&heard, "before", || {
+        sentinel.cli(
+            sentinel.primary_port(),
+            &["PUBLISH", "fusion:task-signals", "before"],
+        )
+    })
+    .await;
 
     let before = within("get", CacheStore::get(&store, "quote", "k", KEEP))
         .await
@@ -548,6 +573,12 @@ async fn a_store_under_sentinel_follows_the_promoted_replica() {
     let _lock = within("a lock", LockStore::lock(&store, "account"))
         .await
         .expect("a lock on the new primary");
+    // The subscription moved to the new primary.
+    publish_until_heard(&heard, "after", || {
+        sentinel.cli(promoted, &["PUBLISH", "fusion:task-signals", "after"])
+    })
+    .await;
+    subscription.abort();
 }
 
 #[tokio::test]

@@ -2,7 +2,8 @@
 //! Redis ([`connect`](RedisStore::connect)), a Redis Cluster
 //! ([`connect_cluster`](RedisStore::connect_cluster)), or a primary watched by Sentinel
 //! ([`connect_sentinel`](RedisStore::connect_sentinel)); the connection the task signals
-//! are subscribed on; and the `WAIT` for replicas ([`wait_for_replicas`](RedisStore::wait_for_replicas)).
+//! are subscribed on; and the `WAIT` for replicas
+//! ([`wait_for_replicas`](RedisStore::wait_for_replicas)).
 //!
 //! Whatever the topology, a command is sent at most once: a connection that fails answers
 //! that command with an error (the store then says Redis is unavailable) and the next
