@@ -7,6 +7,7 @@ mod support;
 
 mod caching;
 mod chaos;
+mod cluster;
 mod fencing;
 mod fleet;
 mod scale_out;

@@ -14,7 +14,7 @@
 //!   (a connection from another loopback address) and [`exchange`] (one request on it).
 //! - [`toolchains`]: [`target_dir`] (cargo's target directory, where `scripts/python-env`
 //!   and `scripts/node-env` put their tools), [`python`], [`node_bin`] with [`path_with`],
-//!   [`nginx`], [`redis_server()`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
+//!   [`nginx`], [`redis_server()`], [`redis_cli()`]: each the tool, or `None` (skip, with a loud note) outside CI when it is
 //!   missing; under `CI=true` a missing tool fails the test.
 //! - [`stdio_peer::StdioPeer`]: raw JSON-RPC lines to an example server over stdio.
 //! - [`drop_after::drop_after`]: a future dropped after its k-th `Pending` poll.
@@ -25,7 +25,11 @@
 //! - [`task_client`]: raw 2026-07-28 requests of a client with the tasks extension
 //!   (create a task, poll it to its end), for the fleet's task tests.
 //! - [`redis_server::RedisServer`]: a Redis of the test's own on a loopback port, stopped
-//!   and started again at will, killed on drop ([`redis_server()`] finds the binary).
+//!   and started again at will (with its data, when started persistent), killed on drop
+//!   ([`redis_server()`] finds the binary).
+//! - [`redis_cluster::RedisCluster`]: a Redis Cluster of three primaries of the test's own.
+//! - [`redis_sentinel::RedisSentinel`]: a primary, its replica and three sentinels; the
+//!   primary killed, a failover waited for.
 //! - [`axum_thread::AxumThread`]: an axum router on loopback, on a thread of its own.
 //! - [`otlp::OtlpReceiver`]: an OTLP/HTTP receiver on loopback that decodes the spans a
 //!   server exports with the official protobuf definitions.
@@ -42,6 +46,8 @@ pub(crate) mod http;
 pub(crate) mod nginx_proxy;
 pub(crate) mod otlp;
 pub(crate) mod process;
+pub(crate) mod redis_cluster;
+pub(crate) mod redis_sentinel;
 pub(crate) mod redis_server;
 pub(crate) mod stdio_peer;
 pub(crate) mod task_client;
@@ -58,4 +64,6 @@ pub(crate) use process::{
     RunOutput, example_binary, package_binary, rss_kib, run_with_timeout, send_signal,
 };
 #[allow(unused_imports)]
-pub(crate) use toolchains::{nginx, node_bin, path_with, python, redis_server, target_dir};
+pub(crate) use toolchains::{
+    nginx, node_bin, path_with, python, redis_cli, redis_server, target_dir,
+};

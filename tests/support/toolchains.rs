@@ -135,6 +135,18 @@ pub(crate) fn redis_server() -> Option<PathBuf> {
     )
 }
 
+/// redis-cli, for the Redis Cluster and Sentinel tests (`tests/fleet/cluster.rs`):
+/// `$FUSION_REDIS_CLI`, then `redis-cli` on `PATH`, then `/usr/bin/redis-cli` (the Debian
+/// package redis-server brings it, as Homebrew's redis does); missing, as for [`nginx`].
+pub(crate) fn redis_cli() -> Option<PathBuf> {
+    system_tool(
+        "FUSION_REDIS_CLI",
+        "redis-cli",
+        "/usr/bin/redis-cli",
+        "no redis-cli (FUSION_REDIS_CLI is unset, none on PATH or at /usr/bin/redis-cli): run `scripts/redis-env` (as root; installs the Debian package redis-server, which brings redis-tools)",
+    )
+}
+
 /// A tool installed on the system: the file `$var` names, else `name` on `PATH`, else
 /// `fallback`; missing, [`missing_tool`] with `hint`.
 fn system_tool(var: &str, name: &str, fallback: &str, hint: &str) -> Option<PathBuf> {

@@ -8,9 +8,16 @@
 //!
 //! | key | what |
 //! |---|---|
-//! | `cache:gen:<tool>` | the tool's generation (a counter, no expiry): `invalidate` is one `INCR` |
-//! | `cache:entry:<tool>:<key>` | a hash: `g` the generation it was stored in, `t` when (Redis's clock, ms), `v` the answer (JSON); expires after its keep |
-//! | `cache:fill:<tool>:<key>` | `<generation>:<token>` of the replica running the call, expiring with its lease |
+//! | `cache:{<tool>}:gen` | the tool's generation (a counter, no expiry): `invalidate` is one `INCR` |
+//! | `cache:{<tool>}:entry:<key>` | a hash: `g` the generation it was stored in, `t` when (Redis's clock, ms), `v` the answer (JSON); expires after its keep |
+//! | `cache:{<tool>}:fill:<key>` | `<generation>:<token>` of the replica running the call, expiring with its lease |
+//!
+//! The braces are a Redis Cluster hash tag: a tool's keys share one hash slot (one node),
+//! since each script reads the generation with the entry or the fill lock; different
+//! tools spread over the nodes. The tool's segment has no braces of its own, and the keys
+//! differ only after it, so the three share their slot whatever the prefix. (A prefix with
+//! a tag of its own takes over: `{app}:` puts every key of the store in one slot, on one
+//! node; an empty `{}` in it would hash whole keys, and split a tool's keys.)
 //!
 //! An entry of an older generation is no entry: an invalidation drops every entry of the
 //! tool at once, and the next `put` of the key overwrites it (otherwise it expires). Each
@@ -20,12 +27,12 @@
 
 use std::{borrow::Cow, fmt::Write as _, sync::LazyLock, time::Duration};
 
-use redis::{Script, aio::ConnectionManager};
+use redis::Script;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use tokio::time::Instant;
 
-use super::RedisStore;
+use super::{RedisStore, connection::Connection};
 use crate::{
     cache::{CacheStore, CacheUnavailable, CachedEntry, Fill, Lookup},
     future::BoxFuture,
@@ -153,15 +160,16 @@ impl Keys {
         let (tool, key) = (segment(tool), segment(key));
         Self {
             generation: generation_key(prefix, &tool),
-            entry: format!("{prefix}cache:entry:{tool}:{key}"),
-            fill: format!("{prefix}cache:fill:{tool}:{key}"),
+            entry: format!("{prefix}cache:{{{tool}}}:entry:{key}"),
+            fill: format!("{prefix}cache:{{{tool}}}:fill:{key}"),
         }
     }
 }
 
-/// The key of a tool's generation (`tool` already a [`segment`]).
+/// The key of a tool's generation (`tool` already a [`segment`]). The tool's segment
+/// is the key's hash tag, shared with its entries and fill locks (Redis Cluster).
 fn generation_key(prefix: &str, tool: &str) -> String {
-    format!("{prefix}cache:gen:{tool}")
+    format!("{prefix}cache:{{{tool}}}:gen")
 }
 
 /// Milliseconds for Redis: at least 1 (`PX 0` is an error).
@@ -212,7 +220,7 @@ async fn bounded<T>(
 /// The lock of a run on Redis, held (or maybe being taken) by this replica: dropped, it
 /// deletes the key if this token still holds it, on a task of its own.
 struct FillHold {
-    connection: ConnectionManager,
+    connection: Connection,
     redis_key: String,
     /// `:<token>`: how the lock's value ends while this replica holds it.
     suffix: String,
@@ -449,23 +457,58 @@ mod tests {
     fn plain_names_and_hex_keys_are_kept_and_anything_else_is_hashed() {
         let digest = "ab".repeat(32);
         let keys = Keys::new("fusion:", "db_user.find_many", &digest);
-        assert_eq!(keys.generation, "fusion:cache:gen:db_user.find_many");
+        assert_eq!(keys.generation, "fusion:cache:{db_user.find_many}:gen");
         assert_eq!(
             keys.entry,
-            format!("fusion:cache:entry:db_user.find_many:{digest}")
+            format!("fusion:cache:{{db_user.find_many}}:entry:{digest}")
         );
         assert_eq!(
             keys.fill,
-            format!("fusion:cache:fill:db_user.find_many:{digest}")
+            format!("fusion:cache:{{db_user.find_many}}:fill:{digest}")
         );
         // A separator in a part cannot make two tools' keys meet.
         let odd = Keys::new("p:", "a:b", "k");
-        assert!(odd.generation.starts_with("p:cache:gen:#"), "{odd:?}");
-        assert_eq!(odd.generation.len(), "p:cache:gen:#".len() + 64);
+        assert!(odd.generation.starts_with("p:cache:{#"), "{odd:?}");
+        assert_eq!(odd.generation.len(), "p:cache:{#}:gen".len() + 64);
+        assert!(segment("{a}").starts_with('#'), "no braces of a tool's own");
         assert_ne!(segment("a:b"), segment("a:c"));
         assert!(segment("").starts_with('#'));
         assert!(segment(&"x".repeat(PLAIN_MAX + 1)).starts_with('#'));
         assert_eq!(segment(&"x".repeat(PLAIN_MAX)), "x".repeat(PLAIN_MAX));
+    }
+
+    /// What Redis Cluster hashes of a key: the first `{..}` with something in it, else the
+    /// whole key.
+    fn hash_tag(key: &str) -> &str {
+        key.find('{')
+            .and_then(|open| {
+                let rest = &key[open + 1..];
+                rest.find('}')
+                    .filter(|close| *close > 0)
+                    .map(|close| &rest[..close])
+            })
+            .unwrap_or(key)
+    }
+
+    #[test]
+    fn a_tools_keys_share_one_hash_slot_and_tools_spread() {
+        for prefix in ["fusion:", "", "app{1}:", "a{b:", "x}y:"] {
+            for (tool, key) in [("quote", "ab12"), ("a:b", "k k"), ("{t}", "{k}"), ("", "")] {
+                let keys = Keys::new(prefix, tool, key);
+                let tag = hash_tag(&keys.generation);
+                assert_eq!(hash_tag(&keys.entry), tag, "{keys:?}");
+                assert_eq!(hash_tag(&keys.fill), tag, "{keys:?}");
+                assert_eq!(
+                    generation_key(prefix, &segment(tool)),
+                    keys.generation,
+                    "invalidate's key is the scripts' one"
+                );
+            }
+        }
+        assert_ne!(
+            hash_tag(&Keys::new("fusion:", "quote", "k").generation),
+            hash_tag(&Keys::new("fusion:", "news", "k").generation)
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::{fmt::Write as _, time::Duration};
 
-use redis::{Script, aio::ConnectionManager};
+use redis::Script;
 use sha2::{Digest as _, Sha256};
 use tokio::{sync::watch, time::Instant};
 
@@ -13,7 +13,10 @@ use crate::{
     lock::{LockGuard, LockStore, LockUnavailable},
 };
 
-use super::store::{RELEASE, RENEW, RedisStore};
+use super::{
+    connection::Connection,
+    store::{RELEASE, RENEW, RedisStore},
+};
 
 /// How long a waiter sleeps between tries of a key held on another replica, at first and
 /// at most.
@@ -60,7 +63,9 @@ impl RedisStore {
         self
     }
 
-    /// The Redis key of a lock key: fixed-size, whatever the key.
+    /// The Redis key of a lock key: fixed-size, whatever the key. Every command and script
+    /// on a lock names this key alone, so on a Redis Cluster it needs no hash tag: each
+    /// lock lives on the node of its own slot.
     fn lock_redis_key(&self, key: &str) -> String {
         let mut name = format!("{}lock:", self.prefix);
         for byte in Sha256::digest(key.as_bytes()) {
@@ -74,7 +79,7 @@ impl RedisStore {
 /// it: dropped, it stops the renewal, deletes the Redis key if this token still holds it
 /// (in the background), and only then lets this replica's next waiter go.
 struct Hold {
-    connection: ConnectionManager,
+    connection: Connection,
     redis_key: String,
     token: String,
     /// Whether the Redis key may be ours, so the drop must release it.
@@ -197,7 +202,7 @@ impl LockStore for RedisStore {
 /// the key is no longer this holder's, it says `lost`: the call is stopped while the
 /// lease still has a third to run, before another replica can take the key.
 struct Renewal {
-    connection: ConnectionManager,
+    connection: Connection,
     redis_key: String,
     token: String,
     lease: Duration,

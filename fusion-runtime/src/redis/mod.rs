@@ -10,6 +10,11 @@
 //! calls run uncached while Redis is away (answers over [`CACHE_VALUE_LIMIT`] are not
 //! stored).
 //!
+//! Redis may be one server ([`RedisStore::connect`]), a Redis Cluster
+//! ([`RedisStore::connect_cluster`]: the keys of each script share a hash slot) or a
+//! primary with replicas under Sentinel ([`RedisStore::connect_sentinel`]: the store
+//! follows a failover).
+//!
 //! ```no_run
 //! use fusion_runtime::{prelude::*, redis::RedisStore};
 //!
@@ -40,6 +45,7 @@
 //! ```
 
 mod cache;
+mod connection;
 mod lock;
 mod rate;
 mod store;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use redis::Script;
 
-use super::RedisStore;
+use super::{RedisStore, connection::Connection};
 use crate::{
     future::BoxFuture,
     middleware::{
@@ -61,7 +61,7 @@ impl RedisStore {
 }
 
 struct ClusterRateLimit {
-    connection: redis::aio::ConnectionManager,
+    connection: Connection,
     prefix: String,
     script: Script,
     per_second: f64,
@@ -93,6 +93,8 @@ impl ClusterRateLimit {
     }
 
     async fn admit(&self, call: &CallInfo<'_>) -> Verdict {
+        // The script's one key (it builds none from its arguments): on a Redis Cluster,
+        // each bucket lives on the node of its own slot.
         let key = format!("{}rate:{}", self.prefix, self.per.key(call));
         let mut connection = self.connection.clone();
         // Await: one script run; a drop here may still count the call, as an admitted

@@ -7,10 +7,11 @@ use std::{
     time::Duration,
 };
 
-use redis::{Script, aio::ConnectionManager};
+use redis::Script;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
+use super::connection::{Connection, PubSubClient};
 use crate::{
     future::BoxFuture,
     idempotency::{Claim, IdempotencyStore},
@@ -32,7 +33,7 @@ const DEFAULT_TASKS_PER_CALLER: usize = 100;
 
 /// How long one Redis command (or connecting) may take before the store counts Redis as
 /// unreachable.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
+pub(super) const COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long a waiter sleeps between looks at a running claim, at first and at most.
 const POLL_FIRST: Duration = Duration::from_millis(20);
@@ -184,10 +185,11 @@ return 0";
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    pub(super) connection: ConnectionManager,
+    /// One Redis, a Redis Cluster, or the primary the sentinels name (`connection.rs`).
+    pub(super) connection: Connection,
     /// For the subscription that carries cancels and answers between replicas (a
     /// connection of its own).
-    pub(super) client: redis::Client,
+    pub(super) client: PubSubClient,
     pub(super) prefix: String,
     pub(super) lease: Duration,
     /// The most tasks kept at once, in all and per caller (`task_limits`).
@@ -197,6 +199,9 @@ pub struct RedisStore {
     /// This replica's own queue per lock key, in front of Redis's lock (`lock.rs`):
     /// arrival order within the replica. Clones share it.
     pub(super) local_locks: crate::lock::MemoryLockStore,
+    /// How many replicas must acknowledge a write, and how long to wait for them
+    /// (`connection.rs`, [`wait_for_replicas`](Self::wait_for_replicas)).
+    pub(super) replica_wait: Option<(usize, Duration)>,
     /// The claims this process holds, by key and fencing token: the record that names the
     /// claim, the window its end is kept for, and the task renewing its lease.
     owned: Arc<Mutex<HashMap<(String, u64), Owned>>>,
@@ -224,13 +229,17 @@ impl RedisStore {
     /// connection is re-established by itself.
     pub async fn connect(url: &str) -> Result<Self, redis::RedisError> {
         let client = redis::Client::open(url)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(COMMAND_TIMEOUT))
-            .set_response_timeout(Some(COMMAND_TIMEOUT))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(500));
-        let connection = ConnectionManager::new_with_config(client.clone(), config).await?;
-        Ok(Self {
+        let connection = Connection::single(client.clone()).await?;
+        Ok(Self::with_connection(
+            connection,
+            PubSubClient::single(client),
+        ))
+    }
+
+    /// A store on `connection`, with the defaults (`connect`, `connect_cluster`,
+    /// `connect_sentinel`).
+    pub(super) fn with_connection(connection: Connection, client: PubSubClient) -> Self {
+        Self {
             connection,
             client,
             prefix: "fusion:".to_owned(),
@@ -238,8 +247,9 @@ impl RedisStore {
             task_limits: (DEFAULT_TASKS, DEFAULT_TASKS_PER_CALLER),
             lock_lease: DEFAULT_LOCK_LEASE,
             local_locks: crate::lock::MemoryLockStore::new(),
+            replica_wait: None,
             owned: Arc::new(Mutex::new(HashMap::new())),
-        })
+        }
     }
 
     /// How long a claim (an idempotency key's, a task's) is held without renewal (10 s by

@@ -1,0 +1,748 @@
+//! The connection a [`RedisStore`] sends its commands on, for each way Redis is run: one
+//! Redis ([`connect`](RedisStore::connect)), a Redis Cluster
+//! ([`connect_cluster`](RedisStore::connect_cluster)), or a primary watched by Sentinel
+//! ([`connect_sentinel`](RedisStore::connect_sentinel)); the connection the task signals
+//! are subscribed on; and the `WAIT` for replicas
+//! ([`wait_for_replicas`](RedisStore::wait_for_replicas)).
+//!
+//! Whatever the topology, a command is sent at most once: a connection that fails answers
+//! that command with an error (the store then says Redis is unavailable) and the next
+//! command goes to a fresh connection, to the right node. A command never waits much
+//! longer than [`COMMAND_TIMEOUT`] (1 s).
+
+use std::{
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use futures_util::{
+    FutureExt as _,
+    future::{BoxFuture, Shared},
+};
+use redis::{
+    AsyncConnectionConfig, Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult,
+    ServerErrorKind, Value,
+    aio::{ConnectionLike, ConnectionManager, MultiplexedConnection, PubSub},
+    cluster::ClusterClientBuilder,
+    cluster_async::ClusterConnection,
+    sentinel::{SentinelClient, SentinelServerType},
+};
+use tokio::time::Instant;
+
+use super::{RedisStore, store::COMMAND_TIMEOUT};
+
+/// The longest one lookup of the primary through the sentinels may take (asking them,
+/// then connecting to the primary it names): it runs on a task of its own, so a command
+/// that gives up on it after [`COMMAND_TIMEOUT`] does not stop it, and the next one
+/// finds the new primary. Beyond it, the next command starts another lookup.
+const RESOLVE_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long a lookup that failed (no sentinel names a live primary yet: a failover in
+/// progress) is the answer for: commands meanwhile fail at once instead of asking the
+/// sentinels again one after the other.
+const RESOLVE_PAUSE: Duration = Duration::from_millis(100);
+
+/// The longest `WAIT` asks for: a command is given up on after [`COMMAND_TIMEOUT`].
+const WAIT_MAX: Duration = Duration::from_millis(900);
+
+/// What a [`RedisStore`] sends its commands on: cheap to clone (clones share the
+/// connections), and a [`ConnectionLike`] for redis's commands, scripts and pipelines.
+#[derive(Clone)]
+pub(crate) struct Connection(Topology);
+
+#[derive(Clone)]
+enum Topology {
+    /// One Redis (or a primary at a fixed address): redis's `ConnectionManager`, which
+    /// reconnects by itself.
+    Single(ConnectionManager),
+    /// A Redis Cluster: redis's cluster connection routes each command to the node of its
+    /// key's slot, follows the cluster's changes and reconnects to nodes by itself.
+    Cluster(ClusterConnection),
+    /// The primary the sentinels name, found again after a failover.
+    Sentinel(Arc<Primary>),
+}
+
+impl Connection {
+    /// A connection to the Redis `client` names, reconnecting by itself.
+    pub(super) async fn single(client: Client) -> RedisResult<Self> {
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(COMMAND_TIMEOUT))
+            .set_response_timeout(Some(COMMAND_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500));
+        let manager = ConnectionManager::new_with_config(client, config).await?;
+        Ok(Self(Topology::Single(manager)))
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match &mut self.0 {
+            Topology::Single(manager) => manager.req_packed_command(cmd),
+            Topology::Cluster(cluster) => cluster.req_packed_command(cmd),
+            Topology::Sentinel(primary) => {
+                let primary = Arc::clone(primary);
+                Box::pin(async move {
+                    primary
+                        .send(|mut connection| async move {
+                            connection.req_packed_command(cmd).await
+                        })
+                        .await
+                })
+            }
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match &mut self.0 {
+            Topology::Single(manager) => manager.req_packed_commands(pipeline, offset, count),
+            Topology::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count),
+            Topology::Sentinel(primary) => {
+                let primary = Arc::clone(primary);
+                Box::pin(async move {
+                    primary
+                        .send(|mut connection| async move {
+                            connection
+                                .req_packed_commands(pipeline, offset, count)
+                                .await
+                        })
+                        .await
+                })
+            }
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.0 {
+            Topology::Single(manager) => manager.get_db(),
+            Topology::Cluster(cluster) => cluster.get_db(),
+            // `connect_sentinel` reaches the primary's database 0.
+            Topology::Sentinel(_) => 0,
+        }
+    }
+}
+
+/// Where the subscription of the task signals connects (`tasks.rs`): a connection of its
+/// own, made again whenever the subscription ends. Cheap to clone.
+#[derive(Clone)]
+pub(crate) enum PubSubClient {
+    /// One Redis.
+    Single(Client),
+    /// Any node of a Redis Cluster: a classic `PUBLISH` reaches the subscribers of every
+    /// node, so one node is enough. The one that last worked first, then the others.
+    Nodes {
+        nodes: Arc<[Client]>,
+        next: Arc<AtomicUsize>,
+    },
+    /// The primary the sentinels name now.
+    Sentinel(Arc<Primary>),
+}
+
+impl PubSubClient {
+    /// Subscriptions on the Redis `client` names.
+    pub(super) fn single(client: Client) -> Self {
+        Self::Single(client)
+    }
+
+    /// A connection for `SUBSCRIBE`, within [`COMMAND_TIMEOUT`] for each node tried.
+    pub(crate) async fn get_async_pubsub(&self) -> RedisResult<PubSub> {
+        match self {
+            Self::Single(client) => bounded(COMMAND_TIMEOUT, client.get_async_pubsub()).await,
+            Self::Nodes { nodes, next } => {
+                let first = next.load(Ordering::Relaxed);
+                let mut last_error = None;
+                for offset in 0..nodes.len() {
+                    let index = (first + offset) % nodes.len();
+                    match bounded(COMMAND_TIMEOUT, nodes[index].get_async_pubsub()).await {
+                        Ok(pubsub) => {
+                            next.store(index, Ordering::Relaxed);
+                            return Ok(pubsub);
+                        }
+                        Err(error) => last_error = Some(error),
+                    }
+                }
+                Err(last_error.unwrap_or_else(|| {
+                    RedisError::from((ErrorKind::InvalidClientConfig, "no cluster node given"))
+                }))
+            }
+            Self::Sentinel(primary) => {
+                let current = bounded(COMMAND_TIMEOUT, primary.current()).await?;
+                let subscribed = bounded(COMMAND_TIMEOUT, current.client.get_async_pubsub()).await;
+                if subscribed.is_err() {
+                    // The primary is away, and no command may come to find out: look
+                    // again for the next subscription.
+                    primary.forget(current.generation);
+                }
+                subscribed
+            }
+        }
+    }
+}
+
+/// `future`, or a timeout error after `limit`.
+async fn bounded<T>(
+    limit: Duration,
+    future: impl Future<Output = RedisResult<T>>,
+) -> RedisResult<T> {
+    tokio::time::timeout(limit, future)
+        .await
+        .unwrap_or_else(|_| Err(timed_out()))
+}
+
+fn timed_out() -> RedisError {
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "Redis did not answer in time",
+    ))
+}
+
+/// The primary of a master name watched by Sentinel: a connection to the node the
+/// sentinels name, dropped when it fails so that the next command asks them again.
+///
+/// redis 1.8 has no reconnecting connection for Sentinel (its `SentinelClient` only
+/// answers where the primary is now), hence this one.
+pub(crate) struct Primary {
+    /// Asked only by the lookup in progress (one at a time).
+    sentinel: tokio::sync::Mutex<SentinelClient>,
+    config: AsyncConnectionConfig,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Counts the connections made, so that a command that failed drops the connection
+    /// only if it is still the one it used.
+    made: u64,
+    current: Option<Current>,
+    /// The lookup in progress, shared by every command waiting for it.
+    looking: Option<Lookup>,
+    /// The last lookup's failure, the answer until then.
+    failed: Option<(Instant, RedisError)>,
+}
+
+type Lookup = Shared<BoxFuture<'static, RedisResult<Current>>>;
+
+#[derive(Clone)]
+struct Current {
+    generation: u64,
+    /// The primary's address, for the subscription.
+    client: Client,
+    connection: MultiplexedConnection,
+}
+
+impl Primary {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state is a few fields set in one go: one a panic interrupted is still whole.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `send` on the primary's connection, within [`COMMAND_TIMEOUT`] in all
+    /// (looking the primary up included). A failure that says the connection or the node
+    /// is no good (dropped, timed out, `READONLY`: a primary demoted) drops the
+    /// connection; the command is not sent again.
+    async fn send<'a, T, F, Fut>(self: Arc<Self>, send: F) -> RedisResult<T>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>> + Send + 'a,
+    {
+        let mut used = None;
+        let outcome = tokio::time::timeout(COMMAND_TIMEOUT, async {
+            let current = self.current().await?;
+            used = Some(current.generation);
+            send(current.connection).await
+        })
+        .await;
+        let result = outcome.unwrap_or_else(|_| Err(timed_out()));
+        if let (Err(error), Some(generation)) = (&result, used)
+            && unusable(error)
+        {
+            self.forget(generation);
+        }
+        result
+    }
+
+    /// The connection to the primary, looked up through the sentinels when there is none.
+    async fn current(self: &Arc<Self>) -> RedisResult<Current> {
+        let lookup = {
+            let mut state = self.state();
+            if let Some(current) = &state.current {
+                return Ok(current.clone());
+            }
+            match &state.looking {
+                Some(lookup) => lookup.clone(),
+                None => {
+                    if let Some((at, error)) = &state.failed
+                        && at.elapsed() < RESOLVE_PAUSE
+                    {
+                        return Err(error.clone());
+                    }
+                    let lookup = Self::look_up(Arc::downgrade(self));
+                    state.looking = Some(lookup.clone());
+                    lookup
+                }
+            }
+        };
+        lookup.await
+    }
+
+    /// Asks the sentinels where the primary is and connects to it, on a task of its own
+    /// (bounded by [`RESOLVE_LIMIT`]), so that it ends even when every command that
+    /// waited for it gave up.
+    fn look_up(primary: Weak<Self>) -> Lookup {
+        let task = tokio::spawn(async move {
+            let Some(primary) = primary.upgrade() else {
+                return Err(RedisError::from((
+                    ErrorKind::Client,
+                    "the Redis store was dropped",
+                )));
+            };
+            let found = bounded(RESOLVE_LIMIT, async {
+                let client = primary.sentinel.lock().await.async_get_client().await?;
+                let connection = client
+                    .get_multiplexed_async_connection_with_config(&primary.config)
+                    .await?;
+                Ok((client, connection))
+            })
+            .await;
+            let mut state = primary.state();
+            state.looking = None;
+            match found {
+                Ok((client, connection)) => {
+                    state.made += 1;
+                    let current = Current {
+                        generation: state.made,
+                        client,
+                        connection,
+                    };
+                    state.current = Some(current.clone());
+                    state.failed = None;
+                    Ok(current)
+                }
+                Err(error) => {
+                    tracing::debug!(target: "fusion::redis", %error, "no primary from the sentinels yet");
+                    state.failed = Some((Instant::now(), error.clone()));
+                    Err(error)
+                }
+            }
+        });
+        async move {
+            task.await.unwrap_or_else(|_| {
+                Err(RedisError::from((
+                    ErrorKind::Client,
+                    "the lookup of the Redis primary stopped",
+                )))
+            })
+        }
+        .boxed()
+        .shared()
+    }
+
+    /// Drops connection `generation` if it is still the current one: the next command
+    /// looks the primary up again.
+    fn forget(&self, generation: u64) {
+        let mut state = self.state();
+        if state
+            .current
+            .as_ref()
+            .is_some_and(|current| current.generation == generation)
+        {
+            state.current = None;
+        }
+    }
+}
+
+/// Whether `error` says the connection or its node is no good for commands any more.
+fn unusable(error: &RedisError) -> bool {
+    error.is_unrecoverable_error()
+        || error.is_io_error()
+        || error.is_timeout()
+        || error.is_connection_dropped()
+        || matches!(
+            error.kind(),
+            ErrorKind::Server(ServerErrorKind::ReadOnly | ServerErrorKind::MasterDown)
+        )
+}
+
+impl RedisStore {
+    /// Connects to a Redis Cluster through `urls`, some of its nodes (`redis://host:port`;
+    /// one is enough, the others are found through it). Fails when none can be reached
+    /// now; once connected, each command goes to the node that serves its key, and the
+    /// connection follows the cluster's changes (slots moved, a replica promoted) and
+    /// reconnects to nodes by itself. The timeouts are [`connect`](Self::connect)'s: one
+    /// second to connect, one second for an answer.
+    ///
+    /// Every key a script touches shares one hash slot: the store's own keys are
+    /// hash-tagged (a tool's cache keys under `{<tool>}`). A [`prefix`](Self::prefix) with
+    /// braces in it decides the slot of every key itself, putting all of them on one node.
+    ///
+    /// A command is sent once: when it meets a slot that moved (`MOVED`) or a node that
+    /// failed, that command fails (the store answers as when Redis is away) and the next
+    /// one goes to the right node. It is never run twice. The cancels and answers sent to
+    /// tasks are subscribed on one node at a time (a `PUBLISH` reaches every node's
+    /// subscribers), the next of `urls` when it goes away.
+    ///
+    /// ```no_run
+    /// use fusion_runtime::{prelude::*, redis::RedisStore};
+    ///
+    /// /// The price of a stock: one run a burst, fleet-wide; fresh for 30 s.
+    /// #[mcp_tool(read_only, cache = "30s")]
+    /// async fn quote(symbol: String) -> String {
+    ///     format!("{symbol}: 42.00")
+    /// }
+    ///
+    /// # async fn build() -> Result<(), fusion_runtime::redis::RedisError> {
+    /// let redis = RedisStore::connect_cluster(&[
+    ///     "redis://10.0.0.1:6379",
+    ///     "redis://10.0.0.2:6379",
+    ///     "redis://10.0.0.3:6379",
+    /// ])
+    /// .await?;
+    /// let server = Server::builder("market", "1.0.0")
+    ///     .cache_store(redis.clone())
+    ///     .lock_store(redis)
+    ///     .tool(quote)
+    ///     .build();
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect_cluster(urls: &[&str]) -> Result<Self, RedisError> {
+        let nodes = urls
+            .iter()
+            .map(|url| Client::open(*url))
+            .collect::<RedisResult<Vec<_>>>()?;
+        if nodes.is_empty() {
+            return Err(RedisError::from((
+                ErrorKind::InvalidClientConfig,
+                "connect_cluster needs the address of at least one node",
+            )));
+        }
+        let cluster = ClusterClientBuilder::new(urls.iter().copied())
+            .connection_timeout(COMMAND_TIMEOUT)
+            .response_timeout(COMMAND_TIMEOUT)
+            // Sent once: a retry after a connection error could run a write twice (a
+            // claim taken twice is a claim that seems held by someone else).
+            .retries(0)
+            .build()?;
+        let connection = cluster.get_async_connection().await?;
+        Ok(Self::with_connection(
+            Connection(Topology::Cluster(connection)),
+            PubSubClient::Nodes {
+                nodes: nodes.into(),
+                next: Arc::new(AtomicUsize::new(0)),
+            },
+        ))
+    }
+
+    /// Connects to the primary that the sentinels at `sentinel_urls` (`redis://host:port`
+    /// of each Sentinel) name for `master_name`. Fails when no sentinel names a primary
+    /// that can be reached now.
+    ///
+    /// When the primary fails and Sentinel promotes a replica, the store follows: a
+    /// command that meets a connection error, a timeout or a demoted node (`READONLY`)
+    /// fails (the store answers as when Redis is away), and the next one asks the
+    /// sentinels again and goes to the new primary. Until they name one (Sentinel's
+    /// `down-after-milliseconds` plus the failover), commands fail at once. A command
+    /// never waits for more than a second, looking the primary up included; the lookup
+    /// goes on in the background for the next ones.
+    ///
+    /// What a failover can lose: the writes the old primary acknowledged but had not yet
+    /// sent to the replica that is promoted (Redis replicates asynchronously), such as an
+    /// idempotency claim or a lock taken just before it failed.
+    /// [`wait_for_replicas`](Self::wait_for_replicas) narrows that window.
+    ///
+    /// The primary is reached without a password, on database 0; the task signals are
+    /// subscribed on it, and again on the new one after a failover.
+    ///
+    /// ```no_run
+    /// use fusion_runtime::{prelude::*, redis::RedisStore};
+    ///
+    /// /// Place an order once per `order_id`, whichever replica gets the call.
+    /// #[mcp_tool(destructive, idempotency_key = "order_id")]
+    /// async fn place_order(order_id: String) -> String {
+    ///     format!("placed {order_id}")
+    /// }
+    ///
+    /// # async fn build() -> Result<(), fusion_runtime::redis::RedisError> {
+    /// let redis = RedisStore::connect_sentinel(
+    ///     &[
+    ///         "redis://10.0.0.1:26379",
+    ///         "redis://10.0.0.2:26379",
+    ///         "redis://10.0.0.3:26379",
+    ///     ],
+    ///     "orders",
+    /// )
+    /// .await?;
+    /// let server = Server::builder("orders", "1.0.0")
+    ///     .idempotency_store(redis)
+    ///     .tool(place_order)
+    ///     .build();
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect_sentinel(
+        sentinel_urls: &[&str],
+        master_name: &str,
+    ) -> Result<Self, RedisError> {
+        let sentinel = SentinelClient::build(
+            sentinel_urls.to_vec(),
+            master_name.to_owned(),
+            None,
+            SentinelServerType::Master,
+        )?;
+        let primary = Arc::new(Primary {
+            sentinel: tokio::sync::Mutex::new(sentinel),
+            config: AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(COMMAND_TIMEOUT))
+                .set_response_timeout(Some(COMMAND_TIMEOUT)),
+            state: Mutex::new(State::default()),
+        });
+        bounded(RESOLVE_LIMIT, primary.current()).await?;
+        Ok(Self::with_connection(
+            Connection(Topology::Sentinel(Arc::clone(&primary))),
+            PubSubClient::Sentinel(primary),
+        ))
+    }
+
+    /// Asks Redis to confirm that `replicas` replicas received a write before the store
+    /// counts on it, waiting up to `timeout` for them (at least 1 ms, at most 900 ms: a
+    /// command is given up on after a second). Off by default.
+    ///
+    /// What it buys: a claim (an idempotency key's, a task's lease) acknowledged by a
+    /// replica survives a failover in which that replica is promoted, so the key does
+    /// not run a second time on another replica of the fleet. Without it, Redis
+    /// replicates asynchronously, and a primary that fails just after a claim may take
+    /// the claim with it.
+    ///
+    /// What it costs: one `WAIT` after each such write, a replication round trip (well
+    /// under a millisecond on one network), and up to `timeout` when fewer replicas
+    /// answer, in which case the write counts as failed (Redis unavailable). The
+    /// connection is shared by the store's clones, and Redis answers a client's commands
+    /// in order, so the other commands of this process wait behind a `WAIT` too. It is not
+    /// a guarantee against every loss: Sentinel may still promote a replica that missed the
+    /// write, and a replica acknowledges a write it has not yet written to disk.
+    ///
+    /// On a Redis Cluster, redis sends `WAIT` to every primary and keeps the fewest
+    /// acknowledgements, so each primary needs `replicas` replicas.
+    pub fn wait_for_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.replica_wait = Some((replicas, timeout.clamp(Duration::from_millis(1), WAIT_MAX)));
+        self
+    }
+
+    /// Waits until the replicas [`wait_for_replicas`](Self::wait_for_replicas) asks for
+    /// acknowledged the writes sent so far on `connection` (`WAIT`); an error when fewer
+    /// did within its timeout. Nothing to wait for when it was not asked for.
+    #[allow(dead_code)] // Called by the claims of idempotency keys and tasks (store.rs).
+    pub(super) async fn wait_replicated(
+        &self,
+        connection: &mut Connection,
+    ) -> Result<(), RedisError> {
+        let Some((replicas, timeout)) = self.replica_wait else {
+            return Ok(());
+        };
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let acknowledged: i64 = redis::cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout_ms)
+            .query_async(connection)
+            .await?;
+        if usize::try_from(acknowledged).is_ok_and(|acknowledged| acknowledged >= replicas) {
+            Ok(())
+        } else {
+            // Redis's own code for too few replicas (`min-replicas-to-write`).
+            Err(redis::make_extension_error(
+                "NOREPLICAS".to_owned(),
+                Some(format!(
+                    "{acknowledged} of {replicas} replicas acknowledged the write within {timeout:?}"
+                )),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        io::Write as _,
+        net::TcpStream,
+        path::PathBuf,
+        process::{Child, Command, Stdio},
+    };
+
+    use super::*;
+
+    #[test]
+    fn failures_of_the_connection_or_the_node_drop_it_and_answers_do_not() {
+        let reset = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(unusable(&reset));
+        assert!(unusable(&timed_out()));
+        let demoted = RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ReadOnly),
+            "You can't write against a read only replica.",
+        ));
+        assert!(unusable(&demoted));
+        let answer = RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ResponseError),
+            "WRONGTYPE",
+        ));
+        assert!(!unusable(&answer));
+        let script = RedisError::from((ErrorKind::Server(ServerErrorKind::NoScript), "NOSCRIPT"));
+        assert!(
+            !unusable(&script),
+            "a script to load is no reason to reconnect"
+        );
+    }
+
+    /// A `redis-server` of the test's own on a free loopback port, its files (the RDB a
+    /// replica's sync writes) in a temp dir; killed, and the dir removed, when dropped.
+    struct Server {
+        child: Child,
+        port: u16,
+        dir: PathBuf,
+    }
+
+    impl Server {
+        fn start(binary: &PathBuf, replica_of: Option<u16>) -> Self {
+            let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+                .and_then(|listener| listener.local_addr())
+                .map(|addr| addr.port())
+                .expect("a free loopback port");
+            let dir = std::env::temp_dir()
+                .join(format!("fusion-unit-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("the Redis temp dir");
+            let mut command = Command::new(binary);
+            command.arg("--dir").arg(&dir).args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ]);
+            if let Some(primary) = replica_of {
+                command.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+            }
+            let child = command
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server starts");
+            let server = Self { child, port, dir };
+            let deadline = std::time::Instant::now() + Duration::from_secs(15);
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(std::time::Instant::now() < deadline, "redis-server listens");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            server
+        }
+
+        fn url(&self) -> String {
+            format!("redis://127.0.0.1:{}", self.port)
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    /// `redis-server` as the integration tests find it (`tests/support/toolchains.rs`);
+    /// `None` (a loud skip) without it, a failure under `CI=true`.
+    fn redis_server() -> Option<PathBuf> {
+        let found = std::env::var_os("FUSION_REDIS")
+            .filter(|path| !path.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("PATH").and_then(|path| {
+                    std::env::split_paths(&path)
+                        .map(|dir| dir.join("redis-server"))
+                        .find(|candidate| candidate.is_file())
+                })
+            })
+            .or_else(|| {
+                let fallback = PathBuf::from("/usr/bin/redis-server");
+                fallback.is_file().then_some(fallback)
+            });
+        if found.is_none() {
+            let hint = "no redis-server: run `scripts/redis-env`";
+            assert!(
+                std::env::var_os("CI").is_none_or(|ci| ci != "true"),
+                "{hint} (CI=true, so this test fails instead of skipping)"
+            );
+            let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {hint}");
+        }
+        found
+    }
+
+    #[tokio::test]
+    async fn wait_counts_the_replicas_that_acknowledged_the_writes() {
+        let Some(binary) = redis_server() else {
+            return;
+        };
+        let primary = Server::start(&binary, None);
+        let replica = Server::start(&binary, Some(primary.port));
+        let probe = Client::open(replica.url())
+            .expect("the replica's address")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("the replica");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut probe.clone())
+                .await
+                .expect("INFO");
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the replica never synced");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        let store = RedisStore::connect(&primary.url()).await.expect("Redis");
+        let mut connection = store.connection.clone();
+        // Not asked for: nothing to wait for.
+        store
+            .wait_replicated(&mut connection)
+            .await
+            .expect("no WAIT");
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg("v")
+            .query_async(&mut connection)
+            .await
+            .expect("SET");
+        let one = store.clone().wait_for_replicas(1, Duration::from_secs(10));
+        assert_eq!(one.replica_wait, Some((1, WAIT_MAX)), "at most 900 ms");
+        one.wait_replicated(&mut connection)
+            .await
+            .expect("the one replica acknowledged");
+        let two = store.wait_for_replicas(2, Duration::from_millis(100));
+        let started = Instant::now();
+        let error = two
+            .wait_replicated(&mut connection)
+            .await
+            .expect_err("there is one replica, not two");
+        assert!(started.elapsed() >= Duration::from_millis(90), "it waited");
+        assert_eq!(error.code(), Some("NOREPLICAS"), "{error}");
+        assert!(error.to_string().contains("1 of 2"), "{error}");
+    }
+}
