@@ -45,10 +45,71 @@ pub enum Claim {
     /// paused past its lease, or was dropped part-way): its effect may or may not have
     /// happened, and the tool is not safe to repeat. The call must not run.
     Stopped,
+    /// The key is held, or stopped, by a run of a call with other arguments (another
+    /// [`ClaimRequest::fingerprint`]): this call is another request under a used key, and
+    /// must not run.
+    Conflict,
     /// The store cannot tell (a shared store that is unreachable): the call must not run,
     /// since it may have run elsewhere. The caller gets a transient error (retry later);
     /// the reason goes to the log, not to the model.
     Unavailable(String),
+}
+
+/// A claim asked of an [`IdempotencyStore`].
+///
+/// ```
+/// use std::time::Duration;
+/// use fusion_runtime::idempotency::ClaimRequest;
+///
+/// let request = ClaimRequest::new("place_order/:order-7", Duration::from_secs(600))
+///     .repeatable(false)
+///     .fingerprint("5f1c");
+/// assert_eq!(request.key, "place_order/:order-7");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimRequest<'a> {
+    /// The key: the tool, the action and the key argument's value.
+    pub key: &'a str,
+    /// How long the key's end is kept (its result, or that it stopped).
+    pub window: Duration,
+    /// The tool is read-only or idempotent: a run of the key that stopped part-way may be
+    /// taken over and run again.
+    pub repeatable: bool,
+    /// What identifies the call's arguments (a hash of their canonical JSON, without `:`);
+    /// empty when unknown. A key held or stopped under another fingerprint is a
+    /// [`Claim::Conflict`]; a stored result carries its own, for the caller to compare.
+    pub fingerprint: &'a str,
+}
+
+impl<'a> ClaimRequest<'a> {
+    /// A claim of `key` whose end is kept for `window`; not repeatable, no fingerprint.
+    pub fn new(key: &'a str, window: Duration) -> Self {
+        Self {
+            key,
+            window,
+            repeatable: false,
+            fingerprint: "",
+        }
+    }
+
+    /// Whether a run that stopped part-way may run again (the tool is read-only or
+    /// idempotent).
+    pub fn repeatable(mut self, repeatable: bool) -> Self {
+        self.repeatable = repeatable;
+        self
+    }
+
+    /// The fingerprint of the call's arguments.
+    pub fn fingerprint(mut self, fingerprint: &'a str) -> Self {
+        self.fingerprint = fingerprint;
+        self
+    }
+
+    /// Whether a run under `held` (a fingerprint) is another request than this one.
+    pub fn conflicts_with(&self, held: &str) -> bool {
+        !self.fingerprint.is_empty() && !held.is_empty() && self.fingerprint != held
+    }
 }
 
 /// Where results are kept per key. Implement it over a shared store (a database table, a
@@ -62,16 +123,12 @@ pub enum Claim {
 /// dropped while it waits must hold nothing, and one dropped as it returns `Run` must not
 /// leave the key claimed for longer than a lease.
 pub trait IdempotencyStore: Send + Sync + 'static {
-    /// Claims `key` for one run, or returns the stored result. A claim held by a call still
-    /// running makes this wait for it. A key whose last run stopped part-way is
-    /// [`Claim::Stopped`], unless `repeatable` (the tool is read-only or idempotent): the
-    /// key is then claimed anew, with a newer fencing token.
-    fn claim<'a>(
-        &'a self,
-        key: &'a str,
-        window: Duration,
-        repeatable: bool,
-    ) -> BoxFuture<'a, Claim>;
+    /// Claims the request's key for one run, or returns the stored result. A claim held
+    /// by a call still running with the same arguments makes this wait for it; with other
+    /// arguments, it is [`Claim::Conflict`]. A key whose last run stopped part-way is
+    /// [`Claim::Stopped`], unless the request is `repeatable` (the tool is read-only or
+    /// idempotent): the key is then claimed anew, with a newer fencing token.
+    fn claim<'a>(&'a self, request: ClaimRequest<'a>) -> BoxFuture<'a, Claim>;
     /// Stores the result of the run that claimed `key` with `fencing_token`, for the
     /// window; nothing if a newer claim took the key over.
     fn complete(&self, key: &str, fencing_token: u64, result: Value);
@@ -94,6 +151,8 @@ enum Entry {
     /// A run is in progress, holding `fence`; waiters subscribe to how it ends.
     Running {
         fence: u64,
+        /// The fingerprint of the arguments of the call that runs.
+        fingerprint: Arc<str>,
         ended: watch::Sender<Option<Ended>>,
     },
     /// A run ended and is kept for the window: its result, or `None` when it stopped
@@ -108,6 +167,8 @@ struct Kept {
     /// The fence of the run that ended so (a paused runner of a stopped key may still
     /// store its result while no newer run took the key).
     fence: u64,
+    /// The fingerprint of that run's arguments.
+    fingerprint: Arc<str>,
     at: Instant,
     /// What it costs the store (its key and its result), counted against `max_bytes`.
     bytes: usize,
@@ -181,14 +242,16 @@ impl Entries {
 
     /// Marks `key` running under a new fence (a new claim), forgetting an end it
     /// replaces.
-    fn start_run(&mut self, key: &str) -> Claim {
+    fn start_run(&mut self, key: &str, fingerprint: &str) -> Claim {
         self.last_fence += 1;
         let fence = self.last_fence;
         let (ended, _) = watch::channel(None);
-        if let Some(Entry::Kept(kept)) = self
-            .by_key
-            .insert(Arc::from(key), Entry::Running { fence, ended })
-        {
+        let running = Entry::Running {
+            fence,
+            fingerprint: Arc::from(fingerprint),
+            ended,
+        };
+        if let Some(Entry::Kept(kept)) = self.by_key.insert(Arc::from(key), running) {
             self.forget(kept.bytes);
         }
         Claim::Run {
@@ -200,20 +263,25 @@ impl Entries {
     /// under it and nobody claimed it since): keeps `result` (`None`: stopped) and tells
     /// the waiters.
     fn end(&mut self, key: &str, fence: u64, result: Option<Value>) {
-        let holds = match self.by_key.get(key) {
-            Some(Entry::Running { fence: held, .. }) => *held == fence,
+        let fingerprint = match self.by_key.get(key) {
+            Some(Entry::Running {
+                fence: held,
+                fingerprint,
+                ..
+            }) if *held == fence => Arc::clone(fingerprint),
             // A run that was given up as stopped may still store its result.
-            Some(Entry::Kept(kept)) => kept.fence == fence && kept.result.is_none(),
-            None => false,
+            Some(Entry::Kept(kept)) if kept.fence == fence && kept.result.is_none() => {
+                Arc::clone(&kept.fingerprint)
+            }
+            _ => {
+                tracing::debug!(target: "fusion::idempotency", "a run's end was not kept: a newer claim holds its key");
+                return;
+            }
         };
-        if !holds {
-            tracing::debug!(target: "fusion::idempotency", "a run's end was not kept: a newer claim holds its key");
-            return;
-        }
-        self.keep(key, fence, result);
+        self.keep(key, fence, fingerprint, result);
     }
 
-    fn keep(&mut self, key: &str, fence: u64, result: Option<Value>) {
+    fn keep(&mut self, key: &str, fence: u64, fingerprint: Arc<str>, result: Option<Value>) {
         let generation = self.next_generation;
         self.next_generation += 1;
         let bytes = key.len() + KEPT_ENTRY_BYTES + result.as_ref().map_or(0, json_bytes);
@@ -224,6 +292,7 @@ impl Entries {
         let kept = Kept {
             result,
             fence,
+            fingerprint,
             at: Instant::now(),
             bytes,
             generation,
@@ -287,13 +356,14 @@ impl Default for MemoryStore {
 }
 
 impl IdempotencyStore for MemoryStore {
-    fn claim<'a>(
-        &'a self,
-        key: &'a str,
-        window: Duration,
-        repeatable: bool,
-    ) -> BoxFuture<'a, Claim> {
+    fn claim<'a>(&'a self, request: ClaimRequest<'a>) -> BoxFuture<'a, Claim> {
         Box::pin(async move {
+            let ClaimRequest {
+                key,
+                window,
+                repeatable,
+                fingerprint,
+            } = request;
             loop {
                 let mut waiter = {
                     let mut entries = self.entries();
@@ -304,16 +374,24 @@ impl IdempotencyStore for MemoryStore {
                         // An end past the window (a longer window evicted less) is as
                         // good as none.
                         Some(Entry::Kept(kept)) if now.duration_since(kept.at) > window => {
-                            return entries.start_run(key);
+                            return entries.start_run(key, fingerprint);
                         }
                         Some(Entry::Kept(Kept {
                             result: Some(result),
                             ..
                         })) => return Claim::Replay(result.clone()),
-                        Some(Entry::Kept(_)) if repeatable => return entries.start_run(key),
+                        Some(Entry::Kept(kept)) if request.conflicts_with(&kept.fingerprint) => {
+                            return Claim::Conflict;
+                        }
+                        Some(Entry::Kept(_)) if repeatable => {
+                            return entries.start_run(key, fingerprint);
+                        }
                         Some(Entry::Kept(_)) => return Claim::Stopped,
+                        Some(Entry::Running {
+                            fingerprint: held, ..
+                        }) if request.conflicts_with(held) => return Claim::Conflict,
                         Some(Entry::Running { ended, .. }) => ended.subscribe(),
-                        None => return entries.start_run(key),
+                        None => return entries.start_run(key, fingerprint),
                     }
                 };
                 // Await: waits for the running claim to end. Holds only a receiver; a
@@ -450,9 +528,9 @@ mod tests {
     async fn a_dropped_claim_that_never_started_releases_the_key_for_a_waiter() {
         let store = MemoryStore::new();
         let started = AtomicBool::new(false);
-        let fence = run(store.claim("k", WINDOW, false).await);
+        let fence = run(store.claim(ClaimRequest::new("k", WINDOW)).await);
         let guard = ClaimGuard::new(&store, "k", fence, false, &started);
-        let waiter = store.claim("k", WINDOW, false);
+        let waiter = store.claim(ClaimRequest::new("k", WINDOW));
         tokio::pin!(waiter);
         assert!(
             tokio::time::timeout(Duration::from_millis(5), waiter.as_mut())
@@ -472,8 +550,8 @@ mod tests {
     async fn a_run_dropped_part_way_leaves_its_key_stopped_unless_the_tool_may_repeat() {
         let store = MemoryStore::new();
         let started = AtomicBool::new(true);
-        let fence = run(store.claim("k", WINDOW, false).await);
-        let waiter = store.claim("k", WINDOW, false);
+        let fence = run(store.claim(ClaimRequest::new("k", WINDOW)).await);
+        let waiter = store.claim(ClaimRequest::new("k", WINDOW));
         tokio::pin!(waiter);
         assert!(
             tokio::time::timeout(Duration::from_millis(5), waiter.as_mut())
@@ -487,16 +565,24 @@ mod tests {
             "the waiter is told the outcome is unknown"
         );
         // Every later call with the key, as long as it is kept.
-        assert_eq!(store.claim("k", WINDOW, false).await, Claim::Stopped);
-        assert_eq!(store.claim("k", WINDOW, false).await, Claim::Stopped);
+        assert_eq!(
+            store.claim(ClaimRequest::new("k", WINDOW)).await,
+            Claim::Stopped
+        );
+        assert_eq!(
+            store.claim(ClaimRequest::new("k", WINDOW)).await,
+            Claim::Stopped
+        );
         // A tool safe to repeat takes it over, with a newer token.
-        let newer = run(store.claim("k", WINDOW, true).await);
+        let newer = run(store
+            .claim(ClaimRequest::new("k", WINDOW).repeatable(true))
+            .await);
         assert!(newer > fence);
         // The stopped runner, woken late, cannot write over the newer claim.
         store.complete("k", fence, Value::from("late"));
         store.complete("k", newer, Value::from("newer"));
         assert_eq!(
-            store.claim("k", WINDOW, false).await,
+            store.claim(ClaimRequest::new("k", WINDOW)).await,
             Claim::Replay(Value::from("newer"))
         );
     }
@@ -504,13 +590,16 @@ mod tests {
     #[tokio::test]
     async fn a_stopped_runner_that_wakes_first_stores_its_result() {
         let store = MemoryStore::new();
-        let fence = run(store.claim("k", WINDOW, false).await);
+        let fence = run(store.claim(ClaimRequest::new("k", WINDOW)).await);
         store.abandon("k", fence);
-        assert_eq!(store.claim("k", WINDOW, false).await, Claim::Stopped);
+        assert_eq!(
+            store.claim(ClaimRequest::new("k", WINDOW)).await,
+            Claim::Stopped
+        );
         // Nobody claimed the key since: its token is still the newest.
         store.complete("k", fence, Value::from("placed"));
         assert_eq!(
-            store.claim("k", WINDOW, false).await,
+            store.claim(ClaimRequest::new("k", WINDOW)).await,
             Claim::Replay(Value::from("placed"))
         );
         let entries = store.entries();
@@ -520,7 +609,7 @@ mod tests {
     #[tokio::test]
     async fn a_release_or_an_end_with_an_old_token_changes_nothing() {
         let store = MemoryStore::new();
-        let fence = run(store.claim("k", WINDOW, false).await);
+        let fence = run(store.claim(ClaimRequest::new("k", WINDOW)).await);
         store.release("k", fence + 1);
         store.abandon("k", fence + 1);
         store.complete("k", fence + 1, Value::from("other"));
@@ -531,9 +620,29 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_key_held_or_stopped_under_other_arguments_is_a_conflict() {
+        let store = MemoryStore::new();
+        let tea = |key| ClaimRequest::new(key, WINDOW).fingerprint("tea");
+        let coffee = |key| ClaimRequest::new(key, WINDOW).fingerprint("coffee");
+        let fence = run(store.claim(tea("k")).await);
+        assert_eq!(store.claim(coffee("k")).await, Claim::Conflict, "running");
+        store.abandon("k", fence);
+        // Even a tool safe to repeat does not take a key over for another request.
+        assert_eq!(
+            store.claim(coffee("k").repeatable(true)).await,
+            Claim::Conflict,
+            "stopped"
+        );
+        assert!(matches!(
+            store.claim(tea("k").repeatable(true)).await,
+            Claim::Run { .. }
+        ));
+    }
+
     /// Runs and completes `key` with `result`.
     async fn store_result(store: &MemoryStore, key: &str, result: Value) {
-        let fence = run(store.claim(key, WINDOW, false).await);
+        let fence = run(store.claim(ClaimRequest::new(key, WINDOW)).await);
         store.complete(key, fence, result);
     }
 
@@ -544,15 +653,18 @@ mod tests {
             store_result(&store, key, Value::from(key)).await;
         }
         assert!(
-            matches!(store.claim("a", WINDOW, false).await, Claim::Run { .. }),
+            matches!(
+                store.claim(ClaimRequest::new("a", WINDOW)).await,
+                Claim::Run { .. }
+            ),
             "the oldest went"
         );
         assert_eq!(
-            store.claim("c", WINDOW, false).await,
+            store.claim(ClaimRequest::new("c", WINDOW)).await,
             Claim::Replay(Value::from("c"))
         );
         assert_eq!(
-            store.claim("d", WINDOW, false).await,
+            store.claim(ClaimRequest::new("d", WINDOW)).await,
             Claim::Replay(Value::from("d"))
         );
         let entries = store.entries();
@@ -563,7 +675,7 @@ mod tests {
     async fn past_max_bytes_the_oldest_results_go_first_and_running_calls_stay() {
         let store = MemoryStore::new().max_bytes(4_000);
         let big = Value::from("x".repeat(1_500));
-        run(store.claim("running", WINDOW, false).await);
+        run(store.claim(ClaimRequest::new("running", WINDOW)).await);
         for key in ["a", "b", "c"] {
             store_result(&store, key, big.clone()).await;
         }
@@ -577,14 +689,23 @@ mod tests {
             );
         }
         assert!(
-            matches!(store.claim("a", WINDOW, false).await, Claim::Run { .. }),
+            matches!(
+                store.claim(ClaimRequest::new("a", WINDOW)).await,
+                Claim::Run { .. }
+            ),
             "the oldest went"
         );
-        assert_eq!(store.claim("c", WINDOW, false).await, Claim::Replay(big));
+        assert_eq!(
+            store.claim(ClaimRequest::new("c", WINDOW)).await,
+            Claim::Replay(big)
+        );
         let huge = Value::from("y".repeat(10_000));
         store_result(&store, "huge", huge).await;
         assert!(
-            matches!(store.claim("huge", WINDOW, false).await, Claim::Run { .. }),
+            matches!(
+                store.claim(ClaimRequest::new("huge", WINDOW)).await,
+                Claim::Run { .. }
+            ),
             "a result over the whole bound is not kept"
         );
     }
@@ -594,11 +715,11 @@ mod tests {
         let store = MemoryStore::new().max_keys(2);
         store_result(&store, "k", Value::from(1)).await;
         // A zero window: the result is past it at once, and the key runs again.
-        let fence = run(store.claim("k", Duration::ZERO, false).await);
+        let fence = run(store.claim(ClaimRequest::new("k", Duration::ZERO)).await);
         store.complete("k", fence, Value::from(2));
         store_result(&store, "other", Value::from(3)).await;
         assert_eq!(
-            store.claim("k", WINDOW, false).await,
+            store.claim(ClaimRequest::new("k", WINDOW)).await,
             Claim::Replay(Value::from(2))
         );
         let entries = store.entries();
@@ -609,11 +730,11 @@ mod tests {
     async fn a_completed_claim_is_replayed_and_a_guard_completes_it() {
         let store = MemoryStore::new();
         let started = AtomicBool::new(true);
-        let fence = run(store.claim("k", WINDOW, false).await);
+        let fence = run(store.claim(ClaimRequest::new("k", WINDOW)).await);
         started.store(true, Ordering::Release);
         ClaimGuard::new(&store, "k", fence, false, &started).complete(Value::from(7));
         assert_eq!(
-            store.claim("k", WINDOW, false).await,
+            store.claim(ClaimRequest::new("k", WINDOW)).await,
             Claim::Replay(Value::from(7))
         );
     }

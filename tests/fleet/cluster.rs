@@ -26,7 +26,7 @@ use std::{
 use fusion_runtime::{
     Server,
     cache::{CacheStore, Fill},
-    idempotency::{Claim, IdempotencyStore},
+    idempotency::{Claim, ClaimRequest, IdempotencyStore},
     lock::LockStore,
     prelude::*,
     redis::RedisStore,
@@ -323,38 +323,70 @@ async fn idempotency_keys_and_tasks_on_a_cluster() {
         .await
         .lease(Duration::from_millis(300));
     let other = cluster_store(&cluster).await;
-    for key in ["a", "b", "carol"] {
-        assert!(
-            matches!(
-                within("claim", IdempotencyStore::claim(&store, key, window)).await,
-                Claim::Run
-            ),
-            "{key}"
-        );
+    let claim = |key| ClaimRequest::new(key, window).fingerprint("f1");
+    let mut fences = std::collections::HashMap::new();
+    for key in ["a", "b", "carol", "dave"] {
+        match within("claim", IdempotencyStore::claim(&store, claim(key))).await {
+            Claim::Run { fencing_token } => {
+                fences.insert(key, fencing_token);
+            }
+            other => panic!("{key}: {other:?}"),
+        }
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
     // Completed: another replica replays the result (it waits while the claim is held).
     for key in ["a", "b"] {
-        IdempotencyStore::complete(&store, key, json!({ "ran": key }));
-        match within("replay", IdempotencyStore::claim(&other, key, window)).await {
+        IdempotencyStore::complete(&store, key, fences[key], json!({ "ran": key }));
+        match within("replay", IdempotencyStore::claim(&other, claim(key))).await {
             Claim::Replay(result) => assert_eq!(result, json!({ "ran": key })),
-            _ => panic!("{key}: replayed"),
+            other => panic!("{key}: replayed, not {other:?}"),
         }
     }
-    // Released: another replica runs it.
-    IdempotencyStore::release(&store, "carol");
-    assert!(matches!(
+    // Released: another replica runs it, under a newer fencing token.
+    IdempotencyStore::release(&store, "carol", fences["carol"]);
+    match within(
+        "claim after release",
+        IdempotencyStore::claim(&other, claim("carol")),
+    )
+    .await
+    {
+        Claim::Run { fencing_token } => {
+            assert!(fencing_token > fences["carol"]);
+            IdempotencyStore::release(&other, "carol", fencing_token);
+        }
+        other => panic!("carol: {other:?}"),
+    }
+    // Abandoned (stopped part-way): an unknown outcome for a tool unsafe to repeat, a
+    // conflict for other arguments, a take-over for one safe to repeat.
+    IdempotencyStore::abandon(&store, "dave", fences["dave"]);
+    let deadline = Instant::now() + STEP;
+    loop {
+        match within("stopped", IdempotencyStore::claim(&other, claim("dave"))).await {
+            Claim::Stopped => break,
+            other => assert!(Instant::now() < deadline, "dave: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
         within(
-            "claim after release",
-            IdempotencyStore::claim(&other, "carol", window)
+            "other arguments",
+            IdempotencyStore::claim(&other, ClaimRequest::new("dave", window).fingerprint("f2"))
         )
         .await,
-        Claim::Run
-    ));
-    IdempotencyStore::release(&other, "carol");
+        Claim::Conflict
+    );
+    match within(
+        "take-over",
+        IdempotencyStore::claim(&other, claim("dave").repeatable(true)),
+    )
+    .await
+    {
+        Claim::Run { fencing_token } => assert!(fencing_token > fences["dave"]),
+        other => panic!("dave: {other:?}"),
+    }
 
-    // Tasks: every key of a task script under the prefix's hash tag, one slot.
-    let tasks = cluster_store(&cluster).await.prefix("{fusion-tasks}:");
+    // Tasks: every key of a task script under the `{tasks}` hash tag, one slot.
+    let tasks = cluster_store(&cluster).await;
     let (signalled, listener) = recorder();
     let subscription =
         tokio::spawn(TaskStore::subscribe(&tasks, listener).expect("a shared store"));
@@ -403,6 +435,51 @@ async fn idempotency_keys_and_tasks_on_a_cluster() {
         within("orphans", TaskStore::orphans(&tasks)).await,
         Ok(Vec::new())
     );
+    // A runner whose lease lapsed: the task is an orphan; another takes it over under a
+    // newer fencing token, and from then on only the new runner writes or renews it.
+    let leased = cluster_store(&cluster)
+        .await
+        .lease(Duration::from_millis(300));
+    let orphan = TaskRecord::working("t2", minute, minute);
+    let first = within("insert", TaskStore::insert(&leased, orphan.clone(), "r1"))
+        .await
+        .expect("inserted");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        within("orphans", TaskStore::orphans(&leased)).await,
+        Ok(vec!["t2".to_owned()])
+    );
+    let second = within("acquire", TaskStore::acquire(&leased, "t2", "r2"))
+        .await
+        .expect("acquired")
+        .expect("the lease was free");
+    assert!(second > first, "{second} > {first}");
+    assert_eq!(
+        within("acquire again", TaskStore::acquire(&leased, "t2", "r3")).await,
+        Ok(None)
+    );
+    assert_eq!(
+        within("stale renew", TaskStore::renew(&leased, "t2", "r1")).await,
+        Ok(false)
+    );
+    assert_eq!(
+        within(
+            "stale update",
+            TaskStore::update(&leased, orphan.clone(), "r1")
+        )
+        .await,
+        Ok(false)
+    );
+    assert_eq!(
+        within("renew", TaskStore::renew(&leased, "t2", "r2")).await,
+        Ok(true)
+    );
+    let mut done = orphan;
+    done.finish(TaskStatus::Completed, None, None);
+    assert_eq!(
+        within("update", TaskStore::update(&leased, done, "r2")).await,
+        Ok(true)
+    );
     subscription.abort();
 }
 
@@ -420,7 +497,7 @@ async fn a_publish_on_any_node_reaches_the_subscription_on_one() {
     for port in cluster.ports() {
         let message = format!("from-{port}");
         publish_until_heard(&heard, &message, || {
-            cluster.cli(port, &["PUBLISH", "fusion:task-signals", &message])
+            cluster.cli(port, &["PUBLISH", "fusion:{tasks}:task-signals", &message])
         })
         .await;
     }
@@ -487,7 +564,7 @@ async fn a_store_under_sentinel_follows_the_promoted_replica() {
     publish_until_heard(&heard, "before", || {
         sentinel.cli(
             sentinel.primary_port(),
-            &["PUBLISH", "fusion:task-signals", "before"],
+            &["PUBLISH", "fusion:{tasks}:task-signals", "before"],
         )
     })
     .await;
@@ -575,7 +652,10 @@ async fn a_store_under_sentinel_follows_the_promoted_replica() {
         .expect("a lock on the new primary");
     // The subscription moved to the new primary.
     publish_until_heard(&heard, "after", || {
-        sentinel.cli(promoted, &["PUBLISH", "fusion:task-signals", "after"])
+        sentinel.cli(
+            promoted,
+            &["PUBLISH", "fusion:{tasks}:task-signals", "after"],
+        )
     })
     .await;
     subscription.abort();

@@ -219,21 +219,25 @@ fn an_idempotent_runner_killed_mid_call_is_run_again_under_a_newer_fencing_token
     let lease = ["--lease-ms", "1000"];
     let doomed = fleet.replica(&lease);
     let survivor = fleet.replica(&lease);
-    let refund = json!({"refund_id": "refund-k", "delay_ms": 30000});
+    let refund = json!({"refund_id": "refund-k", "delay_ms": 1500});
     let first = call_doomed(doomed.addr(), "record_refund", refund.clone());
     thread::sleep(Duration::from_millis(500));
     drop(doomed);
     let _ = first.join();
-    let quick = json!({"refund_id": "refund-k", "delay_ms": 0});
-    let retry = call(survivor.addr(), "record_refund", quick.clone());
+    // The same call (the same arguments) takes the key over once the lease lapsed.
+    let retry = call(survivor.addr(), "record_refund", refund.clone());
     assert!(!is_error(&retry), "{retry}");
     assert!(text(&retry).contains("recorded under fence"), "{retry}");
     let effects = fleet.effects();
     assert_eq!(effects.len(), 1, "{effects:?}");
-    // The same arguments replay it; the dead runner's (another `delay_ms`) conflict.
-    let again = call(survivor.addr(), "record_refund", quick);
+    // The same arguments replay it; other arguments under the key conflict.
+    let again = call(survivor.addr(), "record_refund", refund);
     assert_eq!(text(&again), text(&retry));
-    let other = call(survivor.addr(), "record_refund", refund);
+    let other = call(
+        survivor.addr(),
+        "record_refund",
+        json!({"refund_id": "refund-k", "delay_ms": 0}),
+    );
     assert_eq!(
         other["_meta"]["fusion/failure"]["code"], "conflict",
         "{other}"

@@ -12,7 +12,7 @@ use crate::{
         Failure, FailureKind, Target,
         classify::{Classification, ErrorClass},
     },
-    idempotency::{Claim, ClaimGuard, IdempotencyStore},
+    idempotency::{Claim, ClaimGuard, ClaimRequest, IdempotencyStore},
     setup::registered::RegisteredTool,
 };
 
@@ -100,7 +100,7 @@ pub(super) async fn claim<'a>(
     store: &'a dyn IdempotencyStore,
     window: Duration,
     key: &'a str,
-    fingerprint: &str,
+    fingerprint: &'a str,
     repeatable: bool,
     call: &'a Call,
 ) -> Replay<'a> {
@@ -109,7 +109,11 @@ pub(super) async fn claim<'a>(
     let claimed = tokio::select! {
         biased;
         () = call.cancelled() => return Replay::Cancelled,
-        claimed = store.claim(key, window, repeatable) => claimed,
+        claimed = store.claim(
+            ClaimRequest::new(key, window)
+                .repeatable(repeatable)
+                .fingerprint(fingerprint),
+        ) => claimed,
     };
     let run = |fencing_token: u64| {
         call.set_key_fence(fencing_token);
@@ -134,6 +138,7 @@ pub(super) async fn claim<'a>(
         },
         Claim::Run { fencing_token } => run(fencing_token),
         Claim::Stopped => Replay::Stopped,
+        Claim::Conflict => Replay::Conflict,
         Claim::Unavailable(reason) => Replay::Unavailable(reason),
     }
 }

@@ -543,31 +543,39 @@ impl RedisStore {
     /// Waits until the replicas [`wait_for_replicas`](Self::wait_for_replicas) asks for
     /// acknowledged the writes sent so far on `connection` (`WAIT`); an error when fewer
     /// did within its timeout. Nothing to wait for when it was not asked for.
-    #[allow(dead_code)] // Called by the claims of idempotency keys and tasks (store.rs).
     pub(super) async fn wait_replicated(
         &self,
         connection: &mut Connection,
     ) -> Result<(), RedisError> {
-        let Some((replicas, timeout)) = self.replica_wait else {
-            return Ok(());
-        };
-        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        let acknowledged: i64 = redis::cmd("WAIT")
-            .arg(replicas)
-            .arg(timeout_ms)
-            .query_async(connection)
-            .await?;
-        if usize::try_from(acknowledged).is_ok_and(|acknowledged| acknowledged >= replicas) {
-            Ok(())
-        } else {
-            // Redis's own code for too few replicas (`min-replicas-to-write`).
-            Err(redis::make_extension_error(
-                "NOREPLICAS".to_owned(),
-                Some(format!(
-                    "{acknowledged} of {replicas} replicas acknowledged the write within {timeout:?}"
-                )),
-            ))
-        }
+        wait_replicated(self.replica_wait, connection).await
+    }
+}
+
+/// [`RedisStore::wait_replicated`] for a task that holds the setting but not the store
+/// (the background writes of `store.rs`).
+pub(super) async fn wait_replicated(
+    replica_wait: Option<(usize, Duration)>,
+    connection: &mut Connection,
+) -> Result<(), RedisError> {
+    let Some((replicas, timeout)) = replica_wait else {
+        return Ok(());
+    };
+    let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    let acknowledged: i64 = redis::cmd("WAIT")
+        .arg(replicas)
+        .arg(timeout_ms)
+        .query_async(connection)
+        .await?;
+    if usize::try_from(acknowledged).is_ok_and(|acknowledged| acknowledged >= replicas) {
+        Ok(())
+    } else {
+        // Redis's own code for too few replicas (`min-replicas-to-write`).
+        Err(redis::make_extension_error(
+            "NOREPLICAS".to_owned(),
+            Some(format!(
+                "{acknowledged} of {replicas} replicas acknowledged the write within {timeout:?}"
+            )),
+        ))
     }
 }
 

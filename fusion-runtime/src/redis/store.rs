@@ -14,7 +14,7 @@ use sha2::{Digest as _, Sha256};
 use super::connection::{Connection, PubSubClient};
 use crate::{
     future::BoxFuture,
-    idempotency::{Claim, IdempotencyStore},
+    idempotency::{Claim, ClaimRequest, IdempotencyStore},
 };
 
 /// The longest a claim is held without renewal: a runner that dies (its process killed,
@@ -44,33 +44,36 @@ const STORE_ATTEMPTS: u32 = 5;
 
 /// Claims an idempotency key. KEYS: the key's record, its lease. ARGV: the claim's token,
 /// the lease and the window in milliseconds, `1` when a run that stopped may be taken
-/// over (the tool is safe to repeat).
+/// over (the tool is safe to repeat), the fingerprint of the call's arguments.
 ///
-/// The record (`run:<fence>:<token>` while a run holds it, `done:<result>` once it
-/// ended) is kept for the window; the lease only while the runner renews it. A record
+/// The record (`run:<fence>:<fingerprint>:<token>` while a run holds it, `done:<result>`
+/// once it ended) is kept for the window; the lease only while the runner renews it. A record
 /// without a lease is a run that stopped part-way: `stopped`, never a free key, unless the
 /// tool may repeat: then it is taken over under a newer fence. A fence is Redis's clock in
 /// microseconds, or one more than the last fence of the key if that is larger: it grows
-/// with each claim of the key, across its record's expiry too.
+/// with each claim of the key, across its record's expiry too. A key held or stopped under
+/// another fingerprint is a `conflict`: another request under a used key.
 const CLAIM: &str = r"
 local record = redis.call('GET', KEYS[1])
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local function take(fence)
-  local held = 'run:' .. string.format('%d', fence) .. ':' .. ARGV[1]
+  local held = 'run:' .. string.format('%d', fence) .. ':' .. ARGV[5] .. ':' .. ARGV[1]
   redis.call('SET', KEYS[1], held, 'PX', ARGV[3])
   redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
   return {'run', string.format('%d', fence)}
 end
 if not record then return take(clock) end
 if string.sub(record, 1, 5) == 'done:' then return {'done', string.sub(record, 6)} end
-local fence = tonumber(string.match(record, '^run:(%d+):')) or 0
+local fence, held = string.match(record, '^run:(%d+):([^:]*):')
+fence = tonumber(fence) or 0
+if ARGV[5] ~= '' and held and held ~= '' and held ~= ARGV[5] then return {'conflict'} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'running'} end
 if ARGV[4] == '1' then return take(math.max(clock, fence + 1)) end
 return {'stopped'}";
 
 /// Keeps a claim alive. KEYS: the record, the lease. ARGV: the held record
-/// (`run:<fence>:<token>`), the token, the lease and the window in milliseconds. While
+/// (`run:<fence>:<fingerprint>:<token>`), the token, the lease and the window in milliseconds. While
 /// the record is still the runner's (no newer claim took the key), its lease is set
 /// again (also after it lapsed: a runner that was only paused) and the record kept for a
 /// window from now, however long the run.
@@ -208,7 +211,7 @@ pub struct RedisStore {
 }
 
 struct Owned {
-    /// The key's record while this claim holds it: `run:<fence>:<token>`.
+    /// The key's record while this claim holds it: `run:<fence>:<fingerprint>:<token>`.
     held: String,
     window: Duration,
     renewal: tokio::task::AbortHandle,
@@ -314,7 +317,7 @@ impl RedisStore {
                     // Lost: a newer claim took the key over (this runner was paused or
                     // cut off longer than its lease); nothing left to renew.
                     Ok(_) => {
-                        tracing::warn!(target: "fusion::idempotency", "an idempotency claim was taken over by a newer one; its result will not be kept");
+                        tracing::warn!(target: "fusion::idempotency", record = %keys[0], claim = %held, "an idempotency claim was taken over by a newer one (this runner was paused or cut off past its lease); its result will not be kept");
                         return;
                     }
                     // Redis away for now: the next renewal may still be in time.
@@ -338,6 +341,7 @@ impl RedisStore {
     /// trait's `complete`, `release` and `abandon` do not wait), trying again while
     /// Redis fails.
     fn settle(&self, key: &str, script: &'static str, args: Vec<String>, what: &'static str) {
+        let replica_wait = self.replica_wait;
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // No runtime (a guard dropped as the process ends): the lease lapses by itself.
             return;
@@ -355,7 +359,16 @@ impl RedisStore {
                 }
                 let settled: Result<i64, _> = invocation.invoke_async(&mut connection).await;
                 match settled {
-                    Ok(1) => return,
+                    Ok(1) => {
+                        // A result (or a release) a failover could lose: wait for the
+                        // replicas asked for; it is written either way.
+                        if let Err(error) =
+                            super::connection::wait_replicated(replica_wait, &mut connection).await
+                        {
+                            tracing::warn!(target: "fusion::idempotency", %error, what, "the replicas did not acknowledge a keyed call's end in time");
+                        }
+                        return;
+                    }
                     // Not (or no longer) this claim's key: a newer claim took it over, or
                     // a claim being made never got it.
                     Ok(_) => {
@@ -415,13 +428,21 @@ impl Drop for Claiming<'_> {
 }
 
 impl IdempotencyStore for RedisStore {
-    fn claim<'a>(
-        &'a self,
-        key: &'a str,
-        window: Duration,
-        repeatable: bool,
-    ) -> BoxFuture<'a, Claim> {
+    fn claim<'a>(&'a self, request: ClaimRequest<'a>) -> BoxFuture<'a, Claim> {
         Box::pin(async move {
+            let ClaimRequest {
+                key,
+                window,
+                repeatable,
+                fingerprint,
+            } = request;
+            // The record is split on `:`: a fingerprint is hex, and anything else is left
+            // out rather than misread.
+            let fingerprint = if fingerprint.contains(':') {
+                ""
+            } else {
+                fingerprint
+            };
             let keys = self.redis_keys(key);
             let token = format!("{:032x}", fastrand::u128(..));
             let mut connection = self.connection.clone();
@@ -444,6 +465,7 @@ impl IdempotencyStore for RedisStore {
                     .arg(self.lease_ms())
                     .arg(millis(window))
                     .arg(if repeatable { "1" } else { "0" })
+                    .arg(fingerprint)
                     .invoke_async(&mut connection)
                     .await;
                 claiming.armed = false;
@@ -457,7 +479,21 @@ impl IdempotencyStore for RedisStore {
                         else {
                             return Claim::Unavailable("a claim without a fence".to_owned());
                         };
-                        let held = format!("run:{fence}:{token}");
+                        let held = format!("run:{fence}:{fingerprint}:{token}");
+                        // Await: the claim reaching the replicas asked for; a drop here
+                        // releases it (`Claiming`, armed again).
+                        claiming.armed = true;
+                        if let Err(error) = self.wait_replicated(&mut connection).await {
+                            claiming.armed = false;
+                            self.settle(
+                                key,
+                                RELEASE_CLAIM,
+                                vec![held],
+                                "release a claim no replica acknowledged",
+                            );
+                            return Claim::Unavailable(error.to_string());
+                        }
+                        claiming.armed = false;
                         let renewal = self.renew(keys, held.clone(), token.clone(), window);
                         if let Ok(mut owned) = self.owned.lock() {
                             owned.insert(
@@ -479,6 +515,7 @@ impl IdempotencyStore for RedisStore {
                         return Claim::Replay(serde_json::from_str(stored).unwrap_or(Value::Null));
                     }
                     Some("stopped") => return Claim::Stopped,
+                    Some("conflict") => return Claim::Conflict,
                     // Running elsewhere. Await: a pause before looking again; holds
                     // nothing.
                     _ => {

@@ -214,7 +214,14 @@ impl TaskStore for RedisStore {
             match inserted {
                 -1 => Err(crate::tasks::StoreFull(total).into()),
                 -2 => Err(TaskStoreError::CallerFull(per_caller)),
-                fence => Ok(u64::try_from(fence).unwrap_or(0)),
+                fence => {
+                    // A task a failover could lose is not reported as created: the record
+                    // left on the primary is an orphan the sweepers end.
+                    self.wait_replicated(&mut self.connection.clone())
+                        .await
+                        .map_err(|error| unavailable(&error))?;
+                    Ok(u64::try_from(fence).unwrap_or(0))
+                }
             }
         })
     }
@@ -264,6 +271,14 @@ impl TaskStore for RedisStore {
                 .invoke_async(&mut self.connection.clone())
                 .await
                 .map_err(|error| unavailable(&error))?;
+            // An end a failover could lose would change once reported: wait for the
+            // replicas asked for (it is written either way).
+            if updated == 1
+                && finished
+                && let Err(error) = self.wait_replicated(&mut self.connection.clone()).await
+            {
+                tracing::warn!(target: "fusion::tasks", task = %record.id, %error, "the replicas did not acknowledge a task's end in time");
+            }
             Ok(updated == 1)
         })
     }
@@ -308,6 +323,13 @@ impl TaskStore for RedisStore {
                 .invoke_async(&mut self.connection.clone())
                 .await
                 .map_err(|error| unavailable(&error))?;
+            if acquired.is_some() {
+                // A take-over a failover could lose: not acted on until replicated (the
+                // lease lapses and the next sweep tries again).
+                self.wait_replicated(&mut self.connection.clone())
+                    .await
+                    .map_err(|error| unavailable(&error))?;
+            }
             Ok(acquired)
         })
     }
