@@ -323,6 +323,39 @@ fn flag<T: std::str::FromStr>(args: &[String], flag: &str) -> Result<Option<T>, 
 }
 
 /// The 32-byte key after `flag`, written as 64 hex digits.
+/// Where the fleet's Redis is: one URL, or the Sentinels that name the primary.
+enum RedisTarget {
+    One(String),
+    Sentinel {
+        sentinels: Vec<String>,
+        master: String,
+    },
+}
+
+impl std::fmt::Display for RedisTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::One(url) => f.write_str(url),
+            Self::Sentinel { sentinels, master } => {
+                write!(f, "{master} (Sentinels {})", sentinels.join(", "))
+            }
+        }
+    }
+}
+
+/// `--redis URL`, or `--redis-sentinel URLS` with `--redis-master NAME`.
+fn redis_target(args: &[String]) -> Result<RedisTarget, String> {
+    if let Some(sentinels) = flag::<String>(args, "--redis-sentinel")? {
+        let master =
+            flag::<String>(args, "--redis-master")?.unwrap_or_else(|| "mymaster".to_owned());
+        let sentinels = sentinels.split(',').map(str::to_owned).collect();
+        return Ok(RedisTarget::Sentinel { sentinels, master });
+    }
+    flag::<String>(args, "--redis")?
+        .map(RedisTarget::One)
+        .ok_or_else(|| "--redis URL (or --redis-sentinel URLS) is required".to_owned())
+}
+
 fn state_key(args: &[String], flag: &str) -> Result<Option<[u8; 32]>, String> {
     let Some(hex) = self::flag::<String>(args, flag)? else {
         return Ok(None);
@@ -364,7 +397,26 @@ const USAGE: cli::Usage = cli::Usage {
             "PORT",
             "serve Streamable HTTP on 127.0.0.1:PORT (required; 0: a free port)",
         ),
-        ("--redis", "URL", "the Redis to share state on (required)"),
+        (
+            "--redis",
+            "URL",
+            "the Redis to share state on (required, unless --redis-sentinel)",
+        ),
+        (
+            "--redis-sentinel",
+            "URLS",
+            "the Sentinels (comma-separated URLs) that name the primary to share state on",
+        ),
+        (
+            "--redis-master",
+            "NAME",
+            "the primary's name at the Sentinels (default mymaster)",
+        ),
+        (
+            "--wait-replicas",
+            "N",
+            "claims, results and task writes wait for N Redis replicas (WAIT; at most 500 ms)",
+        ),
         (
             "--lease-ms",
             "MS",
@@ -430,7 +482,7 @@ async fn main() -> ExitCode {
     let parsed = (|| {
         Ok::<_, String>((
             flag::<u16>(&args, "--http")?.ok_or("--http PORT is required")?,
-            flag::<String>(&args, "--redis")?.ok_or("--redis URL is required")?,
+            redis_target(&args)?,
             flag::<u64>(&args, "--lease-ms")?,
             flag::<f64>(&args, "--rate")?.unwrap_or(20.0),
             flag::<PathBuf>(&args, "--effects")?,
@@ -461,13 +513,30 @@ async fn main() -> ExitCode {
             return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
         }
     };
-    let mut redis = match RedisStore::connect(&url).await {
+    let connected = match &url {
+        RedisTarget::One(url) => RedisStore::connect(url).await,
+        RedisTarget::Sentinel { sentinels, master } => {
+            let sentinels: Vec<&str> = sentinels.iter().map(String::as_str).collect();
+            RedisStore::connect_sentinel(&sentinels, master).await
+        }
+    };
+    let mut redis = match connected {
         Ok(redis) => redis,
         Err(error) => {
             eprintln!("fleet: cannot reach Redis at {url}: {error}");
             return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
         }
     };
+    match flag::<usize>(&args, "--wait-replicas") {
+        Ok(Some(replicas)) => {
+            redis = redis.wait_for_replicas(replicas, Duration::from_millis(500));
+        }
+        Ok(None) => {}
+        Err(problem) => {
+            eprintln!("fleet: {problem}");
+            return ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
+        }
+    }
     if let Some(lease_ms) = lease_ms {
         redis = redis.lease(Duration::from_millis(lease_ms));
     }

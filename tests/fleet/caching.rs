@@ -174,7 +174,7 @@ fn with_redis_stopped_calls_run_uncached_and_caching_resumes_after() {
     assert_eq!(text(&call(addr, "price", args.clone())), text(&first));
     assert_eq!(runs(&fleet, "price-run", "INIT"), 1);
 
-    fleet.redis.stop();
+    fleet.redis().stop();
     for n in 1..=3 {
         let started = Instant::now();
         let answer = call(addr, "price", args.clone());
@@ -194,7 +194,7 @@ fn with_redis_stopped_calls_run_uncached_and_caching_resumes_after() {
         );
     }
 
-    fleet.redis.resume();
+    fleet.redis().resume();
     // Once the replica reconnects, a second identical call is a hit again.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

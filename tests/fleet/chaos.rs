@@ -1,19 +1,29 @@
 //! Exactly once under faults (issue 55): `examples/fleet.rs` replicas, stateless, on a Redis
 //! of the test's own, driven with raw 2026-07-28 task requests, for three seeds.
 //!
+//! Redis is a persistent primary (`appendonly yes`, `appendfsync always`) with a replica
+//! under three Sentinels; the replicas find the primary through the Sentinels and wait for
+//! the replica to acknowledge their claims and ends (`--wait-replicas 1`).
+//!
 //! For 30 s, tasks are created round-robin on the live replicas and polled on random ones:
 //! slow reports (`read_only`), refunds (`idempotent`, keyed), orders (destructive, keyed;
 //! the order is recorded at a random point of the work, so that faults land before, during
-//! and after it) and shipments (destructive, no key). Every 2–4 s a random live replica is
-//! SIGKILLed (and a fresh one started in its place) or SIGSTOPped past its lease and woken
-//! (SIGCONT) 2–3 leases later: it wakes after another replica took its tasks over.
+//! and after it) and shipments (destructive, no key); and a keyed order is placed as an
+//! ordinary call each turn. Every 2–4 s a random live replica is SIGKILLed (and a fresh
+//! one started in its place) or SIGSTOPped past its lease and woken (SIGCONT) 2–3 leases
+//! later: it wakes after another replica took its tasks over. At 10 s the Redis primary is
+//! restarted (SIGKILL, then started again with its data); at 20 s it is killed for good,
+//! the Sentinels promote the replica, and the old primary comes back as the new replica.
 //!
 //! Then:
 //! - every order and shipment has exactly one effect and `completed`, or at most one effect
 //!   and `failed` as `unknown_outcome`: never two;
 //! - reports and refunds complete;
 //! - no task is ever unknown to a replica, and none is stuck: every one ends;
-//! - every replica reports the same end.
+//! - every replica reports the same end;
+//! - every ordinary keyed call is answered (a result, a transient `isError` while Redis is
+//!   away, or `unknown_outcome`), never silence; sent again, it gets the same result or an
+//!   unknown outcome, and its order is placed at most once (once if it said so).
 //!
 //! Each seed prints its orders, kills, stops, take-overs, unknown outcomes and the longest
 //! time from a fault to the end of a task it hit.
@@ -30,7 +40,7 @@ use serde_json::{Value, json};
 use support::{
     HttpServer,
     fleet::Fleet,
-    task_client::{create, get, is_finished, is_unknown, poll_end, status},
+    task_client::{create, get, is_finished, is_unknown, poll_end, send_as, status},
 };
 
 /// The lease of the replicas' claims and tasks: a killed replica's tasks are orphans after
@@ -52,7 +62,27 @@ struct Created {
 /// have ended then.
 struct Fault {
     at: SystemTime,
+    /// How far into the run it came.
+    offset: Duration,
     hit: Vec<String>,
+}
+
+/// An order placed as an ordinary call (not a task), and how it was first answered.
+struct Direct {
+    key: String,
+    arguments: Value,
+    answer: Answer,
+}
+
+/// How an ordinary keyed call was answered.
+#[derive(Clone, Debug, PartialEq)]
+enum Answer {
+    /// Placed: the result's text.
+    Placed(String),
+    /// A transient `isError` (Redis away, or a replica that cannot reach it): it did not run.
+    Transient,
+    /// An unknown outcome.
+    Unknown,
 }
 
 /// What one seed counted.
@@ -60,11 +90,17 @@ struct Fault {
 struct Tally {
     tasks: usize,
     orders: usize,
+    direct_orders: usize,
+    direct_not_run: usize,
     kills: usize,
     stops: usize,
+    redis_restarts: usize,
+    failovers: usize,
     takeovers: usize,
     unknown_outcomes: usize,
     longest_fault_to_end: Duration,
+    /// How far into the run the fault behind `longest_fault_to_end` came.
+    longest_fault_at: Duration,
     /// How the tasks ended, by tool and status.
     ends: BTreeMap<String, usize>,
 }
@@ -116,8 +152,34 @@ fn ended_at(answer: &Value) -> Option<SystemTime> {
     Some(SystemTime::from(parsed))
 }
 
+/// Places order `key` as an ordinary call (a 2026-07-28 client without the tasks
+/// extension) on `addr`; how it was answered, or why there was no answer.
+fn place_directly(addr: std::net::SocketAddr, arguments: &Value) -> Result<Answer, String> {
+    let tool = "place_order";
+    let params = json!({"name": tool, "arguments": arguments});
+    let answer = send_as(addr, "tools/call", tool, params, false)?;
+    let result = &answer["result"];
+    if result.is_null() {
+        return Err(format!("not a result: {answer}"));
+    }
+    let failure = &result["_meta"]["fusion/failure"];
+    match (result["isError"] == true, failure["class"].as_str()) {
+        (false, _) => Ok(Answer::Placed(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )),
+        (true, Some("transient")) => Ok(Answer::Transient),
+        (true, Some("unknown_outcome")) => Ok(Answer::Unknown),
+        (true, _) => Err(format!("an unexpected failure: {answer}")),
+    }
+}
+
 fn chaos(seed: u64) -> Option<Tally> {
-    let fleet = Fleet::start(&format!("chaos-{seed}"))?;
+    // Sentinels that declare the primary down after 3 s: a restart (well under it) keeps
+    // the primary, a kill promotes the replica.
+    let mut fleet = Fleet::start_sentinel(&format!("chaos-{seed}"), 3000)?;
     let lease_ms = LEASE.as_millis().to_string();
     let lease = ["--lease-ms", lease_ms.as_str()];
     let mut replicas: Vec<HttpServer> = (0..3).map(|_| fleet.replica(&lease)).collect();
@@ -129,6 +191,12 @@ fn chaos(seed: u64) -> Option<Tally> {
     let mut finished: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut unknown: Vec<String> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
+    let mut directs: Vec<Direct> = Vec::new();
+    let mut silent: Vec<String> = Vec::new();
+    // The Redis faults: a restart at 10 s, a failover at 20 s (the old primary started
+    // again once the replica was promoted).
+    let mut restarted = false;
+    let mut failing_over = false;
     let mut killed_takeovers = 0;
     let started = Instant::now();
     let mut next_fault = started + Duration::from_millis(rng.u64(2000..4000));
@@ -158,6 +226,23 @@ fn chaos(seed: u64) -> Option<Tally> {
                 slot,
             });
         }
+        // An ordinary keyed order: answered, whatever is down.
+        let key = format!("direct-{seed}-{turn}");
+        let arguments = json!({
+            "order_id": key,
+            "item": "tea",
+            "delay_ms": rng.u32(0..100),
+            "after_ms": rng.u32(0..100),
+        });
+        let at = replicas[live[rng.usize(..live.len())]].addr();
+        match place_directly(at, &arguments) {
+            Ok(answer) => directs.push(Direct {
+                key,
+                arguments,
+                answer,
+            }),
+            Err(problem) => silent.push(format!("{key} on {at}: {problem}")),
+        }
         // A poll of a random task on a random live replica: never unknown.
         if !created.is_empty() {
             let task = &created[rng.usize(..created.len())];
@@ -170,6 +255,20 @@ fn chaos(seed: u64) -> Option<Tally> {
                 }
             }
         }
+        let elapsed = started.elapsed();
+        if !restarted && elapsed >= SPAN / 3 {
+            fleet.sentinel().restart_primary();
+            restarted = true;
+            tally.redis_restarts += 1;
+        }
+        if !failing_over && elapsed >= SPAN * 2 / 3 {
+            fleet.sentinel().kill_primary();
+            failing_over = true;
+        }
+        if failing_over && tally.failovers == 0 && fleet.sentinel().promoted().is_some() {
+            fleet.sentinel().restart_killed_primary();
+            tally.failovers += 1;
+        }
         if Instant::now() >= next_fault && live.len() > 1 {
             let victim = live[rng.usize(..live.len())];
             let hit: Vec<String> = created
@@ -179,9 +278,14 @@ fn chaos(seed: u64) -> Option<Tally> {
                 .collect();
             faults.push(Fault {
                 at: SystemTime::now(),
+                offset: started.elapsed(),
                 hit,
             });
-            if rng.bool() {
+            // While Redis has no primary (the failover under way), a replica started in
+            // place of a killed one would exit at start-up (78: Redis unreachable, by
+            // design): only stops then.
+            let redis_down = failing_over && tally.failovers == 0;
+            if rng.bool() && !redis_down {
                 // Dropping the server SIGKILLs its process group.
                 killed_takeovers += takeovers(&replicas[victim]);
                 let fresh = fleet.replica(&lease);
@@ -199,6 +303,11 @@ fn chaos(seed: u64) -> Option<Tally> {
     }
     for slot in stopped.keys() {
         support::send_signal(replicas[*slot].pid(), "CONT");
+    }
+    if tally.failovers == 0 {
+        fleet.sentinel().wait_for_failover(Duration::from_secs(30));
+        fleet.sentinel().restart_killed_primary();
+        tally.failovers += 1;
     }
     // Every task ends: within its lease and its own duration after its last runner died,
     // bounded here generously for a loaded machine.
@@ -257,12 +366,65 @@ fn chaos(seed: u64) -> Option<Tally> {
             (tool, other) => panic!("{tool} {} ended {other}: {end}", task.key),
         }
     }
+    assert!(
+        silent.is_empty(),
+        "ordinary keyed calls without an answer: {silent:#?}"
+    );
+    // Each ordinary order again: the same result, or an unknown outcome (a transient
+    // answer never ran: it may run now); its order placed at most once, once if it said so.
+    for direct in &directs {
+        let again = (0..20)
+            .find_map(
+                |_| match place_directly(replicas[0].addr(), &direct.arguments) {
+                    Ok(Answer::Transient) | Err(_) => {
+                        thread::sleep(Duration::from_millis(250));
+                        None
+                    }
+                    Ok(answer) => Some(answer),
+                },
+            )
+            .unwrap_or_else(|| panic!("{} never answered again", direct.key));
+        let marks = effects
+            .iter()
+            .filter(|line| line.split_whitespace().next() == Some(direct.key.as_str()))
+            .count();
+        match &direct.answer {
+            Answer::Placed(text) => {
+                assert_eq!(marks, 1, "{} said placed: {effects:#?}", direct.key);
+                assert!(
+                    again == Answer::Placed(text.clone()) || again == Answer::Unknown,
+                    "{}: {text:?}, then {again:?}",
+                    direct.key
+                );
+            }
+            Answer::Unknown => {
+                assert!(marks <= 1, "{}: {marks} effects", direct.key);
+                tally.unknown_outcomes += 1;
+            }
+            Answer::Transient => tally.direct_not_run += 1,
+        }
+    }
+    let effects = fleet.effects();
+    for direct in &directs {
+        let marks = effects
+            .iter()
+            .filter(|line| line.split_whitespace().next() == Some(direct.key.as_str()))
+            .count();
+        assert!(
+            marks <= 1,
+            "{} placed {marks} times: {effects:#?}",
+            direct.key
+        );
+    }
+    tally.direct_orders = directs.len();
     for fault in &faults {
         for id in &fault.hit {
             if let Some(end) = ends.get(id).and_then(ended_at)
                 && let Ok(took) = end.duration_since(fault.at)
+                && took > tally.longest_fault_to_end
             {
-                tally.longest_fault_to_end = tally.longest_fault_to_end.max(took);
+                tally.longest_fault_to_end = took;
+                tally.longest_fault_at = fault.offset;
             }
         }
     }
@@ -282,14 +444,19 @@ fn no_side_effect_repeats_when_replicas_are_killed_or_paused_for_three_seeds() {
             return;
         };
         eprintln!(
-            "chaos seed {seed}: {} tasks ({} orders), {} kills, {} stops, {} take-overs, {} unknown outcomes, longest fault to end {:?}; ends: {:?}",
+            "chaos seed {seed}: {} tasks ({} orders) and {} ordinary orders ({} not run: Redis away), {} kills, {} stops, {} Redis restarts, {} failovers, {} take-overs, {} unknown outcomes, longest fault to end {:?} (a fault {:?} into the run); ends: {:?}",
             tally.tasks,
             tally.orders,
+            tally.direct_orders,
+            tally.direct_not_run,
             tally.kills,
             tally.stops,
+            tally.redis_restarts,
+            tally.failovers,
             tally.takeovers,
             tally.unknown_outcomes,
             tally.longest_fault_to_end,
+            tally.longest_fault_at,
             tally.ends
         );
         assert!(
@@ -297,5 +464,9 @@ fn no_side_effect_repeats_when_replicas_are_killed_or_paused_for_three_seeds() {
             "the faults happened: {tally:?}"
         );
         assert!(tally.takeovers > 0, "some task was taken over: {tally:?}");
+        assert!(
+            tally.redis_restarts == 1 && tally.failovers == 1,
+            "{tally:?}"
+        );
     }
 }

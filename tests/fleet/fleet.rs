@@ -348,7 +348,7 @@ fn calls_are_answered_while_redis_is_down_and_keys_work_again_after() {
     );
     assert!(!is_error(&ok), "{ok}");
 
-    fleet.redis.stop();
+    fleet.redis().stop();
     for n in 0..10 {
         let keyed = call(
             addr,
@@ -381,7 +381,7 @@ fn calls_are_answered_while_redis_is_down_and_keys_work_again_after() {
         fleet.effects()
     );
 
-    fleet.redis.resume();
+    fleet.redis().resume();
     // The connection comes back by itself; a keyed call runs again within a few tries.
     let deadline = Instant::now() + Duration::from_secs(15);
     let after = loop {

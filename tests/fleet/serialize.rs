@@ -192,7 +192,7 @@ fn with_redis_stopped_a_deposit_is_a_transient_did_not_run() {
     let ok = call(addr, "deposit", json!({"account": "a", "amount": 1}));
     assert!(!is_error(&ok), "{ok}");
 
-    fleet.redis.stop();
+    fleet.redis().stop();
     for amount in 2..5 {
         let refused = call(addr, "deposit", json!({"account": "a", "amount": amount}));
         assert!(is_error(&refused), "{refused}");
@@ -212,7 +212,7 @@ fn with_redis_stopped_a_deposit_is_a_transient_did_not_run() {
         fleet.effects()
     );
 
-    fleet.redis.resume();
+    fleet.redis().resume();
     let deadline = Instant::now() + Duration::from_secs(15);
     let after = loop {
         let result = call(addr, "deposit", json!({"account": "a", "amount": 9}));

@@ -110,7 +110,7 @@ fn two_replicas_with_different_surfaces_show_the_skew_and_a_pinned_one_refuses_t
     // Pinned to A's surface, B's configuration does not start.
     let mut command = Command::new(support::example_binary("fleet"));
     command
-        .args(["--http", "0", "--stateless", "--redis", &fleet.redis.url()])
+        .args(["--http", "0", "--stateless", "--redis", &fleet.redis_url()])
         .args(["--timeout-ms", "5000", "--require-surface", &surface_a])
         .env("RUST_LOG", "warn");
     let refused = support::run_with_timeout(command, Duration::from_secs(30));
@@ -163,7 +163,7 @@ fn a_replica_pinned_to_a_lockfile_names_the_tools_that_differ() {
     std::fs::write(&lock, lockfile.to_string()).expect("the lockfile is written");
     let mut command = Command::new(support::example_binary("fleet"));
     command
-        .args(["--http", "0", "--stateless", "--redis", &fleet.redis.url()])
+        .args(["--http", "0", "--stateless", "--redis", &fleet.redis_url()])
         .arg("--require-surface")
         .arg(&lock)
         .env("RUST_LOG", "warn");

@@ -177,7 +177,7 @@ fn a_stopping_replica_hands_its_reports_over_before_their_lease_would_lapse() {
 
 #[test]
 fn while_redis_is_frozen_tasks_answer_transient_errors_and_nothing_is_lost() {
-    let Some(fleet) = Fleet::start("frozen") else {
+    let Some(mut fleet) = Fleet::start("frozen") else {
         return;
     };
     let replica = fleet.replica(&[]);
@@ -187,7 +187,7 @@ fn while_redis_is_frozen_tasks_answer_transient_errors_and_nothing_is_lost() {
         json!({"report_id": "f", "delay_ms": 500}),
     )
     .expect("a task");
-    fleet.redis.freeze();
+    fleet.redis().freeze();
     let created = send(
         replica.addr(),
         "tools/call",
@@ -195,7 +195,7 @@ fn while_redis_is_frozen_tasks_answer_transient_errors_and_nothing_is_lost() {
         json!({"name": "sales_report", "arguments": {"report_id": "g"}}),
     );
     let polled = get(replica.addr(), &id);
-    fleet.redis.thaw();
+    fleet.redis().thaw();
     let created = created.expect("an answer while Redis is frozen");
     assert_eq!(created["result"]["isError"], true, "{created}");
     assert_eq!(

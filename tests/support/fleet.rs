@@ -6,14 +6,20 @@ use std::{net::SocketAddr, path::PathBuf, process::Command, time::Duration};
 
 use serde_json::{Value, json};
 
-use super::{http::HttpServer, redis_server::RedisServer};
+use super::{http::HttpServer, redis_sentinel::RedisSentinel, redis_server::RedisServer};
 
 /// How long a replica may take to report its URL.
 const START: Duration = Duration::from_secs(30);
 
 pub(crate) struct Fleet {
-    pub(crate) redis: RedisServer,
+    backing: Backing,
     effects: PathBuf,
+}
+
+/// The Redis a fleet shares: one server, or a primary and a replica under Sentinel.
+enum Backing {
+    Single(RedisServer),
+    Sentinel(RedisSentinel),
 }
 
 impl Fleet {
@@ -26,16 +32,66 @@ impl Fleet {
         ));
         let _ = std::fs::remove_file(&effects);
         Some(Self {
-            redis: RedisServer::start(&binary),
+            backing: Backing::Single(RedisServer::start(&binary)),
             effects,
         })
+    }
+
+    /// [`start`](Self::start) on a persistent primary and its replica under three
+    /// sentinels (down after `down_after_ms`); the replicas find the primary through the
+    /// sentinels, and wait for the replica to acknowledge their claims (`WAIT 1`).
+    pub(crate) fn start_sentinel(name: &str, down_after_ms: u64) -> Option<Self> {
+        let binary = super::redis_server()?;
+        let mut fleet = Self::start(name)?;
+        fleet.backing = Backing::Sentinel(RedisSentinel::start_with(&binary, down_after_ms, true));
+        Some(fleet)
+    }
+
+    /// The Redis of a fleet of one server.
+    pub(crate) fn redis(&mut self) -> &mut RedisServer {
+        match &mut self.backing {
+            Backing::Single(redis) => redis,
+            Backing::Sentinel(_) => panic!("this fleet's Redis is under Sentinel"),
+        }
+    }
+
+    /// `redis://..` of a fleet of one server.
+    pub(crate) fn redis_url(&self) -> String {
+        match &self.backing {
+            Backing::Single(redis) => redis.url(),
+            Backing::Sentinel(_) => panic!("this fleet's Redis is under Sentinel"),
+        }
+    }
+
+    /// The Redis under Sentinel of a fleet started with [`start_sentinel`](Self::start_sentinel).
+    pub(crate) fn sentinel(&mut self) -> &mut RedisSentinel {
+        match &mut self.backing {
+            Backing::Sentinel(sentinel) => sentinel,
+            Backing::Single(_) => panic!("this fleet's Redis is one server"),
+        }
+    }
+
+    /// The flags that point a replica at the fleet's Redis.
+    fn redis_args(&self) -> Vec<String> {
+        match &self.backing {
+            Backing::Single(redis) => vec!["--redis".to_owned(), redis.url()],
+            Backing::Sentinel(sentinel) => vec![
+                "--redis-sentinel".to_owned(),
+                sentinel.sentinel_urls().join(","),
+                "--redis-master".to_owned(),
+                sentinel.master_name().to_owned(),
+                "--wait-replicas".to_owned(),
+                "1".to_owned(),
+            ],
+        }
     }
 
     /// One replica of `examples/fleet.rs`, stateless, on a free port, with `extra` flags.
     pub(crate) fn replica(&self, extra: &[&str]) -> HttpServer {
         let mut command = Command::new(super::example_binary("fleet"));
         command
-            .args(["--http", "0", "--stateless", "--redis", &self.redis.url()])
+            .args(["--http", "0", "--stateless"])
+            .args(self.redis_args())
             .arg("--effects")
             .arg(&self.effects)
             .args(extra)

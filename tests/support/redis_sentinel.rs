@@ -26,6 +26,9 @@ const SENTINELS: usize = 3;
 pub(crate) struct RedisSentinel {
     binary: PathBuf,
     dir: PathBuf,
+    /// Whether the primary and the replica keep an append-only file (`appendonly yes`,
+    /// `appendfsync always`): a restarted process comes back with its data.
+    persistent: bool,
     /// The primary and the replica, as started (`None` once killed).
     servers: Vec<Server>,
     sentinels: Vec<Server>,
@@ -43,10 +46,18 @@ impl RedisSentinel {
     /// sentinels, and waits until each sentinel knows the other two and the replica (30 s at
     /// most). Panics with the logs when a step fails.
     pub(crate) fn start(binary: &Path) -> Self {
+        Self::start_with(binary, 1000, false)
+    }
+
+    /// [`start`](Self::start), with the sentinels' `down-after-milliseconds`, and with
+    /// persistence when `persistent`: a primary restarted within `down_after_ms` comes
+    /// back with its data and stays the primary.
+    pub(crate) fn start_with(binary: &Path, down_after_ms: u64, persistent: bool) -> Self {
         let primary = free_port();
         let mut setup = Self {
             binary: binary.to_path_buf(),
             dir: redis_dir("sentinel", primary),
+            persistent,
             servers: Vec::new(),
             sentinels: Vec::new(),
             first_primary: primary,
@@ -69,7 +80,7 @@ impl RedisSentinel {
                 format!(
                     "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {}\nlogfile {}\n\
                      sentinel monitor {MASTER} 127.0.0.1 {primary} 2\n\
-                     sentinel down-after-milliseconds {MASTER} 1000\n\
+                     sentinel down-after-milliseconds {MASTER} {down_after_ms}\n\
                      sentinel failover-timeout {MASTER} 3000\n\
                      sentinel parallel-syncs {MASTER} 1\n",
                     setup.dir.display(),
@@ -133,6 +144,29 @@ impl RedisSentinel {
         cli(&self.binary, port, args)
     }
 
+    /// Kills the primary as started (SIGKILL) and starts it again at once on its port,
+    /// with its configuration (and its data, when persistent): a Redis restarted.
+    pub(crate) fn restart_primary(&mut self) {
+        self.kill_primary();
+        self.start_again(self.first_primary);
+    }
+
+    /// Starts the primary as started again, after [`kill_primary`](Self::kill_primary):
+    /// once a failover promoted its replica, the sentinels make it a replica of the new
+    /// primary.
+    pub(crate) fn restart_killed_primary(&mut self) {
+        self.start_again(self.first_primary);
+    }
+
+    fn start_again(&mut self, port: u16) {
+        let conf = self.dir.join(format!("redis-{port}.conf"));
+        let log = self.log(port);
+        let child = spawn_redis(&self.binary, &conf, port, &log);
+        if let Some(server) = self.servers.iter_mut().find(|server| server.port == port) {
+            server.child = Some(child);
+        }
+    }
+
     /// Kills the primary as started (SIGKILL), as a crash would.
     pub(crate) fn kill_primary(&mut self) {
         let first = self.first_primary;
@@ -141,6 +175,19 @@ impl RedisSentinel {
         {
             kill_redis(&mut child, first);
         }
+    }
+
+    /// The port of a primary other than the one started that a sentinel names now, if
+    /// any (one look, no waiting).
+    pub(crate) fn promoted(&self) -> Option<u16> {
+        self.sentinels.iter().find_map(|sentinel| {
+            self.cli(
+                sentinel.port,
+                &["SENTINEL", "get-master-addr-by-name", MASTER],
+            )
+            .and_then(|reply| reply.lines().nth(1)?.trim().parse::<u16>().ok())
+            .filter(|port| *port != self.first_primary)
+        })
     }
 
     /// Waits until a sentinel names a primary other than the one started, and returns its
@@ -175,10 +222,17 @@ impl RedisSentinel {
         let replica = replica_of
             .map(|primary| format!("replicaof 127.0.0.1 {primary}\n"))
             .unwrap_or_default();
+        let persistence = if self.persistent {
+            format!(
+                "appendonly yes\nappendfsync always\nappendfilename appendonly-{port}.aof\nappenddirname aof-{port}\n"
+            )
+        } else {
+            "appendonly no\n".to_owned()
+        };
         std::fs::write(
             &conf,
             format!(
-                "port {port}\nbind 127.0.0.1\nprotected-mode yes\nsave \"\"\nappendonly no\n\
+                "port {port}\nbind 127.0.0.1\nprotected-mode yes\nsave \"\"\n{persistence}\
                  dbfilename dump-{port}.rdb\ndir {}\nlogfile {}\ndaemonize no\n{replica}",
                 self.dir.display(),
                 log.display()
