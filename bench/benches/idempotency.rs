@@ -5,8 +5,12 @@
 //! - `idempotency/memory_first_run`: a keyed call with a new key each time, `MemoryStore`;
 //! - `idempotency/redis_first_run`: the same on `RedisStore` (claim `SET NX PX`, then the
 //!   result stored by a script: two Redis round trips, the second off the call's path);
-//! - `idempotency/redis_replay`: a repeated key on `RedisStore` (`SET NX PX` fails, `GET`:
-//!   two round trips).
+//! - `idempotency/redis_replay`: a repeated key on `RedisStore` (the claim script finds the
+//!   stored result: one round trip);
+//! - `idempotency/redis_first_run_wait_1`: a first run on a `RedisStore` that waits for one
+//!   replica to acknowledge the claim before the handler runs
+//!   (`RedisStore::wait_for_replicas(1, ..)`, a replica of the bench's Redis on loopback):
+//!   what safety across a failover costs.
 //!
 //! Starts a `redis-server` of its own on a free loopback port (`FUSION_REDIS` or
 //! `redis-server` on `PATH` or `/usr/bin/redis-server`; `scripts/redis-env` installs it);
@@ -104,6 +108,27 @@ fn bench(c: &mut Criterion) {
         });
     });
     let after_replays = redis.commands();
+    match Redis::replica_of(&redis) {
+        Some(replica) => {
+            let waiting = runtime
+                .block_on(RedisStore::connect(&redis.url()))
+                .expect("the bench's Redis")
+                .wait_for_replicas(1, Duration::from_millis(500));
+            let replicated = Tester::new(
+                Server::builder("bench", "0")
+                    .idempotency_store(waiting)
+                    .tool(keyed)
+                    .build(),
+            );
+            group.bench_function("redis_first_run_wait_1", |b| {
+                b.iter(|| runtime.block_on(replicated.call("keyed", fresh_key())));
+            });
+            drop(replica);
+        }
+        None => eprintln!(
+            "idempotency bench: the replica did not sync; redis_first_run_wait_1 is skipped"
+        ),
+    }
     group.finish();
     if let (Some(before), Some(after_first), Some(before_replays), Some(after_replays)) =
         (before, after_first, before_replays, after_replays)

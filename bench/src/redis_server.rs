@@ -19,6 +19,30 @@ impl Redis {
     /// Starts `FUSION_REDIS` (else `/usr/bin/redis-server`) on a free port; `None` when
     /// there is none, or it does not listen within 10 s.
     pub fn start() -> Option<Self> {
+        Self::start_with(&[])
+    }
+
+    /// A replica of `primary` (`--replicaof`), once it is in sync (10 s at most).
+    pub fn replica_of(primary: &Redis) -> Option<Self> {
+        let port = primary.port.to_string();
+        let replica = Self::start_with(&["--replicaof", "127.0.0.1", &port])?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = Command::new("redis-cli")
+                .args(["-p", &replica.port.to_string(), "info", "replication"])
+                .output()
+                .ok()?;
+            if String::from_utf8_lossy(&out.stdout).contains("master_link_status:up") {
+                return Some(replica);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn start_with(extra: &[&str]) -> Option<Self> {
         let binary = std::env::var_os("FUSION_REDIS")
             .map(PathBuf::from)
             .or_else(|| {
@@ -40,6 +64,7 @@ impl Redis {
                 "--appendonly",
                 "no",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
