@@ -50,6 +50,14 @@ async fn place_order(#[ctx] shop: &Shop, item: String, request_id: Option<String
     format!("order #{number} for {item}")
 }
 
+/// Charge a payment once per id; hangs past its deadline.
+#[mcp_tool(destructive, idempotency_key = "payment_id", timeout = "30ms")]
+async fn charge(#[ctx] shop: &Shop, payment_id: String) -> String {
+    shop.runs.fetch_add(1, Ordering::SeqCst);
+    std::future::pending::<()>().await;
+    payment_id
+}
+
 /// Look something up; fails transiently on the first two runs.
 #[mcp_tool(read_only)]
 async fn lookup(#[ctx] shop: &Shop) -> Result<String, ShopError> {
@@ -70,6 +78,7 @@ fn tester() -> (Tester<Shop>, Shop) {
         .tool(create_order)
         .tool(list_orders)
         .tool(place_order)
+        .tool(charge)
         .tool(lookup)
         .build();
     (Tester::new(server), shop)
@@ -197,4 +206,93 @@ async fn a_read_only_tool_is_still_retried() {
         3,
         "two transient failures, then success"
     );
+}
+
+/// Record a refund once per id; idempotent (the refund book keeps one entry a refund).
+#[mcp_tool(idempotent, idempotency_key = "refund_id")]
+async fn record_refund(#[ctx] shop: &Shop, refund_id: String) -> String {
+    let number = shop.runs.fetch_add(1, Ordering::SeqCst) + 1;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    format!("refund {refund_id}, run #{number}")
+}
+
+/// Waits (at most 5 s) until `shop` counted `runs` runs: the handler started.
+async fn started(shop: &Shop, runs: u32) {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while shop.runs.load(Ordering::SeqCst) < runs {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the handler started");
+}
+
+#[tokio::test]
+async fn a_keyed_call_cancelled_mid_way_leaves_an_unknown_outcome_not_a_second_order() {
+    let (tester, shop) = tester();
+    let order = json!({"item": "lamp", "request_id": "r-1"});
+    let handle = tester.start("place_order", order.clone());
+    started(&shop, 1).await;
+    handle.cancel();
+    let cancelled = handle.result().await;
+    assert!(cancelled.is_error, "{}", cancelled.text());
+    // The order may have been placed: the same key is an unknown outcome, every time.
+    for _ in 0..2 {
+        let again = tester.call("place_order", order.clone()).await;
+        assert!(again.is_error, "{}", again.text());
+        let entry = again.failure().expect("an entry");
+        assert_eq!(entry.class, "unknown_outcome");
+        assert_eq!(entry.code.as_deref(), Some("replica_stopped"));
+        assert!(
+            again.text().contains("new idempotency key"),
+            "{}",
+            again.text()
+        );
+    }
+    assert_eq!(shop.runs.load(Ordering::SeqCst), 1, "one order, ever");
+    // A new key is a new order.
+    let fresh = tester
+        .call("place_order", json!({"item": "lamp", "request_id": "r-2"}))
+        .await;
+    assert!(!fresh.is_error, "{}", fresh.text());
+}
+
+#[tokio::test]
+async fn an_idempotent_keyed_call_cancelled_mid_way_runs_again_under_a_newer_token() {
+    let (tester, shop) = {
+        let shop = Shop::default();
+        let context = shop.clone();
+        let server = Server::builder("shop", "0")
+            .context(move || context.clone())
+            .tool(record_refund)
+            .build();
+        (Tester::new(server), shop)
+    };
+    let refund = json!({"refund_id": "f-1"});
+    let handle = tester.start("record_refund", refund.clone());
+    started(&shop, 1).await;
+    handle.cancel();
+    let _ = handle.result().await;
+    let again = tester.call("record_refund", refund.clone()).await;
+    assert!(!again.is_error, "{}", again.text());
+    assert_eq!(again.text(), "refund f-1, run #2");
+    let replayed = tester.call("record_refund", refund).await;
+    assert_eq!(replayed.text(), again.text(), "kept from then on");
+}
+
+#[tokio::test]
+async fn a_keyed_call_that_times_out_keeps_its_unknown_outcome_for_the_key() {
+    let (tester, shop) = tester();
+    let payment = json!({"payment_id": "p-1"});
+    let first = tester.call("charge", payment.clone()).await;
+    assert_eq!(
+        first.failure().expect("an entry").class,
+        "unknown_outcome",
+        "{}",
+        first.text()
+    );
+    // The same key: the same answer, never a second charge.
+    let again = tester.call("charge", payment).await;
+    assert_eq!(again.text(), first.text());
+    assert_eq!(shop.runs.load(Ordering::SeqCst), 1, "charged once, ever");
 }

@@ -300,16 +300,16 @@ async fn run_call<C: Send + Sync + 'static>(
     }
     if let Some(claim) = claim {
         // Successes are kept for the window, and so are unknown outcomes (the same key
-        // gets the same answer, never a second run); any other failure frees the key for
-        // a new try.
-        let unknown = rendered
-            .failure
-            .as_ref()
-            .is_some_and(Failure::is_unknown_outcome);
-        if rendered.failure.is_none() || unknown {
-            claim.complete(rendered.report.to_json(&fingerprint));
-        } else {
-            claim.release();
+        // gets the same answer, never a second run). A call cancelled mid-way ends its
+        // claim as a dropped one does: stopped if its handler started and the tool is not
+        // safe to repeat, else free. Any other failure frees the key for a new try.
+        match rendered.failure.as_ref() {
+            None => claim.complete(rendered.report.to_json(&fingerprint)),
+            Some(failure) if failure.is_unknown_outcome() => {
+                claim.complete(rendered.report.to_json(&fingerprint));
+            }
+            Some(failure) if matches!(failure.kind(), FailureKind::Cancelled) => drop(claim),
+            Some(_) => claim.release(),
         }
     }
     // A stale answer's warning is logged with what failed; any other with its text.

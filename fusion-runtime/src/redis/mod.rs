@@ -50,6 +50,7 @@ mod lock;
 mod rate;
 mod store;
 mod tasks;
+mod topology;
 
 pub use ::redis::RedisError;
 

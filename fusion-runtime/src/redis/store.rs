@@ -11,7 +11,7 @@ use redis::Script;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::connection::{Connection, PubSubClient};
+use super::connection::{self, Connection, PubSubClient};
 use crate::{
     future::BoxFuture,
     idempotency::{Claim, ClaimRequest, IdempotencyStore},
@@ -30,10 +30,6 @@ const DEFAULT_LOCK_LEASE: Duration = Duration::from_secs(30);
 const DEFAULT_TASKS: usize = 10_000;
 /// The most tasks one caller (one OAuth subject) keeps at once by default.
 const DEFAULT_TASKS_PER_CALLER: usize = 100;
-
-/// How long one Redis command (or connecting) may take before the store counts Redis as
-/// unreachable.
-pub(super) const COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long a waiter sleeps between looks at a running claim, at first and at most.
 const POLL_FIRST: Duration = Duration::from_millis(20);
@@ -152,7 +148,8 @@ return 0";
 ///   nobody took the key over stores its result, and later calls get it.
 /// - **A failure releases the key**, so a retry runs; an unknown outcome (a destructive
 ///   call that timed out) is kept as the key's answer.
-/// - **A connection that drops is re-established by itself** (redis's `ConnectionManager`).
+/// - **A connection that drops is re-established by itself** (redis's `ConnectionManager`,
+///   the cluster connection, or a new look-up at the Sentinels).
 /// - **While Redis is unreachable**, a call with a key is answered at once with a transient
 ///   error ("did not run: deduplication ... is unavailable right now", retry later): it
 ///   never runs unchecked (it may have run on another replica) and is never left without
@@ -363,7 +360,7 @@ impl RedisStore {
                         // A result (or a release) a failover could lose: wait for the
                         // replicas asked for; it is written either way.
                         if let Err(error) =
-                            super::connection::wait_replicated(replica_wait, &mut connection).await
+                            connection::wait_replicated(replica_wait, &mut connection).await
                         {
                             tracing::warn!(target: "fusion::idempotency", %error, what, "the replicas did not acknowledge a keyed call's end in time");
                         }
@@ -483,7 +480,9 @@ impl IdempotencyStore for RedisStore {
                         // Await: the claim reaching the replicas asked for; a drop here
                         // releases it (`Claiming`, armed again).
                         claiming.armed = true;
-                        if let Err(error) = self.wait_replicated(&mut connection).await {
+                        if let Err(error) =
+                            connection::wait_replicated(self.replica_wait, &mut connection).await
+                        {
                             claiming.armed = false;
                             self.settle(
                                 key,

@@ -217,9 +217,12 @@ impl TaskStore for RedisStore {
                 fence => {
                     // A task a failover could lose is not reported as created: the record
                     // left on the primary is an orphan the sweepers end.
-                    self.wait_replicated(&mut self.connection.clone())
-                        .await
-                        .map_err(|error| unavailable(&error))?;
+                    super::connection::wait_replicated(
+                        self.replica_wait,
+                        &mut self.connection.clone(),
+                    )
+                    .await
+                    .map_err(|error| unavailable(&error))?;
                     Ok(u64::try_from(fence).unwrap_or(0))
                 }
             }
@@ -275,7 +278,11 @@ impl TaskStore for RedisStore {
             // replicas asked for (it is written either way).
             if updated == 1
                 && finished
-                && let Err(error) = self.wait_replicated(&mut self.connection.clone()).await
+                && let Err(error) = super::connection::wait_replicated(
+                    self.replica_wait,
+                    &mut self.connection.clone(),
+                )
+                .await
             {
                 tracing::warn!(target: "fusion::tasks", task = %record.id, %error, "the replicas did not acknowledge a task's end in time");
             }
@@ -326,7 +333,7 @@ impl TaskStore for RedisStore {
             if acquired.is_some() {
                 // A take-over a failover could lose: not acted on until replicated (the
                 // lease lapses and the next sweep tries again).
-                self.wait_replicated(&mut self.connection.clone())
+                super::connection::wait_replicated(self.replica_wait, &mut self.connection.clone())
                     .await
                     .map_err(|error| unavailable(&error))?;
             }
