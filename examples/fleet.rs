@@ -322,7 +322,6 @@ fn flag<T: std::str::FromStr>(args: &[String], flag: &str) -> Result<Option<T>, 
     }
 }
 
-/// The 32-byte key after `flag`, written as 64 hex digits.
 /// Where the fleet's Redis is: one URL, or the Sentinels that name the primary.
 enum RedisTarget {
     One(String),
@@ -356,6 +355,7 @@ fn redis_target(args: &[String]) -> Result<RedisTarget, String> {
         .ok_or_else(|| "--redis URL (or --redis-sentinel URLS) is required".to_owned())
 }
 
+/// The 32-byte key after `flag`, written as 64 hex digits.
 fn state_key(args: &[String], flag: &str) -> Result<Option<[u8; 32]>, String> {
     let Some(hex) = self::flag::<String>(args, flag)? else {
         return Ok(None);

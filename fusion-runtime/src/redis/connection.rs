@@ -606,11 +606,10 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
 
-        let store = RedisStore::connect(&primary.url()).await.expect("Redis");
-        let mut connection = store.connection.clone();
+        let client = Client::open(primary.url()).expect("a URL");
+        let mut connection = Connection::single(client).await.expect("Redis");
         // Not asked for: nothing to wait for.
-        store
-            .wait_replicated(&mut connection)
+        wait_replicated(None, &mut connection)
             .await
             .expect("no WAIT");
         let _: () = redis::cmd("SET")
@@ -619,15 +618,11 @@ mod tests {
             .query_async(&mut connection)
             .await
             .expect("SET");
-        let one = store.clone().wait_for_replicas(1, Duration::from_secs(10));
-        assert_eq!(one.replica_wait, Some((1, WAIT_MAX)), "at most 900 ms");
-        one.wait_replicated(&mut connection)
+        wait_replicated(Some((1, WAIT_MAX)), &mut connection)
             .await
             .expect("the one replica acknowledged");
-        let two = store.wait_for_replicas(2, Duration::from_millis(100));
         let started = Instant::now();
-        let error = two
-            .wait_replicated(&mut connection)
+        let error = wait_replicated(Some((2, Duration::from_millis(100))), &mut connection)
             .await
             .expect_err("there is one replica, not two");
         assert!(started.elapsed() >= Duration::from_millis(90), "it waited");
