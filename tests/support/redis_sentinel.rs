@@ -161,9 +161,11 @@ impl RedisSentinel {
     fn start_again(&mut self, port: u16) {
         let conf = self.dir.join(format!("redis-{port}.conf"));
         let log = self.log(port);
-        let child = spawn_redis(&self.binary, &conf, port, &log);
-        if let Some(server) = self.servers.iter_mut().find(|server| server.port == port) {
-            server.child = Some(child);
+        let mut child = spawn_redis(&self.binary, &conf, port, &log);
+        match self.servers.iter_mut().find(|server| server.port == port) {
+            Some(server) => server.child = Some(child),
+            // Not one of ours: nothing to keep it for.
+            None => kill_redis(&mut child, port),
         }
     }
 
