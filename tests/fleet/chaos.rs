@@ -394,7 +394,9 @@ fn chaos(seed: u64) -> Option<Tally> {
     // Each ordinary order again: the same result, or an unknown outcome (a transient
     // answer never ran: it may run now); its order placed at most once, once if it said so.
     for direct in &directs {
-        let again = (0..20)
+        // Until the old primary is a replica again (the Sentinels convert it within about
+        // ten seconds), `WAIT` refuses keyed calls: up to 30 s of tries.
+        let again = (0..120)
             .find_map(
                 |_| match place_directly(replicas[0].addr(), &direct.arguments) {
                     Ok(Answer::Transient) | Err(_) => {
