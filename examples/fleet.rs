@@ -36,7 +36,9 @@
 //! the lease of `deposit`'s lock (30 s by default); `--grace-ms N`
 //! sets the shutdown grace; `--state-key HEX` (64 hex digits) is the key the fleet seals
 //! request states with, and `--previous-state-key HEX` one it still opens (a key being
-//! rolled); `--stateless` serves without sessions. `--http 0` picks a free
+//! rolled); `--stateless` serves without sessions; `--redis-sentinel URLS` (with
+//! `--redis-master NAME`) finds the primary through Sentinel in place of `--redis URL`, and
+//! `--wait-replicas N` makes claims, results and task writes wait for N Redis replicas. `--http 0` picks a free
 //! port and prints the URL.
 
 use std::{io::Write as _, path::PathBuf, process::ExitCode, time::Duration};
