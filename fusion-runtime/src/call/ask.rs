@@ -60,39 +60,27 @@ impl Call {
                 .map_err(ClientRequestError::Failed)?;
             return answer_text(&answer["content"]);
         }
-        let peer = self.peer().ok_or(ClientRequestError::NoClient)?;
-        let declared = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.sampling.is_some());
+        let link = self.link().ok_or(ClientRequestError::NoClient)?;
+        let declared = link
+            .capabilities()
+            .is_some_and(|capabilities| capabilities.sampling.is_some());
         if !declared {
             return Err(ClientRequestError::Unsupported("sampling"));
         }
         // Sampling is deprecated by the 2026-07-28 protocol (SEP-2577); clients of the
         // earlier versions, and the conformance suite, still offer it.
         #[allow(deprecated)]
-        let answer = {
-            let params = rmcp::model::CreateMessageRequestParams::new(
+        let request = rmcp::model::ServerRequest::CreateMessageRequest(
+            rmcp::model::Request::new(rmcp::model::CreateMessageRequestParams::new(
                 vec![rmcp::model::SamplingMessage::user_text(prompt)],
                 max_tokens,
-            );
-            let result = peer
-                .create_message(params)
-                .await
-                .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
-            let text: Vec<String> = result
-                .message
-                .content
-                .iter()
-                .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-                .collect();
-            text
-        };
-        if answer.is_empty() {
-            return Err(ClientRequestError::Failed(
-                "the client's answer held no text".to_owned(),
-            ));
-        }
-        Ok(answer.join("\n"))
+            )),
+        );
+        let answer = link
+            .request(request)
+            .await
+            .map_err(ClientRequestError::Failed)?;
+        answer_text(&answer["content"])
     }
 
     /// Asks the user for input through the client (`elicitation/create`, form mode):
@@ -168,11 +156,13 @@ impl Call {
                 content: answer.get("content").cloned().unwrap_or(Value::Null),
             });
         }
-        let peer = self.peer().ok_or(ClientRequestError::NoClient)?;
-        if !peer
-            .supported_elicitation_modes()
-            .contains(&rmcp::service::ElicitationMode::Form)
+        let link = self.link().ok_or(ClientRequestError::NoClient)?;
+        if !link
+            .capabilities()
+            .and_then(|capabilities| capabilities.elicitation)
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
         {
+            // Form mode: declared, or assumed when the client named neither mode.
             return Err(ClientRequestError::Unsupported("elicitation"));
         }
         let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
@@ -180,10 +170,15 @@ impl Call {
             message: message.to_owned(),
             requested_schema,
         };
-        let result = peer
-            .create_elicitation(params)
+        let answer = link
+            .request(rmcp::model::ServerRequest::ElicitRequest(
+                rmcp::model::Request::new(params),
+            ))
             .await
-            .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
+            .map_err(ClientRequestError::Failed)?;
+        let result: rmcp::model::ElicitResult = serde_json::from_value(answer).map_err(|error| {
+            ClientRequestError::Failed(format!("the client's answer: {error}"))
+        })?;
         let action = match result.action {
             rmcp::model::ElicitationAction::Accept => ElicitationAction::Accept,
             rmcp::model::ElicitationAction::Decline => ElicitationAction::Decline,
@@ -228,21 +223,24 @@ impl Call {
                 .await
                 .map_err(ClientRequestError::Failed)?
         } else {
-            let peer = self.peer().ok_or(ClientRequestError::NoClient)?;
-            let declared = peer
-                .peer_info()
-                .is_some_and(|info| info.capabilities.roots.is_some());
+            let link = self.link().ok_or(ClientRequestError::NoClient)?;
+            let declared = link
+                .capabilities()
+                .is_some_and(|capabilities| capabilities.roots.is_some());
             if !declared {
                 return Err(ClientRequestError::Unsupported("roots"));
             }
             // Roots are deprecated by the 2026-07-28 protocol (SEP-2577) as requests of
             // their own; clients of the earlier versions still answer them.
             #[allow(deprecated)]
-            let result = peer
-                .list_roots()
+            let request =
+                rmcp::model::ServerRequest::ListRootsRequest(rmcp::model::RequestNoParam {
+                    method: Default::default(),
+                    extensions: Default::default(),
+                });
+            link.request(request)
                 .await
-                .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
-            serde_json::to_value(result).unwrap_or(Value::Null)
+                .map_err(ClientRequestError::Failed)?
         };
         serde_json::from_value(answer["roots"].clone())
             .map_err(|error| ClientRequestError::Failed(format!("the client's roots: {error}")))

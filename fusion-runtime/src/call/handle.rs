@@ -8,11 +8,12 @@ use std::sync::{
 
 use rmcp::{
     Peer, RoleServer,
-    model::{ProgressNotificationParam, ProgressToken},
+    model::{Notification, ProgressNotificationParam, ProgressToken, ServerNotification},
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::client::{CallStream, Link};
 use crate::{
     identity::RequestInfo, inject::watch::Watch, rounds::questions::InputState,
     validate::NumberLiterals,
@@ -33,6 +34,9 @@ pub(super) struct Inner {
     /// The least severe level the client asked to receive (`logging/setLevel`); `None`
     /// sends nothing, as the client did not ask.
     log_level: Option<LogLevel>,
+    /// The call's own stream to its client, when the transport serving it keeps one
+    /// (`client.rs`): its messages go there instead of through `peer`.
+    stream: Option<Arc<dyn CallStream>>,
     /// In the tester: the notifications the tool sent, as they would go on the wire.
     recorded: Option<Mutex<Vec<Value>>>,
     /// The number literals of the arguments that a JSON value cannot hold exactly, as the
@@ -78,6 +82,7 @@ impl Call {
                 peer: Some(peer),
                 cancel,
                 log_level,
+                stream: None,
                 recorded: None,
                 numbers,
                 request,
@@ -124,6 +129,25 @@ impl Call {
             inner.input = Some(input);
         }
         self
+    }
+
+    /// This call's messages to its client go on `stream`, the call's own (`client.rs`).
+    /// Only on a call just made (its `Arc` not shared yet).
+    pub(crate) fn with_stream(mut self, stream: Arc<dyn CallStream>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.stream = Some(stream);
+        }
+        self
+    }
+
+    /// The road of this call's messages to its client: its own stream, else rmcp's peer;
+    /// `None` when it has no client (the tester, a task taken over).
+    pub(super) fn link(&self) -> Option<Link<'_>> {
+        match (&self.inner.stream, &self.inner.peer) {
+            (Some(stream), _) => Some(Link::Stream(stream.as_ref())),
+            (None, Some(peer)) => Some(Link::Peer(peer)),
+            (None, None) => None,
+        }
     }
 
     /// This call runs as a task: its fencing token is the task lease's, in `fence` (set by
@@ -195,6 +219,7 @@ impl Call {
                 peer: None,
                 cancel,
                 log_level: None,
+                stream: None,
                 recorded: None,
                 numbers: NumberLiterals::default(),
                 request,
@@ -228,6 +253,7 @@ impl Call {
                 peer: None,
                 cancel: CancellationToken::new(),
                 log_level: Some(LogLevel::Debug),
+                stream: None,
                 recorded: Some(Mutex::new(Vec::new())),
                 numbers,
                 request,
@@ -276,6 +302,7 @@ impl Call {
                 peer: inner.peer.clone(),
                 cancel: CancellationToken::new(),
                 log_level: inner.log_level,
+                stream: inner.stream.clone(),
                 recorded: None,
                 numbers: inner.numbers.clone(),
                 request: inner.request.clone(),
@@ -351,8 +378,12 @@ impl Call {
         if let Some(recorded) = &self.inner.recorded {
             record(recorded, "notifications/progress", &param);
         }
-        if let Some(peer) = &self.inner.peer
-            && let Err(error) = peer.notify_progress(param).await
+        if let Some(link) = self.link()
+            && let Err(error) = link
+                .notify(ServerNotification::ProgressNotification(Notification::new(
+                    param,
+                )))
+                .await
         {
             tracing::debug!(target: "fusion::call", %error, "progress notification not delivered");
         }
@@ -372,17 +403,14 @@ impl Call {
             let params = serde_json::json!({"level": level.as_str(), "data": data.clone()});
             record(recorded, "notifications/message", &params);
         }
-        if let Some(peer) = &self.inner.peer {
+        if let Some(link) = self.link() {
             // Logging is deprecated by the 2026-07-28 protocol (SEP-2577) but clients of
             // the earlier versions, and the conformance suite, still use it.
             #[allow(deprecated)]
-            let sent = peer
-                .notify_logging_message(rmcp::model::LoggingMessageNotificationParam::new(
-                    level.to_rmcp(),
-                    data,
-                ))
-                .await;
-            if let Err(error) = sent {
+            let message = ServerNotification::LoggingMessageNotification(Notification::new(
+                rmcp::model::LoggingMessageNotificationParam::new(level.to_rmcp(), data),
+            ));
+            if let Err(error) = link.notify(message).await {
                 tracing::debug!(target: "fusion::call", %error, "log notification not delivered");
             }
         }

@@ -25,6 +25,7 @@
 //! Its questions to the client ([`Call::ask`], [`Call::elicit`], ...) are in `ask.rs`.
 
 pub(crate) mod ask;
+pub(crate) mod client;
 mod handle;
 
 pub use ask::{Ask, ClientRequestError, Elicitation, ElicitationAction, Root};

@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    call::Call,
+    call::{Call, client::OwnStream},
     future::BoxFuture,
     identity::{Claims, RequestInfo},
     pipeline,
@@ -185,6 +185,11 @@ pub(crate) async fn serve_call<C: Send + Sync + 'static>(
         request_info(&context.extensions),
     )
     .with_trace_context(&context.meta);
+    // A transport that keeps the call's own stream to the client (HTTP) hands it over.
+    let call = match context.extensions.get::<OwnStream>() {
+        Some(OwnStream(stream)) => call.with_stream(Arc::clone(stream)),
+        None => call,
+    };
     let args = request.arguments.map_or(Value::Null, Value::Object);
     pipeline::run(server, &request.name, None, args, None, &call)
         .await

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use axum::{
     body::Bytes,
     http::{HeaderMap, StatusCode, header, request::Parts},
-    response::Response,
+    response::{IntoResponse as _, Response},
 };
 use rmcp::{
     Peer, RoleServer,
@@ -53,11 +53,14 @@ use rmcp::{
 };
 
 use super::{
-    answer::{Pending, at_once, in_time},
+    answer::{Pending, at_once, in_time, in_time_or_sent},
+    asked,
+    call_stream::SessionCallStream,
     current::{CurrentRevision, current_answer},
     session_entry::{Entry, Refused},
     sessions::{Sessions, session_of},
 };
+use crate::call::client::{CallStream, OwnStream};
 use crate::transport::decode::{self, ClientMessage, Decoded};
 use crate::transport::stdio::{CallTool, legacy_answer};
 
@@ -167,7 +170,7 @@ pub(super) async fn serve_without_session(
     if parts.uri.path() != direct.path
         || !accepts_json(&parts.headers)
         || session_of(&parts.headers).is_some()
-        || !may_be_a_call(body)
+        || !may_be_a_call(body, false)
     {
         return Err(parts);
     }
@@ -183,7 +186,7 @@ pub(super) async fn serve_without_session(
         return Err(parts);
     };
     let peer = direct.detached_peer(current.is_some());
-    let Some((id, params, mut context)) = taken_apart(*message, peer) else {
+    let Some((id, params, mut context)) = taken_apart(*message, peer, false) else {
         return Err(parts);
     };
     let declared_tasks = match &current {
@@ -241,13 +244,20 @@ pub(super) async fn serve(
     parts: Parts,
     body: &Bytes,
 ) -> Result<Response, Parts> {
+    if let Some(accepted) = answer_to_asked(direct, sessions, &parts, body) {
+        return Ok(accepted);
+    }
     let Some((entry, peer)) = session_to_serve(direct, sessions, &parts, body) else {
         return Err(parts);
     };
     let Decoded::Message(message) = decode::decode_line(body) else {
         return Err(parts);
     };
-    let Some((id, params, mut context)) = taken_apart(*message, peer) else {
+    let capabilities = match peer.peer_info() {
+        Some(info) => info.capabilities.clone(),
+        None => return Err(parts),
+    };
+    let Some((id, params, mut context)) = taken_apart(*message, peer, true) else {
         return Err(parts);
     };
     // A call naming its revision in `_meta` has rmcp's checks (`current.rs` covers only
@@ -274,6 +284,11 @@ pub(super) async fn serve(
     // cancels the call with it.
     let claim = DirectClaim { entry, id, number };
     let call_tool = Arc::clone(&direct.call_tool);
+    // What the call sends its client rides its own answer (`call_stream.rs`).
+    let (stream, sent) = SessionCallStream::open(capabilities, Arc::clone(claim.entry.asked()));
+    context
+        .extensions
+        .insert(OwnStream(Arc::new(stream) as Arc<dyn CallStream>));
     let pending: Pending = Box::pin(async move {
         // Await: the call's turn behind the session's calls in flight.
         if !claim.entry.take_turn(&claim.id, claim.number).await {
@@ -292,7 +307,58 @@ pub(super) async fn serve(
         // `notifications/cancelled`, or the session's end: no answer (JSON-RPC).
         (!cancelled).then(|| (StatusCode::OK, legacy_answer(answered, id)))
     });
-    Ok(in_time(pending, direct.keep_alive).await)
+    Ok(in_time_or_sent(pending, sent, direct.keep_alive).await)
+}
+
+/// When `body` is the client's answer to a request a call of its session waits for
+/// (`asked.rs`): hands it to that call, and the POST is accepted (202) as rmcp accepts a
+/// response. `None` for anything else, which goes on as before.
+fn answer_to_asked(
+    direct: &DirectCalls,
+    sessions: &Sessions,
+    parts: &Parts,
+    body: &[u8],
+) -> Option<Response> {
+    if parts.uri.path() != direct.path || !has(body, asked::ID_PREFIX.as_bytes()) {
+        return None;
+    }
+    let entry = sessions.named(session_of(&parts.headers)?)?;
+    let answer: ClientAnswer = serde_json::from_slice(body).ok()?;
+    if answer.method.is_some() || answer.jsonrpc != "2.0" {
+        return None;
+    }
+    let outcome = match (answer.result, answer.error) {
+        (Some(result), None) => Ok(result),
+        (None, Some(error)) => Err(client_error(&error)),
+        // Neither or both: not an answer JSON-RPC allows; rmcp refuses it.
+        _ => return None,
+    };
+    entry
+        .asked()
+        .answer(&answer.id, outcome)
+        .then(|| StatusCode::ACCEPTED.into_response())
+}
+
+/// A JSON-RPC response or error, as the client POSTs it.
+#[derive(serde::Deserialize)]
+struct ClientAnswer {
+    jsonrpc: String,
+    id: RequestId,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    result: Option<serde_json::Value>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+/// The client's error answer, as the call reads it: its message and code.
+fn client_error(error: &serde_json::Value) -> String {
+    let message = error["message"].as_str().unwrap_or("no message");
+    match error["code"].as_i64() {
+        Some(code) => format!("the client answered with an error ({code}): {message}"),
+        None => format!("the client answered with an error: {message}"),
+    }
 }
 
 /// The session of a request whose call may go direct, and its peer: the MCP path, a
@@ -309,7 +375,7 @@ fn session_to_serve(
     }
     let entry = sessions.named(session_of(&parts.headers)?)?;
     let peer = entry.peer()?.clone();
-    (goes_direct(&peer, &parts.headers) && may_be_a_call(body)).then_some((entry, peer))
+    (goes_direct(&peer, &parts.headers) && may_be_a_call(body, true)).then_some((entry, peer))
 }
 
 /// A call's claim on its id while it runs here: dropped (answered, or the request's
@@ -342,16 +408,7 @@ fn goes_direct(peer: &Peer<RoleServer>, headers: &HeaderMap) -> bool {
         None => true,
         Some(value) => value.as_bytes() == info.protocol_version.as_str().as_bytes(),
     };
-    version_matches && !may_be_asked(&info.capabilities)
-}
-
-/// Whether a call may send the client a request (sampling, elicitation, roots) or run as
-/// a task, by what the client declared.
-fn may_be_asked(capabilities: &ClientCapabilities) -> bool {
-    capabilities.sampling.is_some()
-        || capabilities.elicitation.is_some()
-        || capabilities.roots.is_some()
-        || capabilities.supports_tasks()
+    version_matches && !info.capabilities.supports_tasks()
 }
 
 /// A POST may be answered as JSON: its `Accept` names `application/json` (the protocol
@@ -372,10 +429,13 @@ fn accepts_json(headers: &HeaderMap) -> bool {
 }
 
 /// A cheap look before decoding: the body names `tools/call`, and no `task` (a task
-/// request goes through rmcp, whose dispatch reads it) nor `progressToken` (progress
-/// rides the request's own SSE stream).
-fn may_be_a_call(body: &[u8]) -> bool {
-    has(body, b"\"tools/call\"") && !has(body, b"\"task\"") && !has(body, b"\"progressToken\"")
+/// request goes through rmcp, whose dispatch reads it) nor, unless `progress` (a call on
+/// a session, which has a stream of its own), a `progressToken` (a call without a
+/// session sends its progress on rmcp's SSE stream).
+fn may_be_a_call(body: &[u8], progress: bool) -> bool {
+    has(body, b"\"tools/call\"")
+        && !has(body, b"\"task\"")
+        && (progress || !has(body, b"\"progressToken\""))
 }
 
 /// Whether `body` holds `needle` anywhere.
@@ -388,6 +448,7 @@ fn has(body: &[u8], needle: &[u8]) -> bool {
 fn taken_apart(
     message: ClientMessage,
     peer: Peer<RoleServer>,
+    progress: bool,
 ) -> Option<(
     RequestId,
     rmcp::model::CallToolRequestParams,
@@ -405,7 +466,7 @@ fn taken_apart(
         .extensions
         .remove::<RequestMetaObject>()
         .unwrap_or_default();
-    if meta.get_progress_token().is_some() {
+    if !progress && meta.get_progress_token().is_some() {
         return None;
     }
     let mut context = RequestContext::new(id.clone(), peer);
@@ -460,19 +521,30 @@ mod tests {
     }
 
     #[test]
-    fn only_bodies_that_name_a_call_without_task_or_progress_are_decoded() {
-        assert!(may_be_a_call(
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#
-        ));
-        assert!(!may_be_a_call(
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
-        ));
-        assert!(!may_be_a_call(
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1}}}"#
-        ));
-        assert!(!may_be_a_call(
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{}}}"#
-        ));
+    fn only_bodies_that_name_a_call_without_task_are_decoded() {
+        for session in [false, true] {
+            assert!(may_be_a_call(
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
+                session
+            ));
+            assert!(!may_be_a_call(
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+                session
+            ));
+            assert!(!may_be_a_call(
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{}}}"#,
+                session
+            ));
+        }
+        let progress = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1}}}"#;
+        assert!(
+            !may_be_a_call(progress, false),
+            "without a session, progress rides rmcp's stream"
+        );
+        assert!(
+            may_be_a_call(progress, true),
+            "a session's call has a stream of its own"
+        );
     }
 
     #[test]
@@ -490,19 +562,5 @@ mod tests {
             HeaderValue::from_static("text/event-stream"),
         );
         assert!(accepts_json(&headers));
-    }
-
-    // Sampling and roots are deprecated by the 2026-07-28 revision; clients of the
-    // earlier ones, which these sessions serve, still declare them.
-    #[allow(deprecated)]
-    #[test]
-    fn a_client_that_may_be_asked_keeps_rmcp() {
-        assert!(!may_be_asked(&ClientCapabilities::default()));
-        assert!(may_be_asked(
-            &ClientCapabilities::builder().enable_sampling().build()
-        ));
-        assert!(may_be_asked(
-            &ClientCapabilities::builder().enable_roots().build()
-        ));
     }
 }

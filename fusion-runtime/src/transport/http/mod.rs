@@ -9,9 +9,11 @@
 //! idleness, calls in flight, duplicate ids).
 
 mod answer;
+mod asked;
 #[cfg(feature = "oauth")]
 mod auth;
 mod body;
+mod call_stream;
 mod conn;
 mod current;
 mod direct;

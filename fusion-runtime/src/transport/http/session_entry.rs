@@ -13,6 +13,8 @@ use std::{
 };
 
 use rmcp::{Peer, RoleServer, model::RequestId};
+
+use super::asked::Asked;
 use tokio::{
     sync::{OwnedSemaphorePermit, Semaphore},
     time::Instant,
@@ -32,6 +34,8 @@ pub(super) struct Entry {
     /// What the session's caller was last shown of the tools (`Shown::fingerprint`), 0
     /// before any: a change sends `notifications/tools/list_changed`.
     shown: AtomicU64,
+    /// The requests its calls made to the client, waiting for the answers (`asked.rs`).
+    asked: Arc<Asked>,
 }
 
 #[derive(Debug)]
@@ -83,7 +87,13 @@ impl Entry {
             running: Arc::new(Semaphore::new(max_running.max(1))),
             peer: OnceLock::new(),
             shown: AtomicU64::new(0),
+            asked: Arc::default(),
         })
+    }
+
+    /// The requests the session's calls made to the client, waiting for answers.
+    pub(super) fn asked(&self) -> &Arc<Asked> {
+        &self.asked
     }
 
     /// Records what the session's caller is shown now; what it was shown before, if

@@ -1,0 +1,170 @@
+//! The own stream of a call served past rmcp on a session (issue 56): what the call sends
+//! its client (progress, log messages, and requests: sampling, elicitation, roots) goes
+//! on the answer to the call's own POST, which then becomes an SSE stream (`answer.rs`);
+//! the client's answers to its requests come back as POSTs on the session and are routed
+//! to the call by id (`asked.rs`, `direct.rs`).
+//!
+//! Why: rmcp routes a handler's request to the call's stream through a registration
+//! private to its service, so until now a call of a client that declared sampling,
+//! elicitation or roots went through rmcp's whole service, at rmcp's speed. With its own
+//! stream, such a call takes the same road as any other until it actually sends
+//! something, and is answered as one JSON body when it sends nothing.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    ClientCapabilities, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
+    ServerRequest,
+};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::asked::Asked;
+use crate::{call::client::CallStream, future::BoxFuture};
+
+/// The stream of one call: where its messages go, and the session's waiting requests.
+#[derive(Debug)]
+pub(super) struct SessionCallStream {
+    capabilities: ClientCapabilities,
+    out: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    asked: Arc<Asked>,
+}
+
+impl SessionCallStream {
+    /// The stream of a call whose client declared `capabilities`, and what reads it (the
+    /// answer to the call's POST).
+    pub(super) fn open(
+        capabilities: ClientCapabilities,
+        asked: Arc<Asked>,
+    ) -> (Self, mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
+        let (out, sent) = mpsc::unbounded_channel();
+        (
+            Self {
+                capabilities,
+                out,
+                asked,
+            },
+            sent,
+        )
+    }
+}
+
+impl CallStream for SessionCallStream {
+    fn capabilities(&self) -> &ClientCapabilities {
+        &self.capabilities
+    }
+
+    fn notify(&self, notification: ServerNotification) -> Result<(), String> {
+        self.out
+            .send(JsonRpcMessage::notification(notification))
+            .map_err(|_| "the call's stream is closed".to_owned())
+    }
+
+    fn request(&self, request: ServerRequest) -> BoxFuture<'static, Result<Value, String>> {
+        let (id, answer) = self.asked.ask();
+        // Until it is answered, the request waits under its id; a call that stops waiting
+        // (it ended, timed out, or was dropped) takes the id with it.
+        let waiting = Waiting {
+            asked: Arc::clone(&self.asked),
+            id: id.clone(),
+        };
+        let sent = self.out.send(JsonRpcMessage::request(request, id));
+        Box::pin(async move {
+            sent.map_err(|_| "the call's stream is closed".to_owned())?;
+            // Await: the client's answer, POSTed on the session.
+            let answer = answer
+                .await
+                .map_err(|_| "the session ended before the client answered".to_owned());
+            drop(waiting);
+            answer?
+        })
+    }
+}
+
+/// A request's id while its call waits for the answer: dropped, the id is forgotten.
+struct Waiting {
+    asked: Arc<Asked>,
+    id: RequestId,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.asked.forget(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{Notification, ProgressNotificationParam, ProgressToken};
+    use serde_json::json;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_request_goes_out_on_the_stream_and_its_answer_comes_back_by_id() {
+        let asked = Arc::new(Asked::default());
+        let (stream, mut sent) =
+            SessionCallStream::open(ClientCapabilities::default(), Arc::clone(&asked));
+        #[allow(deprecated)]
+        let roots = ServerRequest::ListRootsRequest(rmcp::model::RequestNoParam {
+            method: Default::default(),
+            extensions: Default::default(),
+        });
+        let answer = tokio::spawn(stream.request(roots));
+        let Some(JsonRpcMessage::Request(request)) = sent.recv().await else {
+            panic!("the request goes out first");
+        };
+        assert!(asked.answer(&request.id, Ok(json!({"roots": []}))));
+        let answer = answer.await.expect("the call goes on");
+        assert_eq!(answer, Ok(json!({"roots": []})));
+        assert_eq!(asked.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_call_that_stops_waiting_forgets_its_request() {
+        let asked = Arc::new(Asked::default());
+        let (stream, mut sent) =
+            SessionCallStream::open(ClientCapabilities::default(), Arc::clone(&asked));
+        #[allow(deprecated)]
+        let roots = ServerRequest::ListRootsRequest(rmcp::model::RequestNoParam {
+            method: Default::default(),
+            extensions: Default::default(),
+        });
+        let mut waiting = stream.request(roots);
+        assert!(futures_util::poll!(&mut waiting).is_pending());
+        assert_eq!(asked.len(), 1);
+        drop(waiting);
+        assert_eq!(asked.len(), 0, "the dropped call's id is gone");
+        let Some(JsonRpcMessage::Request(request)) = sent.recv().await else {
+            panic!("the request went out");
+        };
+        assert!(!asked.answer(&request.id, Ok(Value::Null)));
+    }
+
+    #[tokio::test]
+    async fn notifications_go_out_in_order_and_fail_once_the_answer_is_gone() {
+        let (stream, mut sent) =
+            SessionCallStream::open(ClientCapabilities::default(), Arc::default());
+        for done in [1.0, 2.0] {
+            let progress = ProgressNotificationParam::new(
+                ProgressToken(rmcp::model::NumberOrString::Number(7)),
+                done,
+            );
+            let notification =
+                ServerNotification::ProgressNotification(Notification::new(progress));
+            assert!(stream.notify(notification).is_ok());
+        }
+        for done in [1.0, 2.0] {
+            let message = serde_json::to_value(sent.recv().await).expect("serializes");
+            assert_eq!(message["params"]["progress"], json!(done));
+        }
+        drop(sent);
+        let progress =
+            ProgressNotificationParam::new(ProgressToken(rmcp::model::NumberOrString::Number(7)), 3.0);
+        assert!(
+            stream
+                .notify(ServerNotification::ProgressNotification(Notification::new(progress)))
+                .is_err()
+        );
+    }
+}
