@@ -9,3 +9,4 @@ mod conformance;
 mod inspector;
 mod node_env;
 mod python_client;
+mod typescript_client;

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod client_requests;
 mod http;
 mod mount;
 mod oauth;

@@ -70,12 +70,12 @@ impl Call {
         // Sampling is deprecated by the 2026-07-28 protocol (SEP-2577); clients of the
         // earlier versions, and the conformance suite, still offer it.
         #[allow(deprecated)]
-        let request = rmcp::model::ServerRequest::CreateMessageRequest(
-            rmcp::model::Request::new(rmcp::model::CreateMessageRequestParams::new(
+        let request = rmcp::model::ServerRequest::CreateMessageRequest(rmcp::model::Request::new(
+            rmcp::model::CreateMessageRequestParams::new(
                 vec![rmcp::model::SamplingMessage::user_text(prompt)],
                 max_tokens,
-            )),
-        );
+            ),
+        ));
         let answer = link
             .request(request)
             .await
@@ -176,9 +176,8 @@ impl Call {
             ))
             .await
             .map_err(ClientRequestError::Failed)?;
-        let result: rmcp::model::ElicitResult = serde_json::from_value(answer).map_err(|error| {
-            ClientRequestError::Failed(format!("the client's answer: {error}"))
-        })?;
+        let result: rmcp::model::ElicitResult = serde_json::from_value(answer)
+            .map_err(|error| ClientRequestError::Failed(format!("the client's answer: {error}")))?;
         let action = match result.action {
             rmcp::model::ElicitationAction::Accept => ElicitationAction::Accept,
             rmcp::model::ElicitationAction::Decline => ElicitationAction::Decline,

@@ -336,7 +336,10 @@ mod tests {
         let pending: Pending = Box::pin(async { Some((StatusCode::OK, pong())) });
         let response = in_time_or_sent(pending, sent, Some(Duration::from_secs(15))).await;
         assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
-        assert_eq!(body_of(response).await, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert_eq!(
+            body_of(response).await,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -355,7 +358,10 @@ mod tests {
             "text/event-stream"
         );
         let body = body_of(response).await;
-        let events: Vec<&str> = body.split("\n\n").filter(|event| !event.is_empty()).collect();
+        let events: Vec<&str> = body
+            .split("\n\n")
+            .filter(|event| !event.is_empty())
+            .collect();
         assert_eq!(events.len(), 4, "{body}");
         assert!(events[0].contains(r#""progress":1.0"#), "{body}");
         assert!(events[1].contains(r#""progress":2.0"#), "{body}");

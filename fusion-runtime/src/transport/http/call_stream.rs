@@ -159,11 +159,15 @@ mod tests {
             assert_eq!(message["params"]["progress"], json!(done));
         }
         drop(sent);
-        let progress =
-            ProgressNotificationParam::new(ProgressToken(rmcp::model::NumberOrString::Number(7)), 3.0);
+        let progress = ProgressNotificationParam::new(
+            ProgressToken(rmcp::model::NumberOrString::Number(7)),
+            3.0,
+        );
         assert!(
             stream
-                .notify(ServerNotification::ProgressNotification(Notification::new(progress)))
+                .notify(ServerNotification::ProgressNotification(Notification::new(
+                    progress
+                )))
                 .is_err()
         );
     }
