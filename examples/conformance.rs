@@ -9,6 +9,8 @@
 //! `--port 0` picks a free port; the URL is printed on stderr either way. `--stateless`
 //! serves without sessions (the suite's sampling, elicitation and subscription scenarios
 //! need a session, so they fail that way). `tests/clients/conformance.rs` runs the suite against it.
+//! `--stdio` serves the same fixtures over stdin/stdout (the Python client asks its tools'
+//! questions over stdio with them: `tests/python/stdio_questions.py`).
 //!
 //! Every tool, resource and prompt below is named and shaped as the suite's scenario
 //! descriptions (`src/scenarios/server/` in the suite) ask.
@@ -705,9 +707,16 @@ fn server() -> fusion_runtime::ServerBuilder {
         )
 }
 
+/// How the fixtures are served: over Streamable HTTP with these options, or over stdio.
+enum Serve {
+    Http(HttpOptions),
+    Stdio,
+}
+
 /// `--port N` (default 8931), `--stateless`, `--session-prefix P` (a replica's session
-/// ids start with `P`, for a proxy that routes sessions by it).
-fn options() -> Result<HttpOptions, String> {
+/// ids start with `P`, for a proxy that routes sessions by it), `--stdio`.
+fn options() -> Result<Serve, String> {
+    let mut stdio = false;
     let mut port = 8931_u16;
     let mut stateless = false;
     let mut session_prefix = None;
@@ -721,21 +730,25 @@ fn options() -> Result<HttpOptions, String> {
                     .map_err(|_| format!("--port must be a port number, not {value:?}"))?;
             }
             "--stateless" => stateless = true,
+            "--stdio" => stdio = true,
             "--session-prefix" => {
                 session_prefix = Some(args.next().ok_or("--session-prefix needs a value")?);
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (use --port N, --stateless, --session-prefix P)"
+                    "unknown argument {other:?} (use --port N, --stateless, --session-prefix P, --stdio)"
                 ));
             }
         }
     }
+    if stdio {
+        return Ok(Serve::Stdio);
+    }
     let options = HttpOptions::default().port(port).stateless(stateless);
-    Ok(match session_prefix {
+    Ok(Serve::Http(match session_prefix {
         Some(prefix) => options.session_prefix(prefix),
         None => options,
-    })
+    }))
 }
 
 #[path = "support/cli.rs"]
@@ -757,6 +770,11 @@ const USAGE: cli::Usage = cli::Usage {
             "P",
             "start session ids with P (for a proxy that routes sessions by it)",
         ),
+        (
+            "--stdio",
+            "",
+            "serve over stdin/stdout instead (the client questions over stdio)",
+        ),
     ],
     env: &[],
 };
@@ -768,7 +786,8 @@ async fn main() -> ExitCode {
     }
     fusion_runtime::log::init();
     match options() {
-        Ok(options) => server().serve_http_with(options).await,
+        Ok(Serve::Http(options)) => server().serve_http_with(options).await,
+        Ok(Serve::Stdio) => server().serve_stdio().await,
         Err(message) => {
             eprintln!("conformance: {message}");
             ExitCode::from(fusion_runtime::exit::EXIT_CONFIG)

@@ -104,3 +104,17 @@ fn python_sdk_uses_resources_prompts_and_client_requests_over_http() {
     let server = support::HttpServer::start(command, Duration::from_secs(30));
     run_http_client(&python, "conformance", &server);
 }
+
+#[test]
+fn python_sdk_answers_a_tools_questions_over_stdio() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::example_binary("conformance");
+    run_script(
+        &python,
+        "stdio_questions.py",
+        &[server.as_os_str()],
+        &String::new,
+    );
+}
