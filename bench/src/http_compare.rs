@@ -1,4 +1,6 @@
 //! `compare --http`: fusion's quickstart over Streamable HTTP, with sessions and without,
+//! the sessions of a client that declares nothing and of one that declares roots, sampling
+//! and elicitation (an "askable" client: Claude Desktop, VS Code and Cursor declare them),
 //! against `rmcp-http-echo` (rmcp 3.11 as its docs mount it, plus TCP_NODELAY) in both
 //! modes and `floor-http-echo` (hyper and serde_json, no MCP), side by side. Each round
 //! starts every server afresh, in turn, and drives it at each concurrency; the table gives
@@ -143,6 +145,11 @@ fn configure(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
             mode: Mode::Sessions,
         },
         Contender {
+            label: "fusion, sessions, askable client",
+            command: with(&fusion, &["--http", "0"]),
+            mode: Mode::SessionsAskable,
+        },
+        Contender {
             label: "fusion, no session",
             command: with(&fusion, &["--http", "0", "--stateless"]),
             mode: Mode::Stateless,
@@ -156,6 +163,11 @@ fn configure(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
             label: "rmcp, sessions",
             command: rmcp.clone(),
             mode: Mode::Sessions,
+        },
+        Contender {
+            label: "rmcp, sessions, askable client",
+            command: rmcp.clone(),
+            mode: Mode::SessionsAskable,
         },
         Contender {
             label: "rmcp, no session",
@@ -302,9 +314,30 @@ fn print_ratios(options: &Options, rounds: &[Vec<Round>]) {
     println!("\n| ratio (calls/s) | median | range | goal |");
     println!("|---|---:|---:|---:|");
     // Indexes into `Options::contenders`, in `configure`'s order.
-    let (fusion, fusion_stateless, fusion_2026) = (0, 1, 2);
-    let (rmcp, rmcp_stateless, rmcp_2026, floor) = (3, 4, 5, 6);
+    let (fusion, fusion_askable, fusion_stateless, fusion_2026) = (0, 1, 2, 3);
+    let (rmcp, rmcp_askable, rmcp_stateless, rmcp_2026, floor) = (4, 5, 6, 7, 8);
     let lines = [
+        (
+            "fusion / rmcp, sessions, askable client, 32 in flight",
+            fusion_askable,
+            rmcp_askable,
+            32,
+            GOAL_VS_RMCP_C32,
+        ),
+        (
+            "fusion / rmcp, sessions, askable client, 1 in flight",
+            fusion_askable,
+            rmcp_askable,
+            1,
+            GOAL_VS_RMCP_C1,
+        ),
+        (
+            "fusion, sessions, askable client / floor, 32 in flight",
+            fusion_askable,
+            floor,
+            32,
+            GOAL_VS_FLOOR_C32,
+        ),
         (
             "fusion / rmcp, sessions, 32 in flight",
             fusion,

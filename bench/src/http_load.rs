@@ -29,8 +29,12 @@ use crate::process_stats;
 /// How the driver talks to a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// `initialize` once, then every call on that session (`Mcp-Session-Id`).
+    /// `initialize` once, then every call on that session (`Mcp-Session-Id`), from a
+    /// client that declares no capabilities.
     Sessions,
+    /// As [`Mode::Sessions`], from a client that declares roots, sampling and elicitation
+    /// (as Claude Desktop, VS Code and Cursor do).
+    SessionsAskable,
     /// No session: each call on its own, as a 2025-11-25 client sends it to a stateless
     /// server (no `initialize`).
     Stateless,
@@ -189,7 +193,14 @@ async fn drive(
     measure: Duration,
 ) -> Result<HttpReport, String> {
     let session = match mode {
-        Mode::Sessions => Some(open_session(server.addr()).await?),
+        Mode::Sessions => Some(open_session(server.addr(), "{}").await?),
+        Mode::SessionsAskable => Some(
+            open_session(
+                server.addr(),
+                r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}"#,
+            )
+            .await?,
+        ),
         Mode::Stateless | Mode::Stateless2026 => None,
     };
     let start = Instant::now();
@@ -265,7 +276,7 @@ async fn connection(shared: Arc<Shared>) -> Tally {
                 ),
                 Some("2026-07-28"),
             ),
-            Mode::Sessions | Mode::Stateless => (
+            Mode::Sessions | Mode::SessionsAskable | Mode::Stateless => (
                 format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
                 ),
@@ -420,16 +431,19 @@ pub fn answer_in(body: &[u8]) -> Option<Value> {
         .find(|message| message.get("id").is_some())
 }
 
-/// Opens a session: `initialize`, then `notifications/initialized`; its id.
-async fn open_session(addr: SocketAddr) -> Result<String, String> {
+/// Opens a session of a client that declares `capabilities` (a JSON object): `initialize`,
+/// then `notifications/initialized`; its id.
+async fn open_session(addr: SocketAddr, capabilities: &str) -> Result<String, String> {
     let mut sender = connect(addr).await?;
-    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"compare","version":"0"}}}"#;
+    let initialize = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{capabilities},"clientInfo":{{"name":"compare","version":"0"}}}}}}"#
+    );
     let mut target = Target {
         addr,
         session: None,
         revision: None,
     };
-    let (session, _) = post(&mut sender, &target, initialize.to_owned()).await?;
+    let (session, _) = post(&mut sender, &target, initialize).await?;
     let session = session.ok_or("initialize answered without an Mcp-Session-Id")?;
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     target.session = Some(&session);
@@ -444,7 +458,7 @@ pub fn rss_per_thousand_sessions(server: &HttpServer, sessions: usize) -> Result
     let before = process_stats::rss_kib(Some(server.pid())).map_err(|e| e.to_string())?;
     runtime.block_on(async {
         for _ in 0..sessions {
-            open_session(server.addr()).await?;
+            open_session(server.addr(), "{}").await?;
         }
         Ok::<(), String>(())
     })?;

@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    ClientCapabilities, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
-    ServerRequest,
+    CancelledNotificationParam, ClientCapabilities, JsonRpcMessage, Notification, RequestId,
+    ServerJsonRpcMessage, ServerNotification, ServerRequest,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -64,9 +64,10 @@ impl CallStream for SessionCallStream {
         let (id, answer) = self.asked.ask();
         // Until it is answered, the request waits under its id; a call that stops waiting
         // (it ended, timed out, or was dropped) takes the id with it.
-        let waiting = Waiting {
+        let mut waiting = Waiting {
             asked: Arc::clone(&self.asked),
             id: id.clone(),
+            out: Some(self.out.clone()),
         };
         let sent = self.out.send(JsonRpcMessage::request(request, id));
         Box::pin(async move {
@@ -75,21 +76,37 @@ impl CallStream for SessionCallStream {
             let answer = answer
                 .await
                 .map_err(|_| "the session ended before the client answered".to_owned());
+            waiting.out = None;
             drop(waiting);
             answer?
         })
     }
 }
 
-/// A request's id while its call waits for the answer: dropped, the id is forgotten.
+/// A request's id while its call waits for the answer: dropped, the id is forgotten,
+/// and, when the call stopped waiting before the answer came (its deadline passed, or it
+/// was cancelled while its answer still goes out), the client is told with a
+/// `notifications/cancelled`, so that it can take its question back from the user.
 struct Waiting {
     asked: Arc<Asked>,
     id: RequestId,
+    /// The call's stream while no answer came.
+    out: Option<mpsc::UnboundedSender<ServerJsonRpcMessage>>,
 }
 
 impl Drop for Waiting {
     fn drop(&mut self) {
         self.asked.forget(&self.id);
+        if let Some(out) = self.out.take() {
+            let cancelled = CancelledNotificationParam::new(
+                Some(self.id.clone()),
+                Some("the call no longer waits for this answer".to_owned()),
+            );
+            // A closed stream: the client hung up, nobody is left to tell.
+            let _ = out.send(JsonRpcMessage::notification(
+                ServerNotification::CancelledNotification(Notification::new(cancelled)),
+            ));
+        }
     }
 }
 
@@ -118,6 +135,10 @@ mod tests {
         let answer = answer.await.expect("the call goes on");
         assert_eq!(answer, Ok(json!({"roots": []})));
         assert_eq!(asked.len(), 0);
+        assert!(
+            sent.try_recv().is_err(),
+            "an answered request is not cancelled"
+        );
     }
 
     #[tokio::test]
@@ -139,6 +160,12 @@ mod tests {
             panic!("the request went out");
         };
         assert!(!asked.answer(&request.id, Ok(Value::Null)));
+        let told = serde_json::to_value(sent.recv().await).expect("serializes");
+        assert_eq!(told["method"], json!("notifications/cancelled"), "{told}");
+        assert_eq!(
+            told["params"]["requestId"],
+            serde_json::to_value(&request.id).expect("serializes")
+        );
     }
 
     #[tokio::test]

@@ -12,9 +12,12 @@
 //!
 //! What goes direct:
 //! - a call on a session of a revision before 2026-07-28, once its client said it is
-//!   initialized (its peer is known then), from a client that cannot be sent a request:
-//!   one that declared sampling, elicitation, roots or tasks keeps rmcp, which routes
-//!   such a request on the call's own stream;
+//!   initialized (its peer is known then), whatever the client declared: what the call
+//!   sends its client (progress, log messages, sampling, elicitation, roots) rides the
+//!   answer to its own POST, which becomes an SSE stream from the first such message on
+//!   (`call_stream.rs`, `answer.rs`), and the client's answers, POSTed on the session,
+//!   come back to it by id (`asked.rs`, [`answer_to_asked`]); a call that sends nothing
+//!   is one JSON body, as for a client that declared nothing (issue 56);
 //! - a call of the 2026-07-28 revision (no session; its lifecycle in its `_meta`), in
 //!   either mode, when it passes every check rmcp makes of its headers and `_meta`
 //!   (`current.rs`) and asks for no log messages;
@@ -24,10 +27,10 @@
 //! A call without a session runs with a detached peer ([`DetachedPeer`]), as rmcp gives
 //! such a call a peer of its own that reaches nothing but the call's answer.
 //!
-//! What still goes through rmcp: every other method, `initialize`, notifications and
-//! responses, batches, a call that asks for progress (its notifications ride the
-//! request's own SSE stream), and every request that fails a check (rmcp answers it as
-//! it always did).
+//! What still goes through rmcp: every other method, `initialize`, notifications,
+//! the answers to rmcp's own requests, batches, a call without a session that asks for
+//! progress (its notifications ride rmcp's SSE stream), a task request (`task` in its
+//! params), and every request that fails a check (rmcp answers it as it always did).
 //!
 //! The rest is as through rmcp: the guard's checks (Host, Origin, token, OAuth, session
 //! owner, body limit) came first; on a session the id is claimed (a duplicate gets
@@ -46,8 +49,8 @@ use axum::{
 use rmcp::{
     Peer, RoleServer,
     model::{
-        ClientCapabilities, ClientRequest, JsonRpcMessage, JsonRpcRequest, ProtocolVersion,
-        RequestId, RequestMetaObject,
+        CallToolResponse, ClientCapabilities, ClientRequest, ErrorData, JsonRpcMessage,
+        JsonRpcRequest, ProtocolVersion, RequestId, RequestMetaObject,
     },
     service::RequestContext,
 };
@@ -257,6 +260,7 @@ pub(super) async fn serve(
         Some(info) => info.capabilities.clone(),
         None => return Err(parts),
     };
+    let declared_tasks = capabilities.supports_tasks();
     let Some((id, params, mut context)) = taken_apart(*message, peer, true) else {
         return Err(parts);
     };
@@ -305,6 +309,7 @@ pub(super) async fn serve(
         let id = claim.id.clone();
         drop(claim);
         // `notifications/cancelled`, or the session's end: no answer (JSON-RPC).
+        let answered = task_only_if_declared(answered, declared_tasks);
         (!cancelled).then(|| (StatusCode::OK, legacy_answer(answered, id)))
     });
     Ok(in_time_or_sent(pending, sent, direct.keep_alive).await)
@@ -395,8 +400,8 @@ impl Drop for DirectClaim {
 
 /// Whether calls of the session whose peer this is, sent with these headers, go direct:
 /// a protocol revision before 2026-07-28 (whose checks are rmcp's), named the same way by
-/// the request's header (rmcp answers a mismatch), and a client that cannot be sent a
-/// request (see the module's docs).
+/// the request's header (rmcp answers a mismatch). Whatever the client declared: a call
+/// that asks it something does so on its own stream (`call_stream.rs`).
 fn goes_direct(peer: &Peer<RoleServer>, headers: &HeaderMap) -> bool {
     let Some(info) = peer.peer_info() else {
         return false;
@@ -408,7 +413,24 @@ fn goes_direct(peer: &Peer<RoleServer>, headers: &HeaderMap) -> bool {
         None => true,
         Some(value) => value.as_bytes() == info.protocol_version.as_str().as_bytes(),
     };
-    version_matches && !info.capabilities.supports_tasks()
+    version_matches
+}
+
+/// What rmcp's dispatch makes of a call's answer before it goes out: a task is returned
+/// only to a client that declared the tasks extension (SEP-2663), else the call is
+/// refused with the capability it lacks.
+fn task_only_if_declared(
+    answer: Result<CallToolResponse, ErrorData>,
+    declared_tasks: bool,
+) -> Result<CallToolResponse, ErrorData> {
+    match answer {
+        Ok(CallToolResponse::Task(_)) if !declared_tasks => {
+            Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ))
+        }
+        answer => answer,
+    }
 }
 
 /// A POST may be answered as JSON: its `Accept` names `application/json` (the protocol
