@@ -19,30 +19,31 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::asked::Asked;
+use super::{asked::Asked, session_entry::Entry};
 use crate::{call::client::CallStream, future::BoxFuture};
 
 /// The stream of one call: where its messages go, and the session's waiting requests.
 #[derive(Debug)]
 pub(super) struct SessionCallStream {
-    capabilities: ClientCapabilities,
+    capabilities: Arc<ClientCapabilities>,
     out: mpsc::UnboundedSender<ServerJsonRpcMessage>,
-    asked: Arc<Asked>,
+    /// The session: its waiting requests are made with the first question.
+    session: Arc<Entry>,
 }
 
 impl SessionCallStream {
     /// The stream of a call whose client declared `capabilities`, and what reads it (the
     /// answer to the call's POST).
     pub(super) fn open(
-        capabilities: ClientCapabilities,
-        asked: Arc<Asked>,
+        capabilities: Arc<ClientCapabilities>,
+        session: Arc<Entry>,
     ) -> (Self, mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
         let (out, sent) = mpsc::unbounded_channel();
         (
             Self {
                 capabilities,
                 out,
-                asked,
+                session,
             },
             sent,
         )
@@ -61,11 +62,12 @@ impl CallStream for SessionCallStream {
     }
 
     fn request(&self, request: ServerRequest) -> BoxFuture<'static, Result<Value, String>> {
-        let (id, answer) = self.asked.ask();
+        let asked = Arc::clone(self.session.asked());
+        let (id, answer) = asked.ask();
         // Until it is answered, the request waits under its id; a call that stops waiting
         // (it ended, timed out, or was dropped) takes the id with it.
         let mut waiting = Waiting {
-            asked: Arc::clone(&self.asked),
+            asked,
             id: id.clone(),
             out: Some(self.out.clone()),
         };
@@ -119,9 +121,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_goes_out_on_the_stream_and_its_answer_comes_back_by_id() {
-        let asked = Arc::new(Asked::default());
-        let (stream, mut sent) =
-            SessionCallStream::open(ClientCapabilities::default(), Arc::clone(&asked));
+        let session = Entry::new(1);
+        let asked = Arc::clone(session.asked());
+        let (stream, mut sent) = SessionCallStream::open(Arc::default(), session);
         #[allow(deprecated)]
         let roots = ServerRequest::ListRootsRequest(rmcp::model::RequestNoParam {
             method: Default::default(),
@@ -143,9 +145,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_that_stops_waiting_forgets_its_request() {
-        let asked = Arc::new(Asked::default());
-        let (stream, mut sent) =
-            SessionCallStream::open(ClientCapabilities::default(), Arc::clone(&asked));
+        let session = Entry::new(1);
+        let asked = Arc::clone(session.asked());
+        let (stream, mut sent) = SessionCallStream::open(Arc::default(), session);
         #[allow(deprecated)]
         let roots = ServerRequest::ListRootsRequest(rmcp::model::RequestNoParam {
             method: Default::default(),
@@ -170,8 +172,7 @@ mod tests {
 
     #[tokio::test]
     async fn notifications_go_out_in_order_and_fail_once_the_answer_is_gone() {
-        let (stream, mut sent) =
-            SessionCallStream::open(ClientCapabilities::default(), Arc::default());
+        let (stream, mut sent) = SessionCallStream::open(Arc::default(), Entry::new(1));
         for done in [1.0, 2.0] {
             let progress = ProgressNotificationParam::new(
                 ProgressToken(rmcp::model::NumberOrString::Number(7)),

@@ -256,9 +256,8 @@ pub(super) async fn serve(
     let Decoded::Message(message) = decode::decode_line(body) else {
         return Err(parts);
     };
-    let capabilities = match peer.peer_info() {
-        Some(info) => info.capabilities.clone(),
-        None => return Err(parts),
+    let Some(capabilities) = entry.capabilities().cloned() else {
+        return Err(parts);
     };
     let declared_tasks = capabilities.supports_tasks();
     let Some((id, params, mut context)) = taken_apart(*message, peer, true) else {
@@ -289,7 +288,7 @@ pub(super) async fn serve(
     let claim = DirectClaim { entry, id, number };
     let call_tool = Arc::clone(&direct.call_tool);
     // What the call sends its client rides its own answer (`call_stream.rs`).
-    let (stream, sent) = SessionCallStream::open(capabilities, Arc::clone(claim.entry.asked()));
+    let (stream, sent) = SessionCallStream::open(capabilities, Arc::clone(&claim.entry));
     context
         .extensions
         .insert(OwnStream(Arc::new(stream) as Arc<dyn CallStream>));
@@ -339,7 +338,7 @@ fn answer_to_asked(
         _ => return None,
     };
     entry
-        .asked()
+        .asked_if_any()?
         .answer(&answer.id, outcome)
         .then(|| StatusCode::ACCEPTED.into_response())
 }

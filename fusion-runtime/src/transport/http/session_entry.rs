@@ -12,7 +12,10 @@ use std::{
     time::Duration,
 };
 
-use rmcp::{Peer, RoleServer, model::RequestId};
+use rmcp::{
+    Peer, RoleServer,
+    model::{ClientCapabilities, RequestId},
+};
 
 use super::asked::Asked;
 use tokio::{
@@ -28,14 +31,15 @@ pub(super) struct Entry {
     /// The session's calls that may run at once (`HttpOptions::max_calls_per_session`);
     /// a request over it waits, first come first served, for one to end.
     running: Arc<Semaphore>,
-    /// The session's peer in rmcp's service, once the client said it is initialized: the
-    /// calls served past rmcp (`direct.rs`) reach the client through it.
-    peer: OnceLock<Peer<RoleServer>>,
+    /// The session's peer in rmcp's service, once the client said it is initialized, and
+    /// what the client declared then (shared by its calls' streams, `call_stream.rs`).
+    peer: OnceLock<(Peer<RoleServer>, Arc<ClientCapabilities>)>,
     /// What the session's caller was last shown of the tools (`Shown::fingerprint`), 0
     /// before any: a change sends `notifications/tools/list_changed`.
     shown: AtomicU64,
-    /// The requests its calls made to the client, waiting for the answers (`asked.rs`).
-    asked: Arc<Asked>,
+    /// The requests its calls made to the client, waiting for the answers (`asked.rs`);
+    /// made with the first call that may ask (most sessions' memory stays as it was).
+    asked: OnceLock<Arc<Asked>>,
 }
 
 #[derive(Debug)]
@@ -87,13 +91,18 @@ impl Entry {
             running: Arc::new(Semaphore::new(max_running.max(1))),
             peer: OnceLock::new(),
             shown: AtomicU64::new(0),
-            asked: Arc::default(),
+            asked: OnceLock::new(),
         })
     }
 
     /// The requests the session's calls made to the client, waiting for answers.
     pub(super) fn asked(&self) -> &Arc<Asked> {
-        &self.asked
+        self.asked.get_or_init(Arc::default)
+    }
+
+    /// The same, when a call of the session may have asked anything.
+    pub(super) fn asked_if_any(&self) -> Option<&Arc<Asked>> {
+        self.asked.get()
     }
 
     /// Records what the session's caller is shown now; what it was shown before, if
@@ -232,12 +241,23 @@ impl Entry {
 
     /// Keeps the session's peer (the first one given: a session has one).
     pub(super) fn set_peer(&self, peer: &Peer<RoleServer>) {
-        let _ = self.peer.get_or_init(|| peer.clone());
+        let _ = self.peer.get_or_init(|| {
+            let declared = peer
+                .peer_info()
+                .map(|info| info.capabilities.clone())
+                .unwrap_or_default();
+            (peer.clone(), Arc::new(declared))
+        });
     }
 
     /// The session's peer, once the client said it is initialized.
     pub(super) fn peer(&self) -> Option<&Peer<RoleServer>> {
-        self.peer.get()
+        self.peer.get().map(|(peer, _)| peer)
+    }
+
+    /// What the session's client declared, once it said it is initialized.
+    pub(super) fn capabilities(&self) -> Option<&Arc<ClientCapabilities>> {
+        self.peer.get().map(|(_, declared)| declared)
     }
 }
 
