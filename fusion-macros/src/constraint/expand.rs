@@ -17,6 +17,9 @@ pub(crate) struct FieldCode {
     pub(crate) methods: TokenStream,
     /// Statements for a `const` block: type checks, spanned at each constraint's key.
     pub(crate) checks: TokenStream,
+    /// The runtime `Constraint`s of the field's schema, for a field described without
+    /// schemars' derive (the runtime's `ArgField::constraints`).
+    pub(crate) schema: Vec<TokenStream>,
 }
 
 /// `owner` is the struct's name as serde's `default = "..."` must spell it. `arg` is the
@@ -48,6 +51,7 @@ pub(crate) fn field_code(
             })]
         });
     }
+    code.schema = schema_constraints;
     if let Some(default) = constraints.default_expr() {
         let function = format_ident!("__fusion_default_{}", field);
         let path = format!("{owner}::{function}");

@@ -145,12 +145,12 @@ impl<'a> Plan<'a> {
                 )
             })
             .collect::<Vec<FieldCode>>();
+        // Schema constraints go into the field's constant data; a default (a serde
+        // attribute and a method) or a `#[serde]`/`#[schemars]` attribute keeps the derives.
         let by_field = arg_params
             .iter()
             .zip(&constraint_code)
-            .all(|(param, code)| {
-                param.field_attrs.is_empty() && code.attrs.is_empty() && code.methods.is_empty()
-            });
+            .all(|(param, code)| param.field_attrs.is_empty() && code.methods.is_empty());
         Plan {
             tool,
             private,
@@ -271,8 +271,9 @@ fn type_checks(plan: &Plan<'_>) -> TokenStream {
 /// runtime's `FieldArgs` with constant data (each field's name, docs and schema function)
 /// and a `decode` that takes each field by name. The generic code that does the work is
 /// per argument type, compiled once for a crate's tools, so a tool costs a fraction of
-/// what serde's and schemars' derives cost it (issue 32, item 6). Parameters with
-/// `#[serde(..)]`, `#[schemars(..)]` or `#[arg(..)]` constraints get the derives, which
+/// what serde's and schemars' derives cost it (issue 32, item 6). An `#[arg(..)]`
+/// constraint of the schema is constant data too (`ArgField::constraints`, issue 56).
+/// Parameters with `#[serde(..)]`, `#[schemars(..)]` or a `default` get the derives, which
 /// read those attributes; serde and schemars are then the runtime's re-exports.
 fn args_struct(plan: &Plan<'_>) -> TokenStream {
     let private = &plan.private;
@@ -321,6 +322,7 @@ fn field_args_struct(plan: &Plan<'_>) -> TokenStream {
         .map(|alias| quote!(<#alias as #private::ArgType>::Field))
         .collect();
     let docs = plan.arg_params.iter().map(|param| doc_expr(&param.docs));
+    let constraints = plan.constraint_code.iter().map(|code| &code.schema);
     quote! {
         struct #args_ident {
             #(#idents: #field_types,)*
@@ -332,6 +334,7 @@ fn field_args_struct(plan: &Plan<'_>) -> TokenStream {
                     name: #names,
                     doc: #docs,
                     schema: #private::field_schema::<#field_types>,
+                    constraints: &[#(#constraints),*],
                 },)*
             ];
             const NAMES: &'static [&'static str] = &[#(#names),*];

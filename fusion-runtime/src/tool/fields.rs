@@ -26,6 +26,7 @@ use serde_json::{Map, Value, value::RawValue};
 
 use crate::{
     failure::issue::ArgIssue,
+    tool::constraint::{self, Constraint},
     validate::{Input, NumberLiterals, Validator},
 };
 
@@ -38,6 +39,9 @@ pub struct ArgField {
     pub doc: &'static str,
     /// The schema of its type ([`field_schema`]), and whether it may be left out.
     pub schema: fn(&mut SchemaGenerator) -> (Schema, bool),
+    /// Its `#[arg(..)]` constraints, written into its schema after its docs, where
+    /// schemars' derive applies a field's `transform`.
+    pub constraints: &'static [Constraint],
 }
 
 /// The schema of a field of type `T`, and whether it may be left out (an `Option`), as
@@ -210,6 +214,9 @@ fn object_schema(generator: &mut SchemaGenerator, fields: &[ArgField]) -> Schema
         let (title, description) = get_title_and_description(field.doc);
         insert_metadata_property_if_nonempty(&mut property, "title", title);
         insert_metadata_property_if_nonempty(&mut property, "description", description);
+        if !field.constraints.is_empty() {
+            constraint::apply(&mut property, field.constraints);
+        }
         insert_object_property(&mut schema, field.name, optional, property);
     }
     schema
@@ -227,6 +234,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{ArgField, ArgSource, FieldArgs, FieldsSchema, field_schema};
+    use crate::tool::constraint::{self, Constraint};
     use crate::{
         failure::issue::ArgIssue,
         tool::schema::input_schema,
@@ -269,6 +277,7 @@ mod tests {
                     name: stringify!($name),
                     doc: concat!($($first $(, "\n", $rest)*)?),
                     schema: field_schema::<$ty>,
+                    constraints: &[],
                 },)*];
                 const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
 
@@ -401,5 +410,83 @@ mod tests {
             Ok(Some(10u128.pow(30)))
         );
         assert_eq!(by_field, derived);
+    }
+
+    // A tool's constrained parameters, as `#[mcp_tool]` wrote them with the derives (a
+    // schemars `transform` per field) and as it writes them now (constant data). No doc
+    // comment: the derive would make it the schema's description.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct ConstrainedDerived {
+        /// The user's name.
+        #[schemars(transform = |schema: &mut schemars::Schema| {
+            constraint::apply(schema, NAME);
+        })]
+        name: String,
+        #[schemars(transform = |schema: &mut schemars::Schema| {
+            constraint::apply(schema, COUNT);
+        })]
+        count: i64,
+        /// Tags, each short.
+        #[schemars(transform = |schema: &mut schemars::Schema| {
+            constraint::apply(schema, TAGS);
+        })]
+        tags: Option<Vec<String>>,
+    }
+
+    const NAME: &[Constraint] = &[Constraint::Length {
+        min: Some(1),
+        max: Some(40),
+    }];
+    const COUNT: &[Constraint] = &[
+        Constraint::Minimum(constraint::Literal::Int(1)),
+        Constraint::Maximum(constraint::Literal::Int(50)),
+    ];
+    const TAGS: &[Constraint] = &[
+        Constraint::Unique,
+        Constraint::Items(&[Constraint::Length {
+            min: None,
+            max: Some(8),
+        }]),
+    ];
+
+    struct ConstrainedByField;
+
+    impl FieldArgs for ConstrainedByField {
+        const FIELDS: &'static [ArgField] = &[
+            ArgField {
+                name: "name",
+                doc: "The user's name.",
+                schema: field_schema::<String>,
+                constraints: NAME,
+            },
+            ArgField {
+                name: "count",
+                doc: "",
+                schema: field_schema::<i64>,
+                constraints: COUNT,
+            },
+            ArgField {
+                name: "tags",
+                doc: "Tags, each short.",
+                schema: field_schema::<Option<Vec<String>>>,
+                constraints: TAGS,
+            },
+        ];
+        const NAMES: &'static [&'static str] = &["name", "count", "tags"];
+
+        fn decode(_: &mut ArgSource<'_>) -> Result<Self, serde_json::Error> {
+            Ok(Self)
+        }
+    }
+
+    #[test]
+    fn constraints_are_written_where_the_derive_writes_them() {
+        let derived = input_schema::<ConstrainedDerived>();
+        let by_field = input_schema::<FieldsSchema<ConstrainedByField>>();
+        assert_eq!(Value::Object(by_field.clone()), Value::Object(derived));
+        assert_eq!(by_field["properties"]["count"]["maximum"], json!(50));
+        assert_eq!(by_field["properties"]["name"]["maxLength"], json!(40));
     }
 }
