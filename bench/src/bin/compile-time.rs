@@ -11,6 +11,10 @@
 //! `cargo build` and `cargo check` are timed for each crate, fusion and rmcp alternating (which
 //! goes first swaps each round: the machine's other load falls on both). Prints every time and
 //! the median over rounds of each round's ratio fusion/rmcp.
+//!
+//! `--constrained` gives every tool the parameters users constrain (a length on a `String`,
+//! a range on an `i64`, an `Option<bool>`), as `#[arg(..)]` in fusion's crate and the same
+//! as `#[schemars(..)]` attributes in rmcp's (issue 56).
 
 use std::{
     fmt::Write as _,
@@ -30,45 +34,91 @@ use fusion_bench::{
 /// The number of tools in each generated crate.
 const TOOLS: usize = 50;
 
-/// The three parameters of tool `i`: name and type, fusion's doc comment, the same for rmcp.
-/// Three shapes in turn, so strings, integers, booleans and optionals all appear.
-fn params(i: usize) -> [(&'static str, &'static str, &'static str); 3] {
+/// The parameters of each generated tool.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Three shapes in turn, without attributes.
+    Plain,
+    /// `--constrained`: every tool a `String` with a length, an `i64` with a range and an
+    /// `Option<bool>` (issue 56), the same constraints as `schemars` attributes in rmcp's
+    /// crate.
+    Constrained,
+}
+
+/// One parameter: its name and type, its doc comment, and its constraint as fusion's
+/// `#[arg(..)]` and as rmcp's `#[schemars(..)]` (empty: none).
+type Param = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+/// The three parameters of tool `i`. Plain: three shapes in turn, so strings, integers,
+/// booleans and optionals all appear.
+fn params(shape: Shape, i: usize) -> [Param; 3] {
+    if shape == Shape::Constrained {
+        return [
+            (
+                "name",
+                "String",
+                "The name to use.",
+                "#[arg(length(min = 1, max = 40))]",
+                "#[schemars(length(min = 1, max = 40))]",
+            ),
+            (
+                "count",
+                "i64",
+                "How many times.",
+                "#[arg(min = 1, max = 50)]",
+                "#[schemars(range(min = 1, max = 50))]",
+            ),
+            ("verbose", "Option<bool>", "Say more, when set.", "", ""),
+        ];
+    }
     match i % 3 {
         0 => [
-            ("name", "String", "The name to use."),
-            ("count", "i64", "How many times."),
-            ("verbose", "Option<bool>", "Say more, when set."),
+            ("name", "String", "The name to use.", "", ""),
+            ("count", "i64", "How many times.", "", ""),
+            ("verbose", "Option<bool>", "Say more, when set.", "", ""),
         ],
         1 => [
-            ("label", "String", "A label."),
-            ("limit", "u32", "The most to return."),
-            ("exact", "bool", "Match exactly."),
+            ("label", "String", "A label.", "", ""),
+            ("limit", "u32", "The most to return.", "", ""),
+            ("exact", "bool", "Match exactly.", "", ""),
         ],
         _ => [
-            ("query", "Option<String>", "What to look for, when given."),
-            ("offset", "i32", "Where to start."),
-            ("deep", "bool", "Look deeper."),
+            (
+                "query",
+                "Option<String>",
+                "What to look for, when given.",
+                "",
+                "",
+            ),
+            ("offset", "i32", "Where to start.", "", ""),
+            ("deep", "bool", "Look deeper.", "", ""),
         ],
     }
 }
 
 /// The body of tool `i`: trivial, the same in both crates.
-fn body(i: usize) -> String {
-    let [(a, ..), (b, ..), (c, ..)] = params(i);
+fn body(shape: Shape, i: usize) -> String {
+    let [(a, ..), (b, ..), (c, ..)] = params(shape, i);
     format!("format!(\"tool_{i}: {{:?}} {{}} {{:?}}\", {a}, {b}, {c})")
 }
 
 /// `src/main.rs` of the fusion crate.
-fn fusion_main() -> String {
+fn fusion_main(shape: Shape) -> String {
     let mut src = String::from(
         "//! 50 tools written with fusion's `#[mcp_tool]`.\n\nuse fusion_runtime::prelude::*;\n\n",
     );
     for i in 0..TOOLS {
         let _ = writeln!(src, "/// Tool number {i}.\n#[mcp_tool]\nasync fn tool_{i}(");
-        for (name, ty, doc) in params(i) {
-            let _ = writeln!(src, "    /// {doc}\n    {name}: {ty},");
+        for (name, ty, doc, constraint, _) in params(shape, i) {
+            let _ = writeln!(src, "    /// {doc}\n    {constraint}\n    {name}: {ty},");
         }
-        let _ = writeln!(src, ") -> String {{\n    {}\n}}\n", body(i));
+        let _ = writeln!(src, ") -> String {{\n    {}\n}}\n", body(shape, i));
     }
     src.push_str(
         "#[tokio::main(flavor = \"current_thread\")]\nasync fn main() -> std::process::ExitCode {\n    Server::builder(\"compile-time\", \"0.1.0\")\n",
@@ -81,7 +131,7 @@ fn fusion_main() -> String {
 }
 
 /// `src/main.rs` of the rmcp crate.
-fn rmcp_main() -> String {
+fn rmcp_main(shape: Shape) -> String {
     let mut src = String::from(
         "//! 50 tools written as rmcp's docs show.\n\nuse rmcp::{\n    ServerHandler, ServiceExt, handler::server::wrapper::Parameters, schemars, tool, tool_handler,\n    tool_router, transport::stdio,\n};\n\n",
     );
@@ -90,18 +140,18 @@ fn rmcp_main() -> String {
             src,
             "/// The arguments of `tool_{i}`.\n#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]\nstruct Tool{i}Request {{"
         );
-        for (name, ty, doc) in params(i) {
-            let _ = writeln!(src, "    /// {doc}\n    {name}: {ty},");
+        for (name, ty, doc, _, constraint) in params(shape, i) {
+            let _ = writeln!(src, "    /// {doc}\n    {constraint}\n    {name}: {ty},");
         }
         src.push_str("}\n\n");
     }
     src.push_str("/// The server.\n#[derive(Debug, Clone, Default)]\nstruct Tools;\n\n#[tool_router]\nimpl Tools {\n");
     for i in 0..TOOLS {
-        let [(a, ..), (b, ..), (c, ..)] = params(i);
+        let [(a, ..), (b, ..), (c, ..)] = params(shape, i);
         let _ = writeln!(
             src,
             "    /// Tool number {i}.\n    #[tool(description = \"Tool number {i}.\")]\n    async fn tool_{i}(&self, Parameters(Tool{i}Request {{ {a}, {b}, {c} }}): Parameters<Tool{i}Request>) -> String {{\n        {}\n    }}\n",
-            body(i)
+            body(shape, i)
         );
     }
     src.push_str(
@@ -198,8 +248,18 @@ fn median(values: &mut [f64]) -> f64 {
 }
 
 fn run() -> Result<(), String> {
-    let args = Args::parse(std::env::args().skip(1), &["rounds", "dir"], &[])?;
+    let args = Args::parse(
+        std::env::args().skip(1),
+        &["rounds", "dir"],
+        &["constrained"],
+    )?;
     let rounds: usize = args.parse_or("rounds", 3)?;
+    let shape = if args.flag("constrained") {
+        Shape::Constrained
+    } else {
+        Shape::Plain
+    };
+    // Both shapes write the same crates: their dependencies are built once.
     let root = match args.get("dir") {
         Some(dir) => PathBuf::from(dir),
         None => user_crate::target_dir().join("compile-time"),
@@ -212,13 +272,13 @@ fn run() -> Result<(), String> {
             "fusion-runtime = {{ path = {:?} }}\ntokio = {{ version = \"1\", features = [\"rt\", \"macros\"] }}\n",
             runtime.display().to_string()
         ),
-        &[("main.rs", &fusion_main())],
+        &[("main.rs", &fusion_main(shape))],
     )?;
     let rmcp = UserCrate::write(
         "rmcp-tools",
         &root,
         "rmcp = { version = \"3.11\", default-features = false, features = [\"server\", \"macros\", \"transport-io\", \"schemars\"] }\nserde = { version = \"1\", features = [\"derive\"] }\ntokio = { version = \"1\", features = [\"rt\", \"macros\"] }\n",
-        &[("main.rs", &rmcp_main())],
+        &[("main.rs", &rmcp_main(shape))],
     )?;
     let crates = [&fusion, &rmcp];
 
