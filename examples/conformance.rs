@@ -709,7 +709,7 @@ fn server() -> fusion_runtime::ServerBuilder {
 
 /// How the fixtures are served: over Streamable HTTP with these options, or over stdio.
 enum Serve {
-    Http(HttpOptions),
+    Http(Box<HttpOptions>),
     Stdio,
 }
 
@@ -745,10 +745,10 @@ fn options() -> Result<Serve, String> {
         return Ok(Serve::Stdio);
     }
     let options = HttpOptions::default().port(port).stateless(stateless);
-    Ok(Serve::Http(match session_prefix {
+    Ok(Serve::Http(Box::new(match session_prefix {
         Some(prefix) => options.session_prefix(prefix),
         None => options,
-    }))
+    })))
 }
 
 #[path = "support/cli.rs"]
@@ -786,7 +786,7 @@ async fn main() -> ExitCode {
     }
     fusion_runtime::log::init();
     match options() {
-        Ok(Serve::Http(options)) => server().serve_http_with(options).await,
+        Ok(Serve::Http(options)) => server().serve_http_with(*options).await,
         Ok(Serve::Stdio) => server().serve_stdio().await,
         Err(message) => {
             eprintln!("conformance: {message}");

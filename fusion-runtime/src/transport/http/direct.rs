@@ -408,11 +408,10 @@ fn goes_direct(peer: &Peer<RoleServer>, headers: &HeaderMap) -> bool {
     if info.protocol_version >= ProtocolVersion::V_2026_07_28 {
         return false;
     }
-    let version_matches = match headers.get("mcp-protocol-version") {
+    match headers.get("mcp-protocol-version") {
         None => true,
         Some(value) => value.as_bytes() == info.protocol_version.as_str().as_bytes(),
-    };
-    version_matches
+    }
 }
 
 /// What rmcp's dispatch makes of a call's answer before it goes out: a task is returned
