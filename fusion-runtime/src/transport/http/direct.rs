@@ -58,8 +58,9 @@ use super::{
     session_entry::{Entry, Refused},
     sessions::{Sessions, session_of},
 };
+use crate::transport::call_answer::legacy_answer;
 use crate::transport::decode::{self, ClientMessage, Decoded};
-use crate::transport::stdio::{CallTool, legacy_answer};
+use crate::transport::stdio::CallTool;
 
 /// What serves the calls that go direct: the server's `call_tool`, and the MCP path (the
 /// guard also protects other routes).
