@@ -8,7 +8,8 @@
 //!
 //! `--port 0` picks a free port; the URL is printed on stderr either way. `--stateless`
 //! serves without sessions (the suite's sampling, elicitation and subscription scenarios
-//! need a session, so they fail that way). `tests/clients/conformance.rs` runs the suite against it.
+//! need a session, so they fail that way). `--stdio` serves the same fixtures over
+//! stdin/stdout. `tests/clients/conformance.rs` runs the suite against it.
 //!
 //! Every tool, resource and prompt below is named and shaped as the suite's scenario
 //! descriptions (`src/scenarios/server/` in the suite) ask.
@@ -753,6 +754,11 @@ const USAGE: cli::Usage = cli::Usage {
         ),
         ("--stateless", "", "serve without sessions"),
         (
+            "--stdio",
+            "",
+            "serve over stdin/stdout instead (tests/stdio/current_client.rs)",
+        ),
+        (
             "--session-prefix",
             "P",
             "start session ids with P (for a proxy that routes sessions by it)",
@@ -767,6 +773,11 @@ async fn main() -> ExitCode {
         return exit;
     }
     fusion_runtime::log::init();
+    // Over stdio, a 2026-07-28 client's multi-round calls meet the transport that serves
+    // `tools/call` itself.
+    if std::env::args().any(|arg| arg == "--stdio") {
+        return server().serve_stdio().await;
+    }
     match options() {
         Ok(options) => server().serve_http_with(options).await,
         Err(message) => {
