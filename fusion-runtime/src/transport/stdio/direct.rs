@@ -53,7 +53,7 @@ use rmcp::{
     RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, ClientRequest, ErrorData, JsonRpcMessage,
-        JsonRpcRequest, ProtocolVersion, RequestId, RequestMetaObject,
+        JsonRpcRequest, RequestId, RequestMetaObject,
     },
     service::RequestContext,
 };
@@ -115,6 +115,9 @@ pub(super) fn take(
     // The revision the call names, decoded once: rmcp's dispatch reads it before the
     // session's.
     let named = meta.and_then(RequestMetaObject::protocol_version);
+    // For a call naming its revision: whether its `_meta`'s capabilities declare tasks,
+    // `None` when they are missing or do not decode.
+    let mut declares_tasks = None;
     let goes_direct = match (&direct.session, &named) {
         (Session::Legacy, None) => true,
         // rmcp's dispatch would take the named revision's rules (checks, shape) and scope
@@ -124,15 +127,17 @@ pub(super) fn take(
         // Every request of the inline lifecycle names its revision: rmcp refuses one that
         // does not (`-32602`).
         (Session::Current { initialized, .. }, None) => *initialized,
-        // A revision the server does not serve (`-32020`), one before 2026-07-28 (its
+        // A revision the server does not serve (`-32022`), one before 2026-07-28 (its
         // shape and rules differ), or a `_meta` without every key 2026-07-28 requires
-        // (`-32602`): rmcp answers those as it always did.
+        // (`-32602`): rmcp answers those as it always did. Those keys are the revision
+        // (decoded above) and the capabilities (`missing_required_keys`; the test
+        // `the_keys_2026_07_28_requires_are_the_revision_and_the_capabilities` holds rmcp
+        // to it): the capabilities are decoded once, for both checks.
         (Session::Current { versions, .. }, Some(version)) => {
-            versions.contains(version)
-                && meta.is_some_and(|meta| {
-                    meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)
-                        .is_empty()
-                })
+            declares_tasks = meta
+                .and_then(RequestMetaObject::client_capabilities)
+                .map(|capabilities| capabilities.supports_tasks());
+            versions.contains(version) && declares_tasks.is_some()
         }
     };
     if !goes_direct {
@@ -159,9 +164,11 @@ pub(super) fn take(
         // As rmcp's dispatch reads it: the request's `_meta`, then (a session opened with
         // `initialize`) the session's capabilities.
         Session::Current { .. } => Shape::Current {
-            declared_tasks: context
-                .client_capabilities()
-                .is_some_and(|capabilities| capabilities.supports_tasks()),
+            declared_tasks: declares_tasks.unwrap_or_else(|| {
+                context
+                    .client_capabilities()
+                    .is_some_and(|capabilities| capabilities.supports_tasks())
+            }),
         },
     };
     Ok(DirectCall {
@@ -241,6 +248,46 @@ impl Started {
         if !line.is_empty() {
             // A closed writer means the output is gone: nobody can read the answer.
             let _ = queue_line(&out, &shared, line);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{ProtocolVersion, RequestMetaObject};
+    use serde_json::json;
+
+    /// `take` checks the keys 2026-07-28 requires by decoding the revision and the
+    /// capabilities: should rmcp require another key, this fails.
+    #[test]
+    fn the_keys_2026_07_28_requires_are_the_revision_and_the_capabilities() {
+        let keys = [
+            (
+                "io.modelcontextprotocol/protocolVersion",
+                json!("2026-07-28"),
+            ),
+            ("io.modelcontextprotocol/clientCapabilities", json!({})),
+            (
+                "io.modelcontextprotocol/clientInfo",
+                json!({"name": "c", "version": "1"}),
+            ),
+            ("io.modelcontextprotocol/logLevel", json!("debug")),
+        ];
+        for mask in 0..(1 << keys.len()) {
+            let mut meta = serde_json::Map::new();
+            for (at, (key, value)) in keys.iter().enumerate() {
+                if mask & (1 << at) != 0 {
+                    meta.insert((*key).to_owned(), value.clone());
+                }
+            }
+            let meta = RequestMetaObject::from(meta);
+            let decoded = meta.protocol_version().is_some() && meta.client_capabilities().is_some();
+            assert_eq!(
+                meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                    .is_empty(),
+                decoded,
+                "the keys present, by bit: {mask:04b}"
+            );
         }
     }
 }
