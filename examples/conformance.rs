@@ -770,11 +770,7 @@ const USAGE: cli::Usage = cli::Usage {
             "P",
             "start session ids with P (for a proxy that routes sessions by it)",
         ),
-        (
-            "--stdio",
-            "",
-            "serve over stdin/stdout instead (the client questions over stdio)",
-        ),
+        ("--stdio", "", "serve over stdin/stdout instead"),
     ],
     env: &[],
 };

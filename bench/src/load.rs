@@ -3,7 +3,8 @@
 //!
 //! [`run`] spawns the server (its stderr goes to a file), does the handshake
 //! (`initialize`, `notifications/initialized`, then `tools/list` to check the tool is
-//! there), runs a warm-up, then the measured calls, and closes stdin. Two threads share
+//! there; a 2026-07-28 client, [`Client::Current`], sends no `initialize` and names its
+//! revision, its name and its capabilities in every request's `_meta`), runs a warm-up, then the measured calls, and closes stdin. Two threads share
 //! the pipe: this one writes (a batch of request lines whenever fewer than C are
 //! unanswered, one `write` per batch), a reader thread parses every line the server
 //! writes and records each id's first answer. Every id must be answered exactly once and
@@ -40,6 +41,44 @@ use crate::{
 /// The protocol version the driver asks for in `initialize`.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
+/// The revision a [`Client::Current`] names in every request's `_meta`.
+pub const CURRENT_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// How the driver speaks MCP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Client {
+    /// A session opened with `initialize` on [`PROTOCOL_VERSION`]; calls carry no `_meta`.
+    #[default]
+    Classic,
+    /// A 2026-07-28 client: no `initialize`; every request's `_meta` names the revision,
+    /// the client and its capabilities (none), as that revision requires.
+    Current,
+}
+
+impl Client {
+    /// From its command-line name: `classic` or `current`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "classic" => Some(Self::Classic),
+            "current" => Some(Self::Current),
+            _ => None,
+        }
+    }
+
+    /// The `_meta` every request of this client carries, if any.
+    fn meta(self) -> Option<Value> {
+        match self {
+            Self::Classic => None,
+            Self::Current => Some(json!({
+                "io.modelcontextprotocol/protocolVersion": CURRENT_PROTOCOL_VERSION,
+                "io.modelcontextprotocol/clientInfo":
+                    {"name": "fusion-loadgen", "version": env!("CARGO_PKG_VERSION")},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            })),
+        }
+    }
+}
+
 /// Request ids below this one belong to the handshake; calls start here.
 const FIRST_CALL_ID: u64 = 2;
 
@@ -67,6 +106,8 @@ pub struct LoadConfig {
     pub tool: String,
     /// Its arguments (a JSON object).
     pub arguments: Value,
+    /// How the driver speaks MCP (`initialize`d, or 2026-07-28 without it).
+    pub client: Client,
     /// Hard limit for the whole run, handshake included; the server is killed then.
     pub timeout: Duration,
     /// How long calls may stay in flight with no answer at all before the run stops
@@ -88,6 +129,7 @@ impl LoadConfig {
             warmup: 2_000,
             tool: "echo".to_owned(),
             arguments: json!({"text": "hi"}),
+            client: Client::Classic,
             timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(10),
             stderr: None,
@@ -398,7 +440,7 @@ pub fn run(config: &LoadConfig) -> Result<RunReport, RunError> {
     let Some(program) = config.command.first() else {
         return Err(RunError::Config("the server command is empty".to_owned()));
     };
-    let template = RequestTemplate::new(&config.tool, &config.arguments)?;
+    let template = RequestTemplate::new(&config.tool, &config.arguments, config.client)?;
     // A stderr file of our own choosing is removed after a clean run; one the caller
     // named is kept.
     let (stderr_path, remove_stderr) = match &config.stderr {
@@ -554,13 +596,16 @@ struct RequestTemplate {
 }
 
 impl RequestTemplate {
-    fn new(tool: &str, arguments: &Value) -> Result<Self, RunError> {
+    fn new(tool: &str, arguments: &Value, client: Client) -> Result<Self, RunError> {
         if !arguments.is_object() {
             return Err(RunError::Config(format!(
                 "the tool's arguments must be a JSON object, not `{arguments}`"
             )));
         }
-        let params = json!({"name": tool, "arguments": arguments});
+        let mut params = json!({"name": tool, "arguments": arguments});
+        if let Some(meta) = client.meta() {
+            params["_meta"] = meta;
+        }
         let suffix = format!(",\"method\":\"tools/call\",\"params\":{params}}}\n");
         Ok(Self {
             prefix: br#"{"jsonrpc":"2.0","id":"#,
@@ -641,9 +686,30 @@ impl Driver<'_> {
         })
     }
 
-    /// `initialize`, `notifications/initialized`, `tools/list`.
+    /// `initialize`, `notifications/initialized`, `tools/list`; for a 2026-07-28 client,
+    /// `tools/list` alone (its first request opens the session).
     fn handshake(&mut self, control: &mpsc::Receiver<Value>) -> Result<ServerIdentity, Stop> {
         const PHASE: &str = "handshake";
+        if let Some(meta) = self.config.client.meta() {
+            let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});
+            self.send(format!("{list}\n").as_bytes(), PHASE)?;
+            let answer = self.await_control(control, 1)?;
+            self.check_listed(&answer)?;
+            // 2026-07-28 has no `initialize` result: the server may name itself in a
+            // result's `_meta`.
+            let text = |pointer: &str| {
+                answer
+                    .pointer(pointer)
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned()
+            };
+            return Ok(ServerIdentity {
+                name: text("/result/_meta/io.modelcontextprotocol~1serverInfo/name"),
+                version: text("/result/_meta/io.modelcontextprotocol~1serverInfo/version"),
+                protocol_version: CURRENT_PROTOCOL_VERSION.to_owned(),
+            });
+        }
         let initialize = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {
@@ -677,6 +743,13 @@ impl Driver<'_> {
         let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
         self.send(format!("{initialized}\n{list}\n").as_bytes(), PHASE)?;
         let answer = self.await_control(control, 1)?;
+        self.check_listed(&answer)?;
+        Ok(identity)
+    }
+
+    /// The `tools/list` answer lists the tool to call.
+    fn check_listed(&self, answer: &Value) -> Result<(), Stop> {
+        const PHASE: &str = "handshake";
         let names: Vec<&str> = answer
             .pointer("/result/tools")
             .and_then(Value::as_array)
@@ -697,7 +770,7 @@ impl Driver<'_> {
                 ),
             });
         }
-        Ok(identity)
+        Ok(())
     }
 
     fn await_control(&self, control: &mpsc::Receiver<Value>, id: u64) -> Result<Value, Stop> {

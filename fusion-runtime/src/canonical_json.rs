@@ -27,6 +27,45 @@ pub(crate) fn canonical(value: &Value) -> Value {
     }
 }
 
+/// `value`'s canonical text (what `canonical(value).to_string()` spells), written to `out`
+/// without building the sorted copy first: a request state's binding is spelled for every
+/// 2026-07-28 call (`rounds/state.rs`), most of which never ask.
+pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<(&String, &Value)> = map.iter().collect();
+            keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (at, (key, value)) in keys.into_iter().enumerate() {
+                if at > 0 {
+                    out.push(b',');
+                }
+                write_scalar(key, out);
+                out.push(b':');
+                write_canonical(value, out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (at, item) in items.iter().enumerate() {
+                if at > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        other => write_scalar(other, out),
+    }
+}
+
+/// A string or scalar as serde_json's compact writer spells it.
+fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    // Writing a string, a number, a bool or null to a `Vec` cannot fail.
+    let _ = serde_json::to_writer(out, value);
+}
+
 /// The SHA-256 of `value`'s canonical text, in hex: equal for equal values, whatever the
 /// order their keys were sent in.
 pub(crate) fn fingerprint(value: &Value) -> String {
@@ -67,5 +106,28 @@ mod tests {
             fingerprint(&one),
             fingerprint(&json!({"id": 2, "request_id": "k"}))
         );
+    }
+
+    #[test]
+    fn the_written_text_is_the_canonical_value_spelled() {
+        let values = [
+            json!(null),
+            json!({}),
+            json!([]),
+            json!({"b": [1, 2.5, -3e40, {"z": null, "a": true}], "a": "x\"y\\\u{1}é😀\n", "": {}}),
+            serde_json::from_str::<Value>(
+                r#"{"é":1,"e":2,"E":3,"ab":4,"a":5,"n":18446744073709551615,"f":1.0}"#,
+            )
+            .expect("JSON"),
+        ];
+        for value in values {
+            let mut written = Vec::new();
+            write_canonical(&value, &mut written);
+            assert_eq!(
+                String::from_utf8(written).expect("UTF-8"),
+                canonical(&value).to_string(),
+                "{value}"
+            );
+        }
     }
 }

@@ -9,6 +9,7 @@ mod banner;
 mod call_log_format;
 mod cancel_storm;
 mod cli;
+mod current_client;
 mod lifecycle;
 mod otel;
 mod robustness;

@@ -10,6 +10,11 @@
 //! cargo run --release -p fusion-bench --bin compare -- --fusion "target/release/examples/demo --stdio" --runs 5
 //! ```
 //!
+//! `--client current` adds a 2026-07-28 client (no `initialize`; every call's `_meta` names
+//! the revision, the client and its capabilities) against fusion, rmcp and the floor, as
+//! rows of their own (`fusion-2026-07-28`, ...), with their ratios to the classic client
+//! and to the floor (issue 56).
+//!
 //! `--rmcp target/release/rmcp-pipe-echo` measures rmcp's own service without its
 //! blocking-pool stdio (built with the baselines).
 //!
@@ -41,7 +46,7 @@ use std::{
 
 use fusion_bench::{
     cli::{Args, split_command},
-    load::{self, LoadConfig, RunReport},
+    load::{self, Client, LoadConfig, RunReport},
     otlp_sink::OtlpSink,
     stats::median,
     user_crate,
@@ -49,7 +54,7 @@ use fusion_bench::{
 
 const USAGE: &str = "usage: compare [--fusion \"<cmd>\"] [--rmcp \"<cmd>\"] [--floor \"<cmd>\"] \
 [--runs 3] [--seconds 2] [--concurrency 1,32] [--tool echo] [--args '{\"text\":\"hi\"}'] \
-[--timeout SECS] [--logs DIR] [--no-build] [--strict] [--otel]";
+[--timeout SECS] [--logs DIR] [--client classic|current] [--no-build] [--strict] [--otel]";
 
 /// The goals, as ratios (absolute figures move with the machine): fusion with its call log
 /// on against the floor (issue 20: at 1 and at 32 in flight), the call log's cost (log on
@@ -59,6 +64,10 @@ const GOAL_VS_FLOOR_C32: f64 = 0.6;
 const GOAL_LOG_ON_VS_OFF_C32: f64 = 0.9;
 const GOAL_VS_RMCP_C32: f64 = 15.0;
 const GOAL_RSS_VS_RMCP: f64 = 2.0;
+/// Issue 56: a 2026-07-28 client within 10% of the classic one's calls/s, and at least
+/// 0.6× the floor at 32 in flight.
+const GOAL_CURRENT_VS_CLASSIC: f64 = 0.9;
+const GOAL_CURRENT_VS_FLOOR_C32: f64 = 0.6;
 /// Issue 38: tracing costs at most 15% of the throughput with every call exported (the
 /// SDK's default sampler), and at most 3% sampled out, both against the call log alone.
 const GOAL_OTEL_EXPORTED: f64 = 0.85;
@@ -68,6 +77,8 @@ const GOAL_OTEL_SAMPLED_OUT: f64 = 0.97;
 struct Contender {
     label: &'static str,
     command: Vec<String>,
+    /// How the driver speaks to it.
+    client: Client,
 }
 
 struct Options {
@@ -133,6 +144,7 @@ fn configure() -> Result<Options, String> {
             "args",
             "timeout",
             "logs",
+            "client",
         ],
         &["no-build", "strict", "otel"],
     )?;
@@ -176,18 +188,22 @@ fn configure() -> Result<Options, String> {
             Contender {
                 label: "log+otel",
                 command: with_env(&[&endpoint]),
+                client: Client::Classic,
             },
             Contender {
                 label: "log+otel-off",
                 command: with_env(&[&endpoint, "OTEL_TRACES_SAMPLER=always_off"]),
+                client: Client::Classic,
             },
             Contender {
                 label: "log",
                 command: fusion.clone(),
+                client: Client::Classic,
             },
             Contender {
                 label: "both-off",
                 command: with_env(&["RUST_LOG=off"]),
+                client: Client::Classic,
             },
         ]
     } else {
@@ -247,24 +263,57 @@ fn stdio_contenders(
             None => Ok(vec![default]),
         }
     };
-    Ok(vec![
+    let mut contenders = vec![
         Contender {
             label: "fusion",
             command: fusion,
+            client: Client::Classic,
         },
         Contender {
             label: "fusion-log-off",
             command: fusion_quiet,
+            client: Client::Classic,
         },
         Contender {
             label: "rmcp",
             command: command("rmcp", sibling("rmcp-echo"))?,
+            client: Client::Classic,
         },
         Contender {
             label: "floor",
             command: command("floor", sibling("floor-echo"))?,
+            client: Client::Classic,
         },
-    ])
+    ];
+    match args.get("client").map(|name| (name, Client::parse(name))) {
+        None | Some((_, Some(Client::Classic))) => {}
+        Some((_, Some(Client::Current))) => {
+            // The same servers, each also driven by a 2026-07-28 client.
+            let current: Vec<Contender> = contenders
+                .iter()
+                .filter_map(|contender| {
+                    let label = match contender.label {
+                        "fusion" => "fusion-2026-07-28",
+                        "rmcp" => "rmcp-2026-07-28",
+                        "floor" => "floor-2026-07-28",
+                        _ => return None,
+                    };
+                    Some(Contender {
+                        label,
+                        command: contender.command.clone(),
+                        client: Client::Current,
+                    })
+                })
+                .collect();
+            contenders.extend(current);
+        }
+        Some((name, None)) => {
+            return Err(format!(
+                "`--client {name}`: the client is `classic` or `current`"
+            ));
+        }
+    }
+    Ok(contenders)
 }
 
 /// Every server program given as a path must exist.
@@ -459,6 +508,7 @@ fn config(options: &Options, contender: &Contender, concurrency: usize, calls: u
     config.warmup = (calls / 10).clamp(500, 20_000);
     config.tool = options.tool.clone();
     config.arguments = options.arguments.clone();
+    config.client = contender.client;
     config.timeout = options.timeout;
     config.stderr = Some(
         options
@@ -659,6 +709,66 @@ fn stdio_goals(options: &Options, cells: &[Vec<Cell>]) -> usize {
             "fusion (log on) / rmcp peak RSS",
             paired_ratio(&row[fusion], &row[rmcp], |r| r.peak_rss_kib as f64),
             Some((false, GOAL_RSS_VS_RMCP, format!("≤ {GOAL_RSS_VS_RMCP}×"))),
+        );
+    }
+    missed + current_goals(options, cells)
+}
+
+/// The goals of issue 56, when a 2026-07-28 client was measured (`--client current`):
+/// fusion served to it against the classic client and against the floor.
+fn current_goals(options: &Options, cells: &[Vec<Cell>]) -> usize {
+    if !options
+        .contenders
+        .iter()
+        .any(|contender| contender.client == Client::Current)
+    {
+        return 0;
+    }
+    let labels = [
+        "fusion-2026-07-28",
+        "fusion",
+        "rmcp-2026-07-28",
+        "floor-2026-07-28",
+        "floor",
+    ];
+    let Some([current, classic, rmcp, floor_current, floor]) =
+        goals_table(options, "issue 56, a 2026-07-28 client", labels)
+    else {
+        return 0;
+    };
+    let mut missed = 0;
+    for (&concurrency, row) in options.concurrency.iter().zip(cells) {
+        let mut line = |measure: &str, ratio, goal| {
+            missed += usize::from(goal_line(concurrency, measure, ratio, goal));
+        };
+        let calls = RunReport::calls_per_sec;
+        let cpu: fn(&RunReport) -> f64 = RunReport::server_cpu_us_per_call;
+        line(
+            "fusion 2026-07-28 / fusion classic calls/s",
+            paired_ratio(&row[current], &row[classic], calls),
+            at_least(GOAL_CURRENT_VS_CLASSIC),
+        );
+        line(
+            "fusion 2026-07-28 / floor 2026-07-28 calls/s",
+            paired_ratio(&row[current], &row[floor_current], calls),
+            (concurrency == 32)
+                .then(|| at_least(GOAL_CURRENT_VS_FLOOR_C32))
+                .flatten(),
+        );
+        line(
+            "fusion 2026-07-28 / floor classic calls/s",
+            paired_ratio(&row[current], &row[floor], calls),
+            None,
+        );
+        line(
+            "fusion 2026-07-28 / rmcp 2026-07-28 calls/s",
+            paired_ratio(&row[current], &row[rmcp], calls),
+            None,
+        );
+        line(
+            "fusion 2026-07-28 / fusion classic server CPU per call",
+            paired_ratio(&row[current], &row[classic], cpu),
+            None,
         );
     }
     missed

@@ -6,18 +6,22 @@
 //! ```sh
 //! loadgen --server "target/release/examples/quickstart" --concurrency 32 --calls 200000
 //! loadgen --server "target/release/rmcp-echo" --tool echo --args '{"text":"hi"}' --runs 3
+//! loadgen --server "target/release/examples/quickstart" --client current
 //! ```
+//!
+//! `--client current` drives it as a 2026-07-28 client (no `initialize`; every request's
+//! `_meta` names the revision, the client and its capabilities).
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use fusion_bench::{
     cli::{Args, split_command},
-    load::{self, LoadConfig, RunReport},
+    load::{self, Client, LoadConfig, RunReport},
     stats::median,
 };
 
 const USAGE: &str = "usage: loadgen --server \"<command and args>\" [--concurrency C] [--calls N] \
-[--warmup N] [--tool echo] [--args '{\"text\":\"hi\"}'] [--runs 3] [--timeout SECS] [--stderr PATH]";
+[--warmup N] [--tool echo] [--args '{\"text\":\"hi\"}'] [--runs 3] [--timeout SECS] [--stderr PATH] [--client classic|current]";
 
 fn main() -> ExitCode {
     match configure() {
@@ -42,6 +46,7 @@ fn configure() -> Result<(LoadConfig, u32), String> {
             "runs",
             "timeout",
             "stderr",
+            "client",
         ],
         &[],
     )?;
@@ -57,6 +62,11 @@ fn configure() -> Result<(LoadConfig, u32), String> {
     }
     config.timeout = Duration::from_secs_f64(args.parse_or("timeout", 120.0)?);
     config.stderr = args.get("stderr").map(PathBuf::from);
+    if let Some(name) = args.get("client") {
+        config.client = Client::parse(name).ok_or(format!(
+            "`--client {name}`: the client is `classic` or `current`"
+        ))?;
+    }
     let runs = args.parse_or("runs", 1u32)?.max(1);
     Ok((config, runs))
 }

@@ -136,11 +136,7 @@ pub(crate) fn binding(method: &str, name: &str, args: &Value, subject: Option<&s
     bytes.push(0);
     bytes.extend_from_slice(name.as_bytes());
     bytes.push(0);
-    bytes.extend_from_slice(
-        crate::canonical_json::canonical(args)
-            .to_string()
-            .as_bytes(),
-    );
+    crate::canonical_json::write_canonical(args, &mut bytes);
     bytes.push(0);
     bytes.extend_from_slice(subject.unwrap_or("").as_bytes());
     bytes

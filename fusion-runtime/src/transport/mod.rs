@@ -7,6 +7,7 @@
 //! - Streamable HTTP (`http`, feature `http`): rmcp's service behind the Host, Origin and
 //!   token guard, with session and connection caps.
 
+mod call_answer;
 mod choice;
 mod decode;
 #[cfg(feature = "http")]
@@ -117,9 +118,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let served = rmcp::serve_server(self, transport).await;
         let code = match served {
             Ok(service) => {
-                if let Some(direct) = direct_calls(&watched, &service) {
-                    handle.serve_calls_directly(direct);
-                }
+                handle.serve_calls_directly(direct_calls(&watched, &service));
                 let code = wait_or_abandon(service, &watched, &handle, &options, signals).await;
                 // Tasks still running go to other replicas (a shared task store).
                 watched
@@ -197,22 +196,32 @@ impl<C: Send + Sync + 'static> Server<C> {
 }
 
 /// What the stdio transport needs to serve `tools/call` itself: the server's
-/// `ServerHandler::call_tool`, and the session's peer. Only for a session opened with
-/// `initialize` on a revision before 2026-07-28: there rmcp's dispatch of `tools/call`
-/// only calls `call_tool`. A session of the inline lifecycle (2026-07-28, no
-/// `initialize`) keeps rmcp's checks of each request's `_meta`.
+/// `ServerHandler::call_tool`, the session's peer, and what the session is, for every
+/// session rmcp runs. Opened with `initialize`, the session has the negotiated revision;
+/// without (rmcp's inline lifecycle of 2026-07-28: the first request's `_meta` named its
+/// revision, and every request names one), rmcp keeps no `peer_info`. `stdio/direct.rs`
+/// says which calls of each then go direct, and what stays with rmcp.
 fn direct_calls<C: Send + Sync + 'static>(
     server: &Server<C>,
     service: &RunningServer<C>,
-) -> Option<stdio::DirectCalls> {
-    let info = service.peer().peer_info()?;
-    if info.protocol_version >= rmcp::model::ProtocolVersion::V_2026_07_28 {
-        return None;
-    }
-    Some(stdio::DirectCalls::new(
-        server.call_tool_fn(),
-        service.peer().clone(),
-    ))
+) -> stdio::DirectCalls {
+    use rmcp::model::ProtocolVersion;
+    let peer = service.peer();
+    let initialized = peer.peer_info();
+    let session = match &initialized {
+        Some(info) if info.protocol_version < ProtocolVersion::V_2026_07_28 => {
+            stdio::Session::Legacy
+        }
+        _ => stdio::Session::Current {
+            versions: rmcp::ServerHandler::supported_protocol_versions(server)
+                .iter()
+                .filter(|version| **version >= ProtocolVersion::V_2026_07_28)
+                .cloned()
+                .collect(),
+            initialized: initialized.is_some(),
+        },
+    };
+    stdio::DirectCalls::new(server.call_tool_fn(), peer.clone(), session)
 }
 
 impl<C: Send + Sync + 'static> Server<C> {

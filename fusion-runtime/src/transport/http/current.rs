@@ -22,14 +22,16 @@ use std::collections::HashSet;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use rmcp::{
     model::{
-        CallToolResponse, ClientCapabilities, ErrorCode, ErrorData, JsonObject, JsonRpcMessage,
-        ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+        CallToolResponse, ErrorCode, ErrorData, JsonObject, JsonRpcMessage, ProtocolVersion,
+        RequestId, RequestMetaObject, ServerJsonRpcMessage,
     },
     transport::common::http_header::{
         BASE64_HEADER_PREFIX, HEADER_MCP_METHOD, HEADER_MCP_NAME, HEADER_MCP_PROTOCOL_VERSION,
     },
 };
 use serde_json::Value;
+
+use crate::transport::call_answer::current_result;
 
 /// What decides whether a 2026-07-28 call may go direct: the revisions served and the
 /// tools whose headers only rmcp checks.
@@ -111,35 +113,20 @@ fn promotes_to_headers(schema: &JsonObject) -> bool {
 }
 
 /// The answer to a 2026-07-28 call and its HTTP status, as rmcp's dispatch shapes it for
-/// that revision: `resultType` kept, a task refused to a client that did not declare
-/// the tasks extension, `-32002` read as `-32602`, and a 400 or 404 for the errors the
-/// revision maps to them.
+/// that revision (`transport/call_answer.rs`: `resultType` kept, a task refused to a client
+/// that did not declare the tasks extension, `-32002` read as `-32602`), and a 400 or 404
+/// for the errors the revision maps to them.
 pub(super) fn current_answer(
     answer: Result<CallToolResponse, ErrorData>,
     declared_tasks: bool,
     id: RequestId,
 ) -> (StatusCode, ServerJsonRpcMessage) {
-    let answer = match answer {
-        Ok(CallToolResponse::Task(_)) if !declared_tasks => {
-            Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ))
-        }
-        answer => answer,
-    };
-    match answer {
-        Ok(response) => {
-            let mut result = ServerResult::from(response);
-            result.fill_missing_cache_hints();
-            (StatusCode::OK, JsonRpcMessage::response(result, id))
-        }
-        Err(mut error) => {
-            if error.code == ErrorCode::RESOURCE_NOT_FOUND {
-                error.code = ErrorCode::INVALID_PARAMS;
-            }
-            let status = status_of(error.code);
-            (status, JsonRpcMessage::error(error, Some(id)))
-        }
+    match current_result(answer, declared_tasks) {
+        Ok(result) => (StatusCode::OK, JsonRpcMessage::response(result, id)),
+        Err(error) => (
+            status_of(error.code),
+            JsonRpcMessage::error(error, Some(id)),
+        ),
     }
 }
 
@@ -156,6 +143,7 @@ fn status_of(code: ErrorCode) -> StatusCode {
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::ClientCapabilities;
     use serde_json::json;
 
     use super::*;

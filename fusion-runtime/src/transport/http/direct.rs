@@ -64,8 +64,9 @@ use super::{
     sessions::{Sessions, session_of},
 };
 use crate::call::client::{CallStream, OwnStream};
+use crate::transport::call_answer::legacy_answer;
 use crate::transport::decode::{self, ClientMessage, Decoded};
-use crate::transport::stdio::{CallTool, legacy_answer};
+use crate::transport::stdio::CallTool;
 
 /// What serves the calls that go direct: the server's `call_tool`, and the MCP path (the
 /// guard also protects other routes).

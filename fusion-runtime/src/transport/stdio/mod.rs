@@ -67,11 +67,8 @@ mod stream;
 mod writer;
 
 pub use self::options::StdioOptions;
+pub(crate) use self::state::{CallTool, DirectCalls, Session};
 pub(crate) use self::stream::{Input, Output};
-// The HTTP transport answers its direct calls the way stdio does.
-#[cfg(feature = "http")]
-pub(crate) use self::direct::legacy_answer;
-pub(crate) use self::state::{CallTool, DirectCalls};
 use self::{framing::*, state::*, writer::*};
 
 /// How many lines `receive` handles in a row before it lets the writer (and the calls that

@@ -12,7 +12,7 @@ use std::{
 
 use rmcp::{
     Peer, RoleServer,
-    model::{CallToolRequestParams, CallToolResponse, ErrorData, RequestId},
+    model::{CallToolRequestParams, CallToolResponse, ErrorData, ProtocolVersion, RequestId},
     service::RequestContext,
 };
 use tokio::sync::{Notify, oneshot};
@@ -78,13 +78,35 @@ pub(crate) struct DirectCalls {
     pub(super) call_tool: CallTool,
     /// The session's peer, for the call's requests and notifications to the client.
     pub(super) peer: Peer<RoleServer>,
+    /// Which calls go direct, and how their answers are shaped.
+    pub(super) session: Session,
 }
 
 impl DirectCalls {
-    /// The handler's `call_tool`, and the running session's peer.
-    pub(crate) fn new(call_tool: CallTool, peer: Peer<RoleServer>) -> Self {
-        Self { call_tool, peer }
+    /// The handler's `call_tool`, the running session's peer, and what the session is.
+    pub(crate) fn new(call_tool: CallTool, peer: Peer<RoleServer>, session: Session) -> Self {
+        Self {
+            call_tool,
+            peer,
+            session,
+        }
     }
+}
+
+/// The session a transport serves calls of, as rmcp's dispatch tells revisions apart
+/// (`direct::take` says which calls of each go direct).
+pub(crate) enum Session {
+    /// Opened with `initialize` on a revision before 2026-07-28.
+    Legacy,
+    /// Of the 2026-07-28 revision or a later one: opened with `initialize` on such a
+    /// revision (`initialized`), or (no `initialize`) by a request whose `_meta` named its
+    /// revision, rmcp's inline lifecycle.
+    Current {
+        /// The revisions from 2026-07-28 on that the server serves: a call naming another
+        /// one is rmcp's to refuse.
+        versions: Vec<ProtocolVersion>,
+        initialized: bool,
+    },
 }
 
 /// A request received and not answered yet.
