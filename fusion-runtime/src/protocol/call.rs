@@ -77,6 +77,7 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
         &request.name,
         &args,
         &context,
+        current,
         request.request_state.as_deref(),
         request.input_responses,
     )?;
@@ -85,43 +86,55 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
     // The call's own token: a task outlives the request (and its token); the round
     // watches the request's token itself.
     let cancel = CancellationToken::new();
-    let mut call = connected_call(server, &context, cancel.clone()).with_input(input.clone());
+    let mut call =
+        connected_call(server, &context, current, cancel.clone()).with_input(input.clone());
     if let Some(origin) = &origin {
         call = call.with_task_fence(Arc::clone(&origin.fence));
     }
     let owned = server.clone();
     let name = request.name.to_string();
-    let mut work: BoxFuture<'static, TaskOutcome> = Box::pin(async move {
+    let work = async move {
         let report = pipeline::run(&owned, &name, None, args, None, &call).await;
         TaskOutcome {
             internal: report.internal,
             message: report.data.as_str().unwrap_or("").to_owned(),
             result: report.result,
         }
-    });
+    };
+    let Some(tasking) = as_task else {
+        // A round that cannot become a task: its work stays on this future's stack (no
+        // box, which a task's store would need). Await: the round, as below.
+        let mut work = std::pin::pin!(work);
+        let step = tokio::select! {
+            biased;
+            () = input.input_required() => Step::InputRequired,
+            outcome = &mut work => Step::Done(Box::new(outcome)),
+            () = context.ct.cancelled() => Step::Cancelled,
+        };
+        return round_ended(server, current, &round, step);
+    };
+    let mut work: BoxFuture<'static, TaskOutcome> = Box::pin(work);
     let mut origin = origin;
-    if let Some(tasking) = as_task {
-        if !tasking.is_started_by_tool()
-            && let Some(origin) = origin.take()
+    if !tasking.is_started_by_tool()
+        && let Some(origin) = origin.take()
+    {
+        match (server.inner.tasks)
+            .start(work, cancel.clone(), input.clone(), origin)
+            .await
         {
-            match (server.inner.tasks)
-                .start(work, cancel.clone(), input.clone(), origin)
-                .await
-            {
-                Ok(task) => return Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
-                // A full store runs a tool whose tasking is optional as an ordinary
-                // call: the client waits for it instead of being locked out.
-                Err(refused) if refused.is_full() && !tasking.is_required() => {
-                    tracing::info!(target: "fusion::tasks", tool = %request.name, reason = %refused.error, "the task store is full; the call runs as an ordinary call");
-                    work = refused.work;
-                }
-                Err(refused) => {
-                    return refusal(refused.error).map(CallToolResponse::Complete);
-                }
+            Ok(task) => return Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
+            // A full store runs a tool whose tasking is optional as an ordinary
+            // call: the client waits for it instead of being locked out.
+            Err(refused) if refused.is_full() && !tasking.is_required() => {
+                tracing::info!(target: "fusion::tasks", tool = %request.name, reason = %refused.error, "the task store is full; the call runs as an ordinary call");
+                work = refused.work;
             }
-        } else {
-            input.allow_task();
+            Err(refused) => {
+                return refusal(refused.error).map(CallToolResponse::Complete);
+            }
         }
+    } else {
+        input.allow_task();
     }
     // Await: the round. Holds `work` (the pipeline's future, with its guards): a drop
     // here drops it, as a cancelled call.
@@ -132,6 +145,30 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
         outcome = &mut work => Step::Done(Box::new(outcome)),
         () = context.ct.cancelled() => Step::Cancelled,
     };
+    if let Step::ContinueAsTask = step {
+        // Only a tool that runs as a task may continue as one (`allow_task`).
+        let Some(origin) = origin else {
+            return Err(ErrorData::internal_error(
+                "the call cannot continue as a task",
+                None,
+            ));
+        };
+        return match server.inner.tasks.start(work, cancel, input, origin).await {
+            Ok(task) => Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
+            Err(refused) => refusal(refused.error).map(CallToolResponse::Complete),
+        };
+    }
+    drop(work);
+    round_ended(server, current, &round, step)
+}
+
+/// The answer of a round that ended with `step` (its work dropped, unless it is done).
+fn round_ended<C: Send + Sync + 'static>(
+    server: &Server<C>,
+    current: bool,
+    round: &Round,
+    step: Step,
+) -> Result<CallToolResponse, ErrorData> {
     match step {
         Step::Done(outcome) => {
             if current
@@ -142,25 +179,13 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
             }
             Ok(CallToolResponse::Complete(outcome.result))
         }
-        Step::InputRequired => {
-            drop(work);
-            Ok(CallToolResponse::InputRequired(
-                round.input_required(&server.inner.sealer),
-            ))
-        }
-        Step::ContinueAsTask => {
-            // Only a tool that runs as a task may continue as one (`allow_task`).
-            let Some(origin) = origin else {
-                return Err(ErrorData::internal_error(
-                    "the call cannot continue as a task",
-                    None,
-                ));
-            };
-            match server.inner.tasks.start(work, cancel, input, origin).await {
-                Ok(task) => Ok(CallToolResponse::Task(CreateTaskResult::new(task))),
-                Err(refused) => refusal(refused.error).map(CallToolResponse::Complete),
-            }
-        }
+        Step::InputRequired => Ok(CallToolResponse::InputRequired(
+            round.input_required(&server.inner.sealer),
+        )),
+        Step::ContinueAsTask => Err(ErrorData::internal_error(
+            "the call cannot continue as a task",
+            None,
+        )),
         Step::Cancelled => Err(ErrorData::internal_error("the request was cancelled", None)),
     }
 }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     call::{Call, LogLevel},
     protocol::request::{request_id_text, request_info},
-    rounds::questions::InputState,
+    rounds::questions::{Declared, InputState},
     rounds::state::{self as request_state, Sealer},
     setup::server::Server,
 };
@@ -38,14 +38,15 @@ pub(crate) fn is_current(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// The handler's [`Call`] for a request served to a connected client, cancelled by
-/// `cancel`. The log level is the request's own under 2026-07-28 (no session holds one),
+/// `cancel`; `current` as [`is_current`] says. The log level is the request's own under 2026-07-28 (no session holds one),
 /// the session's before.
 pub(crate) fn connected_call<C: Send + Sync + 'static>(
     server: &Server<C>,
     context: &RequestContext<RoleServer>,
+    current: bool,
     cancel: CancellationToken,
 ) -> Call {
-    let log_level = if is_current(context) {
+    let log_level = if current {
         context.meta.log_level().map(LogLevel::from_rmcp)
     } else {
         server.log_level()
@@ -62,6 +63,33 @@ pub(crate) fn connected_call<C: Send + Sync + 'static>(
     .with_trace_context(&context.meta)
 }
 
+/// Where a 2026-07-28 request's `_meta` holds its client's capabilities.
+const CLIENT_CAPABILITIES_META_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// What kinds of question the request's client declared it answers. Read off the
+/// request's `_meta` without decoding its capabilities whole (every 2026-07-28 call opens
+/// a round, and most ask nothing); a session's, from its handshake.
+fn declared_questions(context: &RequestContext<RoleServer>) -> Declared {
+    let declared = |capabilities: &serde_json::Map<String, Value>, key: &str| {
+        capabilities.get(key).is_some_and(Value::is_object)
+    };
+    match context
+        .meta
+        .get(CLIENT_CAPABILITIES_META_KEY)
+        .and_then(Value::as_object)
+    {
+        Some(capabilities) => Declared {
+            elicitation: declared(capabilities, "elicitation"),
+            sampling: declared(capabilities, "sampling"),
+            roots: declared(capabilities, "roots"),
+        },
+        None => context
+            .client_capabilities()
+            .map(|capabilities| Declared::from(&capabilities))
+            .unwrap_or_default(),
+    }
+}
+
 /// One round of a multi-round request.
 pub(crate) struct Round {
     /// The questions and answers of this round; the handler's [`Call`] asks through it.
@@ -72,20 +100,22 @@ pub(crate) struct Round {
 
 impl Round {
     /// A round of `method` on `name` with `args`, by the request's caller. Under
-    /// 2026-07-28 the answers come from `request_state` (refused with `-32602` when it fails
-    /// verification) and `responses`; before, and for a task, the round starts with none.
+    /// 2026-07-28 (`current`, as [`is_current`] says) the answers come from `request_state`
+    /// (refused with `-32602` when it fails verification) and `responses`; before, and for
+    /// a task, the round starts with none.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn open(
         sealer: &Sealer,
         method: &str,
         name: &str,
         args: &Value,
         context: &RequestContext<RoleServer>,
+        current: bool,
         request_state: Option<&str>,
         responses: Option<InputResponses>,
     ) -> Result<Self, ErrorData> {
-        let current = is_current(context);
         let caller = request_info(&context.extensions);
-        let capabilities = context.client_capabilities().unwrap_or_default();
+        let capabilities = declared_questions(context);
         let binding = request_state::binding(method, name, args, caller.subject());
         let mut answers = BTreeMap::new();
         if current {

@@ -36,10 +36,11 @@ impl<C: Send + Sync + 'static> Server<C> {
             &request.name,
             &args,
             &context,
+            current,
             request.request_state.as_deref(),
             request.input_responses,
         )?;
-        let call = connected_call(self, &context, context.ct.clone());
+        let call = connected_call(self, &context, current, context.ct.clone());
         let call = if current {
             call.with_input(round.input.clone())
         } else {

@@ -60,11 +60,29 @@ impl Kind {
     }
 }
 
+/// What kinds of question a client declared it answers (per request under 2026-07-28).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Declared {
+    pub(crate) elicitation: bool,
+    pub(crate) sampling: bool,
+    pub(crate) roots: bool,
+}
+
+impl From<&ClientCapabilities> for Declared {
+    fn from(capabilities: &ClientCapabilities) -> Self {
+        Self {
+            elicitation: capabilities.elicitation.is_some(),
+            sampling: capabilities.sampling.is_some(),
+            roots: capabilities.roots.is_some(),
+        }
+    }
+}
+
 /// The questions and answers of one call served without a client connection to ask on.
 pub(crate) struct InputState {
     state: Mutex<State>,
-    /// What the client declared it can answer (per request under 2026-07-28).
-    capabilities: ClientCapabilities,
+    /// What the client declared it can answer.
+    capabilities: Declared,
 }
 
 impl std::fmt::Debug for InputState {
@@ -118,10 +136,7 @@ impl State {
 
 impl InputState {
     /// A round of a multi-round call: `answers` from the request state and responses.
-    pub(crate) fn rounds(
-        answers: BTreeMap<String, Value>,
-        capabilities: ClientCapabilities,
-    ) -> Arc<Self> {
+    pub(crate) fn rounds(answers: BTreeMap<String, Value>, capabilities: Declared) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State {
                 answers,
@@ -179,9 +194,9 @@ impl InputState {
     /// Whether the client declared the capability `kind` needs; records it when not.
     pub(crate) fn check_capability(&self, kind: Kind) -> Result<(), &'static str> {
         let declared = match kind {
-            Kind::Elicitation => self.capabilities.elicitation.is_some(),
-            Kind::Sampling => self.capabilities.sampling.is_some(),
-            Kind::Roots => self.capabilities.roots.is_some(),
+            Kind::Elicitation => self.capabilities.elicitation,
+            Kind::Sampling => self.capabilities.sampling,
+            Kind::Roots => self.capabilities.roots,
         };
         if declared {
             Ok(())
@@ -367,7 +382,7 @@ mod tests {
             "name".to_owned(),
             serde_json::json!({"action": "accept", "content": {"name": "Ada"}}),
         );
-        let state = InputState::rounds(answers, ClientCapabilities::default());
+        let state = InputState::rounds(answers, Declared::default());
         let answer = state
             .ask(
                 Kind::Elicitation,
@@ -384,7 +399,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unanswered_question_ends_the_round() {
-        let state = InputState::rounds(BTreeMap::new(), ClientCapabilities::default());
+        let state = InputState::rounds(BTreeMap::new(), Declared::default());
         let asked = async {
             let _ = state
                 .ask(Kind::Elicitation, None, elicitation(), is_elicit_result)
@@ -404,7 +419,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_parked_question_waits_for_its_answer_and_is_withdrawn_on_drop() {
-        let state = InputState::rounds(BTreeMap::new(), ClientCapabilities::default());
+        let state = InputState::rounds(BTreeMap::new(), Declared::default());
         state.park();
         let asked = state.ask(
             Kind::Elicitation,

@@ -28,7 +28,10 @@ use super::{
     shared::Shared,
     store::TaskRecord,
 };
-use crate::{future::BoxFuture, rounds::questions::InputState};
+use crate::{
+    future::BoxFuture,
+    rounds::questions::{Declared, InputState},
+};
 
 /// Runs a task's tool again from its record, for a replica that takes the task over: the
 /// work, watching `cancel`, asking through `input`, under the lease's fencing token.
@@ -113,7 +116,7 @@ async fn adopt(shared: &Arc<Shared>, relaunch: &Relaunch, id: &str) {
         .clone()
         .and_then(|capabilities| serde_json::from_value(capabilities).ok())
         .unwrap_or_default();
-    let input = InputState::rounds(signals.answers, capabilities);
+    let input = InputState::rounds(signals.answers, Declared::from(&capabilities));
     input.park();
     let cancel = CancellationToken::new();
     let work = relaunch(&record, cancel.clone(), Arc::clone(&input), fence);
