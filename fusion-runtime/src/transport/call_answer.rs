@@ -31,6 +31,23 @@ pub(crate) fn legacy_answer(
     }
 }
 
+/// A call's answer as rmcp's dispatch lets it out whatever the revision: a task only to a
+/// client that declared the tasks extension (SEP-2663: a client that did not cannot read a
+/// task handle), else the call is refused with the capability it lacks.
+pub(crate) fn task_only_if_declared(
+    answer: Result<CallToolResponse, ErrorData>,
+    declared_tasks: bool,
+) -> Result<CallToolResponse, ErrorData> {
+    match answer {
+        Ok(CallToolResponse::Task(_)) if !declared_tasks => {
+            Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ))
+        }
+        answer => answer,
+    }
+}
+
 /// The result of a `tools/call` of the 2026-07-28 revision or a later one, as rmcp's
 /// dispatch shapes it for that revision: `resultType` kept (an `input_required` result
 /// is allowed), the cache hints of a complete result filled in, a task refused to a client
@@ -40,14 +57,7 @@ pub(crate) fn current_result(
     answer: Result<CallToolResponse, ErrorData>,
     declared_tasks: bool,
 ) -> Result<ServerResult, ErrorData> {
-    match answer {
-        // SEP-2663, as rmcp holds it: a client that did not declare tasks cannot read a
-        // task handle.
-        Ok(CallToolResponse::Task(_)) if !declared_tasks => {
-            Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ))
-        }
+    match task_only_if_declared(answer, declared_tasks) {
         Ok(response) => {
             let mut result = ServerResult::from(response);
             result.fill_missing_cache_hints();

@@ -119,16 +119,21 @@ mod tests {
 
     use super::*;
 
+    // Roots are deprecated by the 2026-07-28 revision; a session of an earlier one asks.
+    #[allow(deprecated)]
+    fn roots_request() -> ServerRequest {
+        ServerRequest::ListRootsRequest(rmcp::model::RequestNoParam {
+            method: Default::default(),
+            extensions: Default::default(),
+        })
+    }
+
     #[tokio::test]
     async fn a_request_goes_out_on_the_stream_and_its_answer_comes_back_by_id() {
         let session = Entry::new(1);
         let asked = Arc::clone(session.asked());
         let (stream, mut sent) = SessionCallStream::open(Arc::default(), session);
-        #[allow(deprecated)]
-        let roots = ServerRequest::ListRootsRequest(rmcp::model::RequestNoParam {
-            method: Default::default(),
-            extensions: Default::default(),
-        });
+        let roots = roots_request();
         let answer = tokio::spawn(stream.request(roots));
         let Some(JsonRpcMessage::Request(request)) = sent.recv().await else {
             panic!("the request goes out first");
@@ -148,11 +153,7 @@ mod tests {
         let session = Entry::new(1);
         let asked = Arc::clone(session.asked());
         let (stream, mut sent) = SessionCallStream::open(Arc::default(), session);
-        #[allow(deprecated)]
-        let roots = ServerRequest::ListRootsRequest(rmcp::model::RequestNoParam {
-            method: Default::default(),
-            extensions: Default::default(),
-        });
+        let roots = roots_request();
         let mut waiting = stream.request(roots);
         assert!(futures_util::poll!(&mut waiting).is_pending());
         assert_eq!(asked.len(), 1);

@@ -49,8 +49,8 @@ use axum::{
 use rmcp::{
     Peer, RoleServer,
     model::{
-        CallToolResponse, ClientCapabilities, ClientRequest, ErrorData, JsonRpcMessage,
-        JsonRpcRequest, ProtocolVersion, RequestId, RequestMetaObject,
+        ClientCapabilities, ClientRequest, JsonRpcMessage, JsonRpcRequest, ProtocolVersion,
+        RequestId, RequestMetaObject,
     },
     service::RequestContext,
 };
@@ -64,7 +64,7 @@ use super::{
     sessions::{Sessions, session_of},
 };
 use crate::call::client::{CallStream, OwnStream};
-use crate::transport::call_answer::legacy_answer;
+use crate::transport::call_answer::{legacy_answer, task_only_if_declared};
 use crate::transport::decode::{self, ClientMessage, Decoded};
 use crate::transport::stdio::CallTool;
 
@@ -412,23 +412,6 @@ fn goes_direct(peer: &Peer<RoleServer>, headers: &HeaderMap) -> bool {
     match headers.get("mcp-protocol-version") {
         None => true,
         Some(value) => value.as_bytes() == info.protocol_version.as_str().as_bytes(),
-    }
-}
-
-/// What rmcp's dispatch makes of a call's answer before it goes out: a task is returned
-/// only to a client that declared the tasks extension (SEP-2663), else the call is
-/// refused with the capability it lacks.
-fn task_only_if_declared(
-    answer: Result<CallToolResponse, ErrorData>,
-    declared_tasks: bool,
-) -> Result<CallToolResponse, ErrorData> {
-    match answer {
-        Ok(CallToolResponse::Task(_)) if !declared_tasks => {
-            Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ))
-        }
-        answer => answer,
     }
 }
 
