@@ -388,16 +388,40 @@ fn print_ratios(options: &Options, rounds: &[Vec<Round>]) {
             GOAL_VS_FLOOR_C32,
         ),
     ];
+    // A ratio's median and range over the rounds.
+    let spread = |ratios: Vec<f64>| -> Option<(f64, f64, f64)> {
+        Some((
+            median(&ratios)?,
+            ratios.iter().copied().reduce(f64::min)?,
+            ratios.iter().copied().reduce(f64::max)?,
+        ))
+    };
     for (label, a, b, concurrency, goal) in lines {
-        let ratios = ratio(a, b, concurrency);
-        let (Some(mid), Some(low), Some(high)) = (
-            median(&ratios),
-            ratios.iter().copied().reduce(f64::min),
-            ratios.iter().copied().reduce(f64::max),
-        ) else {
+        let Some((mid, low, high)) = spread(ratio(a, b, concurrency)) else {
             continue;
         };
         let met = if mid >= goal { "met" } else { "missed" };
         println!("| {label} | {mid:.2}× | {low:.2}–{high:.2} | ≥ {goal}× ({met}) |");
+    }
+    // The floor at every concurrency measured, for each way a client talks; the two with
+    // a goal at 32 are above.
+    let clients = [
+        ("sessions", fusion),
+        ("sessions, askable client", fusion_askable),
+        ("no session", fusion_stateless),
+        ("no session, 2026-07-28", fusion_2026),
+    ];
+    for (label, a) in clients {
+        for &concurrency in &options.concurrency {
+            if concurrency == 32 && (a == fusion || a == fusion_askable) {
+                continue;
+            }
+            let Some((mid, low, high)) = spread(ratio(a, floor, concurrency)) else {
+                continue;
+            };
+            println!(
+                "| fusion, {label} / floor, {concurrency} in flight | {mid:.2}× | {low:.2}–{high:.2} | — |"
+            );
+        }
     }
 }
