@@ -4,8 +4,9 @@
 //! one is left to rmcp, which answers it as it always did.
 //!
 //! What rmcp checks of such a request, in its order, and how it is held here:
-//! - `MCP-Protocol-Version`: present once, a revision the server serves, and the same as
-//!   the `_meta`'s `io.modelcontextprotocol/protocolVersion` (else `-32020`, or 400);
+//! - `MCP-Protocol-Version`: present once, a revision the server serves (else `-32022`),
+//!   and the same as the `_meta`'s `io.modelcontextprotocol/protocolVersion` (else
+//!   `-32020`), or 400;
 //! - `_meta` has every key 2026-07-28 requires (else `-32602`, 400);
 //! - SEP-2243: `Mcp-Method` once and equal to the body's method, `Mcp-Name` once and equal
 //!   to the tool's name (Base64-wrapped values are rmcp's to decode), and the
