@@ -45,7 +45,7 @@ pub(super) async fn in_time(mut pending: Pending, keep_alive: Option<Duration>) 
 /// interval while it waits), its answer last.
 pub(super) async fn in_time_or_sent(
     mut pending: Pending,
-    mut sent: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    mut sent: mpsc::Receiver<ServerJsonRpcMessage>,
     keep_alive: Option<Duration>,
 ) -> Response {
     let first = tokio::select! {
@@ -85,7 +85,7 @@ struct Events {
     /// the keep-alive comment of an interval already waited).
     first: Option<Bytes>,
     pending: Option<Pending>,
-    sent: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    sent: mpsc::Receiver<ServerJsonRpcMessage>,
     /// Whether `sent` may still bring messages (a closed channel is not read again).
     open: bool,
     ticks: Option<tokio::time::Interval>,
@@ -95,7 +95,7 @@ impl Events {
     fn new(
         first: Option<ServerJsonRpcMessage>,
         pending: Pending,
-        sent: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+        sent: mpsc::Receiver<ServerJsonRpcMessage>,
         keep_alive: Option<Duration>,
     ) -> Self {
         let first = match first {
@@ -332,7 +332,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_with_its_own_stream_that_sends_nothing_is_one_json_body() {
-        let (_out, sent) = mpsc::unbounded_channel();
+        let (_out, sent) = mpsc::channel(8);
         let pending: Pending = Box::pin(async { Some((StatusCode::OK, pong())) });
         let response = in_time_or_sent(pending, sent, Some(Duration::from_secs(15))).await;
         assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
@@ -344,11 +344,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn what_a_call_sends_opens_a_stream_its_answer_ends() {
-        let (out, sent) = mpsc::unbounded_channel();
+        let (out, sent) = mpsc::channel(8);
         let pending: Pending = Box::pin(async move {
-            out.send(note(1)).expect("open");
+            out.try_send(note(1)).expect("room");
             tokio::time::sleep(Duration::from_secs(1)).await;
-            out.send(note(2)).expect("open");
+            out.try_send(note(2)).expect("room");
             tokio::time::sleep(Duration::from_secs(20)).await;
             Some((StatusCode::OK, pong()))
         });
@@ -371,9 +371,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_message_sent_just_before_the_answer_is_not_lost() {
-        let (out, sent) = mpsc::unbounded_channel();
+        let (out, sent) = mpsc::channel(8);
         let pending: Pending = Box::pin(async move {
-            out.send(note(1)).expect("open");
+            out.try_send(note(1)).expect("room");
             Some((StatusCode::OK, pong()))
         });
         let response = in_time_or_sent(pending, sent, None).await;

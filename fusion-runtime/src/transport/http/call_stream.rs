@@ -22,11 +22,16 @@ use tokio::sync::mpsc;
 use super::{asked::Asked, session_entry::Entry};
 use crate::{call::client::CallStream, future::BoxFuture};
 
+/// How many messages of one call may wait to be written to its stream: past it, a
+/// notification is dropped and a question waits for room, so that a client that does not
+/// read holds no more than this of the server's memory per call.
+const QUEUED: usize = 256;
+
 /// The stream of one call: where its messages go, and the session's waiting requests.
 #[derive(Debug)]
 pub(super) struct SessionCallStream {
     capabilities: Arc<ClientCapabilities>,
-    out: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    out: mpsc::Sender<ServerJsonRpcMessage>,
     /// The session: its waiting requests are made with the first question.
     session: Arc<Entry>,
 }
@@ -37,8 +42,8 @@ impl SessionCallStream {
     pub(super) fn open(
         capabilities: Arc<ClientCapabilities>,
         session: Arc<Entry>,
-    ) -> (Self, mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
-        let (out, sent) = mpsc::unbounded_channel();
+    ) -> (Self, mpsc::Receiver<ServerJsonRpcMessage>) {
+        let (out, sent) = mpsc::channel(QUEUED);
         (
             Self {
                 capabilities,
@@ -56,9 +61,21 @@ impl CallStream for SessionCallStream {
     }
 
     fn notify(&self, notification: ServerNotification) -> Result<(), String> {
-        self.out
-            .send(JsonRpcMessage::notification(notification))
-            .map_err(|_| "the call's stream is closed".to_owned())
+        match self
+            .out
+            .try_send(JsonRpcMessage::notification(notification))
+        {
+            Ok(()) => Ok(()),
+            // A client that does not read its stream loses notifications, not memory: the
+            // call goes on, as a progress or log message is never the call's outcome.
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::debug!(target: "fusion::transport", "a call's stream is full; a notification is dropped");
+                Ok(())
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                Err("the call's stream is closed".to_owned())
+            }
+        }
     }
 
     fn request(&self, request: ServerRequest) -> BoxFuture<'static, Result<Value, String>> {
@@ -71,9 +88,13 @@ impl CallStream for SessionCallStream {
             id: id.clone(),
             out: Some(self.out.clone()),
         };
-        let sent = self.out.send(JsonRpcMessage::request(request, id));
+        let out = self.out.clone();
         Box::pin(async move {
-            sent.map_err(|_| "the call's stream is closed".to_owned())?;
+            // Await: room on the call's stream (a client that does not read holds the
+            // question back). Dropped here, `waiting` forgets the id.
+            out.send(JsonRpcMessage::request(request, id))
+                .await
+                .map_err(|_| "the call's stream is closed".to_owned())?;
             // Await: the client's answer, POSTed on the session.
             let answer = answer
                 .await
@@ -93,7 +114,7 @@ struct Waiting {
     asked: Arc<Asked>,
     id: RequestId,
     /// The call's stream while no answer came.
-    out: Option<mpsc::UnboundedSender<ServerJsonRpcMessage>>,
+    out: Option<mpsc::Sender<ServerJsonRpcMessage>>,
 }
 
 impl Drop for Waiting {
@@ -104,8 +125,9 @@ impl Drop for Waiting {
                 Some(self.id.clone()),
                 Some("the call no longer waits for this answer".to_owned()),
             );
-            // A closed stream: the client hung up, nobody is left to tell.
-            let _ = out.send(JsonRpcMessage::notification(
+            // A closed stream: the client hung up, nobody is left to tell; a full one: the
+            // client reads nothing, and its question lapses with the call anyway.
+            let _ = out.try_send(JsonRpcMessage::notification(
                 ServerNotification::CancelledNotification(Notification::new(cancelled)),
             ));
         }
@@ -199,5 +221,41 @@ mod tests {
                 )))
                 .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn a_client_that_reads_nothing_holds_a_bounded_queue() {
+        let (stream, mut sent) = SessionCallStream::open(Arc::default(), Entry::new(1));
+        let progress = |done: f64| {
+            ServerNotification::ProgressNotification(Notification::new(
+                ProgressNotificationParam::new(
+                    ProgressToken(rmcp::model::NumberOrString::Number(7)),
+                    done,
+                ),
+            ))
+        };
+        for done in 0..(QUEUED as u32 + 100) {
+            assert!(
+                stream.notify(progress(f64::from(done))).is_ok(),
+                "the call goes on"
+            );
+        }
+        // A question waits for room instead of growing the queue.
+        let mut asking = stream.request(roots_request());
+        assert!(futures_util::poll!(&mut asking).is_pending());
+        let mut queued = 0;
+        while let Ok(message) = sent.try_recv() {
+            queued += 1;
+            assert!(
+                serde_json::to_value(&message).expect("serializes")["method"]
+                    != json!("roots/list")
+            );
+        }
+        assert_eq!(queued, QUEUED, "the oldest kept, the rest dropped");
+        // Room again: the question goes out.
+        assert!(futures_util::poll!(&mut asking).is_pending());
+        let Ok(JsonRpcMessage::Request(_)) = sent.try_recv() else {
+            panic!("the question went out once there was room");
+        };
     }
 }
