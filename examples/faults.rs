@@ -10,7 +10,9 @@
 //! on stderr), for the HTTP tests (tests/http/http.rs), with `--bearer-token T`,
 //! `--max-body-bytes N`, `--shutdown-grace-ms N` and `--stateless`. Small limits for the
 //! hostile-peer tests (tests/hostile/http.rs): `--header-timeout-ms N`,
-//! `--max-connections N`, `--max-sessions N`, `--session-idle-ms N`,
+//! `--max-connections N`, `--max-connections-per-peer N`, `--max-streams N`,
+//! `--max-streams-per-session N`, `--max-streams-per-client N`, `--trusted-proxies LIST`,
+//! `--max-sessions N`, `--session-idle-ms N`,
 //! `--max-calls-per-session N`, `--max-queued-per-session N` (the `HttpOptions` of the
 //! same names) and `--call-timeout-ms N` (the server's default call deadline,
 //! `ServerBuilder::timeout`).
@@ -62,6 +64,16 @@ const USAGE: cli::Usage = cli::Usage {
             "--max-streams-per-session",
             "N",
             "with --http: event streams at once in one session",
+        ),
+        (
+            "--max-streams-per-client",
+            "N",
+            "with --http: event streams at once from one client",
+        ),
+        (
+            "--trusted-proxies",
+            "LIST",
+            "with --http: the proxies (addresses or ranges, comma-separated) whose X-Forwarded-For names the client",
         ),
         ("--max-sessions", "N", "with --http: sessions at once"),
         (
@@ -201,6 +213,12 @@ fn http_options(args: &[String]) -> Option<Result<fusion_runtime::HttpOptions, S
         }
         if let Some(n) = number("--max-streams-per-session")? {
             options = options.max_streams_per_session(count(n));
+        }
+        if let Some(n) = number("--max-streams-per-client")? {
+            options = options.max_streams_per_client(count(n));
+        }
+        if let Some(list) = value("--trusted-proxies").transpose()? {
+            options = options.trusted_proxies(list.split(','));
         }
         if let Some(n) = number("--max-sessions")? {
             options = options.max_sessions(count(n));

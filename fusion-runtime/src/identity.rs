@@ -11,7 +11,7 @@
 //! middleware reads it from [`CallInfo::request`](crate::middleware::CallInfo), and a tool
 //! reads it through [`Call::request`](crate::Call::request).
 
-use std::sync::Arc;
+use std::{net::IpAddr, sync::Arc};
 
 use http::{Extensions, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
@@ -27,6 +27,24 @@ pub enum TransportKind {
     /// No transport: the in-memory [`Tester`](crate::testing::Tester).
     InMemory,
 }
+
+/// The address of the client an HTTP request comes from, in the request's extensions:
+/// the connection's peer, or, behind a proxy listed in
+/// [`HttpOptions::trusted_proxies`](crate::HttpOptions::trusted_proxies), the client that
+/// proxy names. [`Server::serve_http_with`](crate::Server::serve_http_with) inserts it; an
+/// app that mounts [`Server::router`](crate::Server::router) behind its own listener may
+/// insert its own. Read it with [`RequestInfo::client_addr`].
+///
+/// ```
+/// use std::net::{IpAddr, Ipv4Addr};
+/// use fusion_runtime::identity::{ClientAddr, RequestInfo};
+///
+/// let client = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
+/// let request = RequestInfo::in_memory().with_extension(ClientAddr(client));
+/// assert_eq!(request.client_addr(), Some(client));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClientAddr(pub IpAddr);
 
 /// The claims of a verified access token: the subject, the scopes, and every claim as
 /// the token carried it.
@@ -282,6 +300,15 @@ impl RequestInfo {
     /// The HTTP request's extensions: what tower layers in front of the endpoint inserted.
     pub fn extensions(&self) -> &Extensions {
         &self.inner.extensions
+    }
+
+    /// The address of the HTTP client ([`ClientAddr`]); `None` over stdio, and over HTTP
+    /// when nothing put it in the request.
+    pub fn client_addr(&self) -> Option<IpAddr> {
+        self.inner
+            .extensions
+            .get::<ClientAddr>()
+            .map(|ClientAddr(client)| *client)
     }
 
     /// The verified access token's claims; `None` without OAuth (and over stdio).

@@ -13,6 +13,10 @@
 //!   transports, with rmcp logging every message.
 //! - `stores`: stores a client can grow (idempotency keys, tasks), sprayed until they
 //!   would outgrow the process, each held to its memory bound.
+//! - `budgets`: one client's streams and connections shut out neither the probes nor
+//!   another client, from the same address or behind a trusted proxy; a connection over a
+//!   budget is answered (`503` with `Retry-After`), never reset; a forged
+//!   `X-Forwarded-For` changes nothing.
 //! - `streams`: idle event streams from one peer starve neither the probes nor other
 //!   clients; a session holds two, the server a bounded number.
 //! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
@@ -24,6 +28,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod budgets;
 mod fuzz_corpus;
 mod http;
 mod inputs;

@@ -100,7 +100,8 @@ worker_processes 1;
 pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
 events {{
-    worker_connections 512;
+    # Room for a flood of event streams (each one a client and an upstream connection).
+    worker_connections 2048;
 }}
 http {{
     log_format upstreams '$request_method $uri $status upstream=$upstream_addr upstream_status=$upstream_status time=$request_time';

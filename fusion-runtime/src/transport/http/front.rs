@@ -9,7 +9,7 @@
 //! An application that mounts the router (`Server::http_router`) has the same checks
 //! and the same direct calls through the router's own layers.
 
-use std::{convert::Infallible, sync::Arc};
+use std::{convert::Infallible, net::IpAddr, sync::Arc};
 
 use axum::{
     Router,
@@ -20,9 +20,14 @@ use axum::{
 };
 use tower_service::Service as _;
 
-use super::guard::{
-    Checked, HttpState, check, close_if_draining, misframed, serve_direct, strip_session_prefix,
+use super::{
+    clients::client_over_budget,
+    guard::{
+        Checked, HttpState, check, close_if_draining, misframed, serve_direct, strip_session_prefix,
+    },
+    refusal::Refusal,
 };
+use crate::identity::ClientAddr;
 
 /// The service each connection serves (`conn.rs`): the front door, then the router.
 #[derive(Clone)]
@@ -31,6 +36,8 @@ pub(super) struct FrontDoor {
     router: Router,
     /// The MCP path.
     path: Arc<str>,
+    /// The connection's peer (`conn.rs` sets it for each connection).
+    peer: Option<IpAddr>,
 }
 
 impl FrontDoor {
@@ -39,7 +46,21 @@ impl FrontDoor {
             state,
             router,
             path: Arc::from(path),
+            peer: None,
         }
+    }
+
+    /// The front door of one connection, from `peer`.
+    pub(super) fn for_peer(&self, peer: IpAddr) -> Self {
+        Self {
+            peer: Some(peer),
+            ..self.clone()
+        }
+    }
+
+    /// Whether `peer` is a proxy trusted to name its clients.
+    pub(super) fn trusts(&self, peer: IpAddr) -> bool {
+        self.state.trusted_proxies.trusts(peer)
     }
 
     /// The answer to `request`.
@@ -47,8 +68,22 @@ impl FrontDoor {
         mut self,
         request: hyper::Request<hyper::body::Incoming>,
     ) -> Result<Response, Infallible> {
-        let request = request.map(Body::new);
+        let mut request = request.map(Body::new);
         let http1 = request.version() <= Version::HTTP_11;
+        // Who the client is; behind a trusted proxy, a place in that client's budget,
+        // which the answer's body holds.
+        let mut place = None;
+        if let Some(peer) = self.peer {
+            let (client, forwarded) = self.state.trusted_proxies.client(peer, request.headers());
+            if forwarded {
+                let clients = &self.state.forwarded_clients;
+                match clients.take(client) {
+                    Some(held) => place = Some(held),
+                    None => return Ok(client_over_budget(client, clients.max())),
+                }
+            }
+            request.extensions_mut().insert(ClientAddr(client));
+        }
         let mut response =
             if request.method() == Method::POST && request.uri().path() == &*self.path {
                 self.post(request).await
@@ -56,7 +91,26 @@ impl FrontDoor {
                 self.route(request).await
             };
         close_if_draining(&self.state, http1, &mut response);
-        Ok(response)
+        Ok(match place {
+            Some(place) => place.hold(response),
+            None => response,
+        })
+    }
+
+    /// The answer to a request on a connection over its budget (`conn.rs`): the probes
+    /// are answered as always, anything else gets `503` with `Retry-After`, and the
+    /// connection closes after it.
+    pub(super) async fn refuse(
+        self,
+        request: hyper::Request<hyper::body::Incoming>,
+        why: Refusal,
+    ) -> Result<Response, Infallible> {
+        if request.method() == Method::GET && matches!(request.uri().path(), "/healthz" | "/readyz")
+        {
+            return self.serve(request).await;
+        }
+        super::refusal::drain(request.into_body()).await;
+        Ok(why.into_response())
     }
 
     /// A POST to the MCP path: served here when it is a call that goes direct.

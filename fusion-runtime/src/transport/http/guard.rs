@@ -22,7 +22,10 @@ use super::{
     literals::record_number_literals,
     sessions::{MethodOnly, Sessions, session_of},
 };
-use crate::transport::decode::{Decoded, decode_line, find_id};
+use crate::{
+    identity::ClientAddr,
+    transport::decode::{Decoded, decode_line, find_id},
+};
 
 /// What the guard checks, shared by the routes it protects.
 pub(super) struct HttpState {
@@ -46,6 +49,10 @@ pub(super) struct HttpState {
     pub(super) session_prefix: Option<String>,
     /// The places of the sessions' event streams (`streams.rs`).
     pub(super) streams: Arc<super::streams::StreamBudget>,
+    /// The proxies trusted to name the client (`clients.rs`).
+    pub(super) trusted_proxies: super::clients::TrustedProxies,
+    /// The requests each client behind a trusted proxy has open.
+    pub(super) forwarded_clients: Arc<super::clients::Holdings<std::net::IpAddr>>,
 }
 
 impl HttpState {
@@ -251,7 +258,16 @@ async fn pass_on_other(state: &HttpState, request: Request, next: Next) -> Respo
     if request.method() == Method::GET
         && let Some(session) = session_of(request.headers())
     {
-        let ticket = match state.streams.open(session) {
+        let subject = verified_subject(&request);
+        let opener = super::streams::Opener {
+            session,
+            subject: subject.as_deref(),
+            client: request
+                .extensions()
+                .get::<ClientAddr>()
+                .map(|ClientAddr(client)| *client),
+        };
+        let ticket = match state.streams.open(&opener) {
             Ok(ticket) => ticket,
             Err(full) => return full.into_response(),
         };
@@ -273,9 +289,28 @@ async fn pass_on_other(state: &HttpState, request: Request, next: Next) -> Respo
     next.run(request).await
 }
 
+/// Under an app's own listener (`Server::router`), the client of a request that the front
+/// door did not name: its peer from axum's `ConnectInfo` (when the app serves with
+/// `into_make_service_with_connect_info`), or the client a trusted proxy names.
+fn name_the_client(state: &HttpState, request: &mut Request) {
+    if request.extensions().get::<ClientAddr>().is_some() {
+        return;
+    }
+    let Some(peer) = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|axum::extract::ConnectInfo(peer)| peer.ip())
+    else {
+        return;
+    };
+    let (client, _) = state.trusted_proxies.client(peer, request.headers());
+    request.extensions_mut().insert(ClientAddr(client));
+}
+
 /// The guard's checks of a request, and a POST's body read.
-pub(super) async fn check(state: &HttpState, request: Request) -> Result<Checked, Response> {
+pub(super) async fn check(state: &HttpState, mut request: Request) -> Result<Checked, Response> {
     state.start_reaper();
+    name_the_client(state, &mut request);
     check_host(
         &state.hosts,
         request.version(),

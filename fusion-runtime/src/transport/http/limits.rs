@@ -51,18 +51,21 @@ impl HttpOptions {
     }
 
     /// The most connections one peer (an IP address) may hold at once; by default half of
-    /// [`max_connections`](Self::max_connections), at least 1. A new connection over it is
-    /// closed at once, so that one client cannot take every connection and starve the
-    /// others and the health probes.
+    /// [`max_connections`](Self::max_connections), at least 1. A connection over it is
+    /// still answered, in a lane kept for that (a sixteenth of `max_connections`, 2 to
+    /// 32 connections): `/healthz` and `/readyz` as usual, anything else `503 Service
+    /// Unavailable` with `Retry-After`, and the connection then closes. So one client
+    /// cannot take every connection, and neither the health probes nor a new client are
+    /// ever shut out without an answer.
     ///
-    /// Behind a proxy every client shares the proxy's address: raise this to
-    /// `max_connections` there, and bound clients at the proxy.
+    /// Behind a proxy listed in [`trusted_proxies`](Self::trusted_proxies) the proxy's
+    /// connections are not bounded by this (it carries every client); the same number
+    /// then bounds each client's open requests, by the address the proxy names.
     ///
     /// ```
     /// use fusion_runtime::HttpOptions;
     ///
-    /// // Behind nginx: one peer, the proxy.
-    /// let options = HttpOptions::default().max_connections(1024).max_connections_per_peer(1024);
+    /// let options = HttpOptions::default().max_connections(1024).max_connections_per_peer(64);
     /// # drop(options);
     /// ```
     pub fn max_connections_per_peer(mut self, connections: usize) -> Self {
@@ -101,6 +104,45 @@ impl HttpOptions {
     pub fn max_streams_per_session(mut self, streams: usize) -> Self {
         self.max_streams_per_session = streams.max(1);
         self
+    }
+
+    /// The most event streams one client (an address, or the client a trusted proxy
+    /// names) may hold at once, over all its sessions; by default a quarter of
+    /// [`max_streams`](Self::max_streams), at least 1. A new one over it ends that
+    /// client's oldest stream, as a session's does: a client that opens sessions in a loop
+    /// to hold more streams only replaces its own, and never holds more than its share.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_streams_per_client(16);
+    /// # drop(options);
+    /// ```
+    pub fn max_streams_per_client(mut self, streams: usize) -> Self {
+        self.max_streams_per_client = Some(streams.max(1));
+        self
+    }
+
+    /// The most event streams one authenticated subject (the `sub` of a verified OAuth
+    /// token) may hold at once, over all its sessions and addresses (8 by default, at
+    /// least 1). A new one over it ends that subject's oldest stream.
+    ///
+    /// ```
+    /// use fusion_runtime::HttpOptions;
+    ///
+    /// let options = HttpOptions::default().max_streams_per_subject(4);
+    /// # drop(options);
+    /// ```
+    pub fn max_streams_per_subject(mut self, streams: usize) -> Self {
+        self.max_streams_per_subject = streams.max(1);
+        self
+    }
+
+    /// The streams one client may hold, as configured or by default.
+    pub(super) fn effective_streams_per_client(&self) -> usize {
+        self.max_streams_per_client
+            .unwrap_or(self.effective_max_streams() / 4)
+            .max(1)
     }
 
     /// The connections one peer may hold, as configured or by default.

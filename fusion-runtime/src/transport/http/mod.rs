@@ -14,6 +14,7 @@ mod asked;
 mod auth;
 mod body;
 mod call_stream;
+mod clients;
 mod conn;
 mod current;
 mod direct;
@@ -27,6 +28,7 @@ mod json_answer;
 mod limits;
 mod literals;
 mod options;
+mod refusal;
 mod session_entry;
 mod sessions;
 mod streams;
@@ -377,8 +379,14 @@ impl<C: Send + Sync + 'static> Server<C> {
             session_prefix: options.session_prefix.clone(),
             streams: streams::StreamBudget::new(
                 options.effective_max_streams(),
-                options.max_streams_per_session,
+                streams::Caps {
+                    per_session: options.max_streams_per_session,
+                    per_subject: options.max_streams_per_subject,
+                    per_client: options.effective_streams_per_client(),
+                },
             ),
+            trusted_proxies: clients::TrustedProxies::parse(&options.trusted_proxies)?,
+            forwarded_clients: clients::Holdings::new(options.effective_connections_per_peer()),
             #[cfg(feature = "oauth")]
             oauth,
         });

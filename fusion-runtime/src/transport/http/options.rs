@@ -34,10 +34,15 @@ pub struct HttpConfigError(pub(super) String);
 /// | limit | default | over it |
 /// |---|---|---|
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | the connection closes |
-/// | [`max_connections`](Self::max_connections) | 512 | new connections wait, unaccepted |
-/// | [`max_connections_per_peer`](Self::max_connections_per_peer) | half of `max_connections` | the peer's new connections are closed at once |
+/// | [`max_connections`](Self::max_connections) | 512 | a lane of a sixteenth of them answers the probes and gives anything else `503` with `Retry-After`; with it full, new connections wait, unaccepted |
+/// | [`max_connections_per_peer`](Self::max_connections_per_peer) | half of `max_connections` | the peer's new connections are answered in that lane, never reset |
 /// | [`max_streams`](Self::max_streams) | half of `max_connections` | a new `GET` event stream gets `503` with `Retry-After` |
 /// | [`max_streams_per_session`](Self::max_streams_per_session) | 2 | the session's oldest event stream ends |
+/// | [`max_streams_per_client`](Self::max_streams_per_client) | a quarter of `max_streams` | the client's oldest event stream ends |
+/// | [`max_streams_per_subject`](Self::max_streams_per_subject) | 8 | the subject's oldest event stream ends |
+///
+/// Behind a proxy, [`trusted_proxies`](Self::trusted_proxies) makes the client the one the
+/// proxy names, so that these budgets hold per client, not per proxy.
 /// | [`max_sessions`](Self::max_sessions) | 1024 | `initialize` gets `503` |
 /// | [`session_idle_timeout`](Self::session_idle_timeout) | 10 min | the session ends (then `404`) |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 32 | the request waits its turn in the session's queue |
@@ -102,6 +107,9 @@ pub struct HttpOptions {
     pub(super) max_connections_per_peer: Option<usize>,
     pub(super) max_streams: Option<usize>,
     pub(super) max_streams_per_session: usize,
+    pub(super) max_streams_per_client: Option<usize>,
+    pub(super) max_streams_per_subject: usize,
+    pub(super) trusted_proxies: Vec<String>,
     pub(super) max_sessions: usize,
     pub(super) session_idle_timeout: Option<Duration>,
     pub(super) max_calls_per_session: usize,
@@ -133,6 +141,9 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_connections_per_peer", &self.max_connections_per_peer)
             .field("max_streams", &self.max_streams)
             .field("max_streams_per_session", &self.max_streams_per_session)
+            .field("max_streams_per_client", &self.max_streams_per_client)
+            .field("max_streams_per_subject", &self.max_streams_per_subject)
+            .field("trusted_proxies", &self.trusted_proxies)
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_calls_per_session", &self.max_calls_per_session)
@@ -175,6 +186,9 @@ impl Default for HttpOptions {
             max_connections_per_peer: None,
             max_streams: None,
             max_streams_per_session: 2,
+            max_streams_per_client: None,
+            max_streams_per_subject: 8,
+            trusted_proxies: Vec::new(),
             max_sessions: 1024,
             session_idle_timeout: Some(Duration::from_secs(600)),
             max_calls_per_session: 32,
@@ -375,6 +389,7 @@ impl HttpOptions {
                     .to_owned(),
             ));
         }
+        super::clients::TrustedProxies::parse(&self.trusted_proxies)?;
         if let Some(prefix) = &self.session_prefix
             && (prefix.is_empty()
                 || prefix.len() > 64
