@@ -575,3 +575,37 @@ fn a_stream_flood_beside_two_clients_through_nginx() {
         server.stderr()
     );
 }
+
+#[test]
+fn a_trusted_proxy_that_is_no_address_stops_the_start_naming_it() {
+    let mut child = Command::new(support::example_binary("faults"))
+        .args([
+            "--http",
+            "0",
+            "--trusted-proxies",
+            "127.0.0.1,nginx.internal",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start faults");
+    let deadline = Instant::now() + START;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for faults") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("faults did not stop on a bad trusted proxy");
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("\"nginx.internal\""), "{stderr}");
+}

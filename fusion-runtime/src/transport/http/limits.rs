@@ -108,7 +108,8 @@ impl HttpOptions {
 
     /// The most event streams one client (an address, or the client a trusted proxy
     /// names) may hold at once, over all its sessions; by default a quarter of
-    /// [`max_streams`](Self::max_streams), at least 1. A new one over it ends that
+    /// [`max_streams`](Self::max_streams), and at least one session's share
+    /// ([`max_streams_per_session`](Self::max_streams_per_session)). A new one over it ends that
     /// client's oldest stream, as a session's does: a client that opens sessions in a loop
     /// to hold more streams only replaces its own, and never holds more than its share.
     ///
@@ -141,7 +142,7 @@ impl HttpOptions {
     /// The streams one client may hold, as configured or by default.
     pub(super) fn effective_streams_per_client(&self) -> usize {
         self.max_streams_per_client
-            .unwrap_or(self.effective_max_streams() / 4)
+            .unwrap_or((self.effective_max_streams() / 4).max(self.max_streams_per_session))
             .max(1)
     }
 

@@ -389,7 +389,6 @@ impl HttpOptions {
                     .to_owned(),
             ));
         }
-        super::clients::TrustedProxies::parse(&self.trusted_proxies)?;
         if let Some(prefix) = &self.session_prefix
             && (prefix.is_empty()
                 || prefix.len() > 64
