@@ -136,6 +136,11 @@ const USAGE: cli::Usage = cli::Usage {
             "",
             "with --http: serve without sessions (each request on its own, as replicas behind a load balancer do)",
         ),
+        (
+            "--trusted-proxies",
+            "LIST",
+            "with --http: the proxies in front (addresses or ranges, comma-separated) whose X-Forwarded-For names the client",
+        ),
     ],
     env: &[],
 };

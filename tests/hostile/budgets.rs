@@ -179,17 +179,15 @@ fn status_line(stream: &mut TcpStream, limit: Duration) -> Result<String, String
     Ok(String::from_utf8_lossy(&line).trim_end().to_owned())
 }
 
-#[test]
-fn one_addresss_idle_streams_leave_its_probes_and_new_clients_answered() {
-    // The probe of the issue: 256 idle streams over 17 sessions, from the address the
-    // health probe and a new client come from too.
-    let server = faults(&[]);
-    let addr = server.addr();
+/// The probe of the issue: 256 idle streams over 17 sessions from one address, then
+/// `/healthz` and a new client's `initialize` from that same address, at `target` (a
+/// server, or nginx in front of it).
+fn streams_from_the_probes_address(target: SocketAddr, server: &HttpServer) {
     let local = loopback(1);
-    let sessions: Vec<String> = (0..17).map(|_| open_session(local, addr, "")).collect();
+    let sessions: Vec<String> = (0..17).map(|_| open_session(local, target, "")).collect();
     let started = Instant::now();
     let streams: Vec<TcpStream> = (0..256)
-        .filter_map(|index| open_stream(local, addr, &sessions[index % sessions.len()], ""))
+        .filter_map(|index| open_stream(local, target, &sessions[index % sessions.len()], ""))
         .collect();
     eprintln!(
         "{} streams opened from {local} in {:?}",
@@ -198,7 +196,7 @@ fn one_addresss_idle_streams_leave_its_probes_and_new_clients_answered() {
     );
     assert!(streams.len() > 200, "only {} streams opened", streams.len());
     thread::sleep(Duration::from_millis(300));
-    let probe = health(local, addr);
+    let probe = health(local, target);
     assert_eq!(
         probe.status(),
         Some(200),
@@ -208,10 +206,43 @@ fn one_addresss_idle_streams_leave_its_probes_and_new_clients_answered() {
     // Each session keeps its two newest streams; the ones they replaced were closed with
     // their connections, so the address holds few connections and a new client of it is
     // served, not refused.
-    let init = initialize(local, addr, "");
+    let init = initialize(local, target, "");
     assert_eq!(init.status(), Some(200), "initialize: {init:?}");
     assert!(init.text().contains("serverInfo"), "{init:?}");
     drop(streams);
+}
+
+fn quickstart(args: &[&str]) -> HttpServer {
+    let mut command = Command::new(support::example_binary("quickstart"));
+    command
+        .args(["--http", "0"])
+        .args(args)
+        .env("RUST_LOG", "warn");
+    HttpServer::start(command, START)
+}
+
+#[test]
+fn one_addresss_idle_streams_leave_its_probes_and_new_clients_answered() {
+    let server = faults(&[]);
+    streams_from_the_probes_address(server.addr(), &server);
+}
+
+#[test]
+fn the_issues_probes_against_the_quickstart_directly() {
+    let server = quickstart(&[]);
+    streams_from_the_probes_address(server.addr(), &server);
+    flood_beside_two_clients(server.addr(), server.addr());
+}
+
+#[test]
+fn the_issues_probes_against_the_quickstart_through_nginx() {
+    let Some(nginx_binary) = support::nginx() else {
+        return;
+    };
+    let server = quickstart(&["--trusted-proxies", "127.0.0.1"]);
+    let nginx = Nginx::start(&nginx_binary, &[server.addr()]);
+    streams_from_the_probes_address(nginx.addr(), &server);
+    flood_beside_two_clients(nginx.addr(), server.addr());
 }
 
 #[test]

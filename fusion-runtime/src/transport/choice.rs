@@ -30,14 +30,18 @@ impl Transport {
     /// - `--http PORT` (or `--http=PORT`): Streamable HTTP on `127.0.0.1:PORT` (`0` picks a
     ///   free port, printed on stderr); `--http ADDR:PORT` binds that address;
     /// - `--stateless`, with `--http`: no sessions, each request on its own (replicas
-    ///   behind a load balancer).
+    ///   behind a load balancer);
+    /// - `--trusted-proxies LIST` (or `--trusted-proxies=LIST`), with `--http`: the proxies
+    ///   in front, comma-separated addresses or ranges, whose `X-Forwarded-For` names the
+    ///   client ([`HttpOptions::trusted_proxies`]; an entry that is neither stops the start
+    ///   with [`EXIT_CONFIG`](crate::exit::EXIT_CONFIG)).
     ///
     /// Other arguments are left to the program, which may take flags of its own.
     ///
     /// # Errors
     /// `--http` without a port or address, or with one that does not parse; `--stateless`
-    /// without `--http`; `--http` in a build without the `http` feature. The message says
-    /// what was expected.
+    /// or `--trusted-proxies` without `--http`, `--trusted-proxies` without its list;
+    /// `--http` in a build without the `http` feature. The message says what was expected.
     ///
     /// ```
     /// use fusion_runtime::Transport;
@@ -47,6 +51,11 @@ impl Transport {
     /// assert!(matches!(Transport::from_args(args("--http 8931")), Ok(Transport::Http(_))));
     /// assert!(Transport::from_args(args("--http")).is_err());
     /// assert!(Transport::from_args(args("--stateless")).is_err());
+    /// assert!(matches!(
+    ///     Transport::from_args(args("--http 8931 --trusted-proxies 127.0.0.1,10.0.0.0/8")),
+    ///     Ok(Transport::Http(_))
+    /// ));
+    /// assert!(Transport::from_args(args("--trusted-proxies 127.0.0.1")).is_err());
     /// ```
     pub fn from_args<I>(args: I) -> Result<Self, String>
     where
@@ -56,6 +65,7 @@ impl Transport {
         let mut args = args.into_iter().map(Into::into);
         let mut http: Option<String> = None;
         let mut stateless = false;
+        let mut proxies: Option<String> = None;
         while let Some(arg) = args.next() {
             if arg == "--http" {
                 http = Some(args.next().ok_or(
@@ -65,19 +75,28 @@ impl Transport {
                 http = Some(value.to_owned());
             } else if arg == "--stateless" {
                 stateless = true;
+            } else if arg == "--trusted-proxies" {
+                proxies = Some(args.next().ok_or(
+                    "`--trusted-proxies` takes a comma-separated list: `--trusted-proxies 127.0.0.1,10.0.0.0/8`",
+                )?);
+            } else if let Some(value) = arg.strip_prefix("--trusted-proxies=") {
+                proxies = Some(value.to_owned());
             }
         }
         match http {
             None if stateless => Err(
                 "`--stateless` goes with `--http PORT`: stdio has no sessions to leave out".into(),
             ),
+            None if proxies.is_some() => Err(
+                "`--trusted-proxies` goes with `--http PORT`: stdio has no proxy in front".into(),
+            ),
             None => Ok(Self::Stdio),
-            Some(value) => Self::http(&value, stateless),
+            Some(value) => Self::http(&value, stateless, proxies.as_deref()),
         }
     }
 
     #[cfg(feature = "http")]
-    fn http(value: &str, stateless: bool) -> Result<Self, String> {
+    fn http(value: &str, stateless: bool, proxies: Option<&str>) -> Result<Self, String> {
         let options = if let Ok(port) = value.parse::<u16>() {
             HttpOptions::default().port(port)
         } else if let Ok(addr) = value.parse::<std::net::SocketAddr>() {
@@ -87,11 +106,15 @@ impl Transport {
                 "`--http {value}`: expected a port (0 to 65535) or an address such as `0.0.0.0:8931`"
             ));
         };
+        let options = match proxies {
+            Some(list) => options.trusted_proxies(list.split(',')),
+            None => options,
+        };
         Ok(Self::Http(options.stateless(stateless)))
     }
 
     #[cfg(not(feature = "http"))]
-    fn http(_: &str, _: bool) -> Result<Self, String> {
+    fn http(_: &str, _: bool, _: Option<&str>) -> Result<Self, String> {
         Err("`--http`: this build of fusion has no `http` feature; serve over stdio, or enable the feature".into())
     }
 }
