@@ -14,8 +14,8 @@
 //! `--max-streams-per-session N`, `--max-streams-per-client N`, `--trusted-proxies LIST`,
 //! `--max-sessions N`, `--session-idle-ms N`,
 //! `--max-calls-per-session N`, `--max-queued-per-session N` (the `HttpOptions` of the
-//! same names) and `--call-timeout-ms N` (the server's default call deadline,
-//! `ServerBuilder::timeout`).
+//! same names), `--call-timeout-ms N` (the server's default call deadline,
+//! `ServerBuilder::timeout`) and `--max-output-bytes N` (`ServerBuilder::max_output`).
 
 use fusion_tests::faults::{self, FaultCtx};
 
@@ -98,6 +98,11 @@ const USAGE: cli::Usage = cli::Usage {
         ),
         ("--call-timeout-ms", "N", "the default deadline of a call"),
         (
+            "--max-output-bytes",
+            "N",
+            "the largest result a tool may answer (ServerBuilder::max_output)",
+        ),
+        (
             "--require-env",
             "NAME",
             "refuse to start (exit 78) unless NAME is set",
@@ -137,6 +142,19 @@ async fn main() -> std::process::ExitCode {
         Err(message) => {
             eprintln!("faults: {message}");
             return std::process::ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
+        }
+    }
+    if let Some(bytes) = args
+        .iter()
+        .position(|arg| arg == "--max-output-bytes")
+        .and_then(|at| args.get(at + 1))
+    {
+        match bytes.parse::<usize>() {
+            Ok(bytes) => builder = builder.max_output(bytes),
+            Err(_) => {
+                eprintln!("faults: --max-output-bytes takes a number, not {bytes:?}");
+                return std::process::ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
+            }
         }
     }
     match http_options(&args) {

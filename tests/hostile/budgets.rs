@@ -640,3 +640,112 @@ fn a_trusted_proxy_that_is_no_address_stops_the_start_naming_it() {
     assert_eq!(status.code(), Some(78), "{stderr}");
     assert!(stderr.contains("\"nginx.internal\""), "{stderr}");
 }
+
+/// A connection from `source` whose receive window is a few KiB: what it does not read
+/// backs up into the server at once.
+fn small_window(source: IpAddr, addr: SocketAddr) -> TcpStream {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let stream = runtime
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.set_recv_buffer_size(4096)?;
+            socket.bind(SocketAddr::new(source, 0))?;
+            tokio::time::timeout(Duration::from_secs(5), socket.connect(addr))
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
+        })
+        .expect("connect");
+    let stream = stream.into_std().expect("a std stream");
+    stream.set_nonblocking(false).expect("blocking");
+    stream
+}
+
+#[test]
+fn a_slow_reader_of_a_ten_megabyte_result_holds_only_its_own_connection() {
+    let server = faults(&["--max-output-bytes", "16777216"]);
+    let addr = server.addr();
+    let slow = loopback(2);
+    let session = open_session(slow, addr, "");
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"flood","arguments":{"megabytes":10}}}"#;
+    let mut reader = small_window(slow, addr);
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    reader.write_all(head.as_bytes()).expect("send the call");
+    // It reads 1 KB a second, for three seconds, while another client calls.
+    let read_slowly = thread::spawn(move || {
+        let mut read = 0;
+        let mut chunk = [0_u8; 1024];
+        let _ = reader.set_read_timeout(Some(Duration::from_secs(5)));
+        for _ in 0..3 {
+            if let Ok(got) = reader.read(&mut chunk) {
+                read += got;
+            }
+            thread::sleep(Duration::from_secs(1));
+        }
+        (reader, read)
+    });
+    thread::sleep(Duration::from_millis(500));
+    let (latencies, failures) = well_behaved(loopback(3), addr, 20);
+    assert!(failures.is_empty(), "{failures:#?}");
+    let slowest = latencies.iter().max().copied().unwrap_or_default();
+    assert!(slowest < Duration::from_secs(1), "slowest call {slowest:?}");
+    assert_eq!(health(loopback(3), addr).status(), Some(200));
+    let rss = support::rss_kib(server.pid()).unwrap_or_default();
+    let (reader, read) = read_slowly.join().expect("the slow reader");
+    eprintln!("the slow reader read {read} bytes; server RSS {rss} KiB");
+    assert!(read > 0, "the slow reader got its answer's first bytes");
+    assert!(
+        rss < 200 * 1024,
+        "RSS {rss} KiB with a 10 MB answer waiting"
+    );
+    drop(reader);
+}
+
+#[test]
+fn streams_that_are_never_read_cost_their_holder_and_nobody_else() {
+    // Keep-alive pings every 10 ms: what the server would send an unread stream piles up
+    // at once.
+    let server = faults(&["--sse-keep-alive-ms", "10"]);
+    let addr = server.addr();
+    let deaf = loopback(2);
+    let sessions: Vec<String> = (0..8).map(|_| open_session(deaf, addr, "")).collect();
+    let streams: Vec<TcpStream> = sessions
+        .iter()
+        .flat_map(|session| {
+            (0..2).map(move |_| {
+                let mut stream = small_window(deaf, addr);
+                let head = format!(
+                    "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+                     Mcp-Session-Id: {session}\r\n\r\n"
+                );
+                stream.write_all(head.as_bytes()).expect("open a stream");
+                stream
+            })
+        })
+        .collect();
+    let before = support::rss_kib(server.pid()).unwrap_or_default();
+    thread::sleep(Duration::from_secs(3));
+    let (latencies, failures) = well_behaved(loopback(3), addr, 20);
+    assert!(failures.is_empty(), "{failures:#?}");
+    let slowest = latencies.iter().max().copied().unwrap_or_default();
+    assert!(slowest < Duration::from_secs(1), "slowest call {slowest:?}");
+    assert_eq!(health(loopback(3), addr).status(), Some(200));
+    let after = support::rss_kib(server.pid()).unwrap_or_default();
+    eprintln!(
+        "{} unread streams: RSS {before} KiB, then {after} KiB after 3 s",
+        streams.len()
+    );
+    assert!(
+        after < before + 20 * 1024,
+        "unread streams grew the server by {} KiB",
+        after.saturating_sub(before)
+    );
+    drop(streams);
+}
