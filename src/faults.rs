@@ -238,6 +238,20 @@ pub async fn echo(text: String) -> String {
     text
 }
 
+/// Counts its runs under `label` and says which run this is: a call keyed by its
+/// request's idempotency key (`_meta` or an `Idempotency-Key` header) replays instead.
+#[mcp_tool(destructive)]
+pub async fn tally(#[ctx] ctx: &FaultCtx, label: String) -> Result<String, UpstreamError> {
+    let mut runs = ctx
+        .state
+        .runs
+        .lock()
+        .map_err(|_| UpstreamError::Garbage("poisoned".into()))?;
+    let count = runs.entry(format!("tally:{label}")).or_default();
+    *count += 1;
+    Ok(format!("run {count} of {label}"))
+}
+
 /// Answers `megabytes` MiB of text: far over the server's output limit (1 MiB), which
 /// cuts it.
 #[mcp_tool(read_only)]
@@ -273,4 +287,5 @@ pub fn builder(ctx: FaultCtx) -> fusion_runtime::ServerBuilder<FaultCtx> {
         .tool(shout)
         .tool(echo)
         .tool(flood)
+        .tool(tally)
 }

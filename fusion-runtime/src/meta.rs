@@ -12,6 +12,17 @@ pub const FAILURE_META_KEY: &str = "fusion/failure";
 /// programmatic clients: `[{path, code, expected, received, hint}]`.
 pub const ISSUES_META_KEY: &str = "fusion/issues";
 
+/// The `_meta` key of a `tools/call` request that names the request's idempotency key,
+/// for hosts and gateways that set one themselves: a non-empty string. It keys any tool's
+/// call as its `idempotency_key` argument does (a repeat returns the first result, the
+/// same key with other arguments is a `conflict`); the argument wins when a tool has one
+/// and the call sets it. Over HTTP the `Idempotency-Key` header does the same, after this.
+///
+/// ```
+/// assert_eq!(fusion_runtime::meta::IDEMPOTENCY_KEY_META_KEY, "fusion/idempotencyKey");
+/// ```
+pub const IDEMPOTENCY_KEY_META_KEY: &str = "fusion/idempotencyKey";
+
 /// The `_meta` key of a `tools/call` request under which the transports record the number
 /// literals of its arguments that a JSON value cannot hold exactly: an object from JSON
 /// pointer (`/a`, `/items/0/price`) to the literal's text. Set by fusion's transports

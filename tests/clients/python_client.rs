@@ -118,3 +118,17 @@ fn python_sdk_answers_a_tools_questions_over_stdio() {
         &String::new,
     );
 }
+
+#[test]
+fn python_sdk_keys_a_request_by_its_meta() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::example_binary("faults");
+    run_script(
+        &python,
+        "idempotency_key.py",
+        &[server.as_os_str()],
+        &String::new,
+    );
+}

@@ -597,3 +597,40 @@ fn session_answers_are_json_where_nothing_streams() {
         "{progress:?}"
     );
 }
+
+#[test]
+fn an_idempotency_key_header_keys_the_request() {
+    let server = faults(&[]);
+    let session = open_session(&server);
+    let tally = |id: u32, label: &str, key: Option<&str>| {
+        let mut headers = vec![
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ];
+        if let Some(key) = key {
+            headers.push(("Idempotency-Key", key));
+        }
+        let body = tool_call(id, "tally", &format!(r#"{{"label":"{label}"}}"#));
+        post(&server, &headers, &body).message()
+    };
+    let text = |answer: &serde_json::Value| {
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let first = tally(2, "lamp", Some("gw-1"));
+    assert_eq!(text(&first), "run 1 of lamp", "{first}");
+    let again = tally(3, "lamp", Some("gw-1"));
+    assert_eq!(text(&again), "run 1 of lamp", "a gateway's retry: {again}");
+    let other = tally(4, "lamp", Some("gw-2"));
+    assert_eq!(text(&other), "run 2 of lamp", "{other}");
+    let conflict = tally(5, "desk", Some("gw-1"));
+    assert_eq!(conflict["result"]["isError"], true, "{conflict}");
+    assert_eq!(
+        conflict["result"]["_meta"]["fusion/failure"]["code"], "conflict",
+        "{conflict}"
+    );
+    let plain = tally(6, "lamp", None);
+    assert_eq!(text(&plain), "run 3 of lamp", "{plain}");
+}

@@ -296,3 +296,61 @@ async fn a_keyed_call_that_times_out_keeps_its_unknown_outcome_for_the_key() {
     assert_eq!(again.text(), first.text());
     assert_eq!(shop.runs.load(Ordering::SeqCst), 1, "charged once, ever");
 }
+
+#[tokio::test]
+async fn a_key_from_the_request_keys_a_tool_without_a_key_argument() {
+    use fusion_runtime::identity::RequestInfo;
+    let (tester, shop) = tester();
+    // A gateway's `Idempotency-Key` header: the same request twice runs once.
+    let keyed = tester.as_caller(RequestInfo::in_memory().with_header("Idempotency-Key", "g-1"));
+    let first = keyed.call_action("orders", "list", json!({})).await;
+    assert!(!first.is_error, "{}", first.text());
+    let lamp = |key: &'static str| {
+        tester.as_caller(RequestInfo::in_memory().with_header("Idempotency-Key", key))
+    };
+    let placed = lamp("g-2")
+        .call("place_order", json!({"item": "lamp"}))
+        .await;
+    let again = lamp("g-2")
+        .call("place_order", json!({"item": "lamp"}))
+        .await;
+    assert_eq!(placed.text(), "order #1 for lamp");
+    assert_eq!(again.text(), placed.text(), "the header's key replays");
+    assert_eq!(shop.runs.load(Ordering::SeqCst), 1);
+    // The same key with other arguments is a conflict, as an argument's key is.
+    let other = lamp("g-2")
+        .call("place_order", json!({"item": "desk"}))
+        .await;
+    assert!(other.is_error, "{}", other.text());
+    assert_eq!(
+        other.failure().map(|f| f.code.clone()),
+        Some(Some("conflict".to_owned()))
+    );
+    // The tool's own key argument wins over the header's.
+    let own = lamp("g-2")
+        .call("place_order", json!({"item": "desk", "request_id": "r-9"}))
+        .await;
+    assert_eq!(own.text(), "order #2 for desk");
+    // Without any key, every call runs.
+    let plain = tester.call("place_order", json!({"item": "lamp"})).await;
+    assert_eq!(plain.text(), "order #3 for lamp");
+}
+
+#[tokio::test]
+async fn an_idempotency_key_argument_tells_the_model_how_to_use_it() {
+    let (tester, _) = tester();
+    let tools = tester.list_tools().await;
+    let place = tools
+        .iter()
+        .find(|tool| tool.name == "place_order")
+        .expect("place_order is listed");
+    let description = place.input_schema["properties"]["request_id"]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        description.contains("retry this same request, send the same value again")
+            && description.contains("for a new request, send a new value"),
+        "{description}"
+    );
+}

@@ -19,6 +19,10 @@ use crate::{
     validate::NumberLiterals,
 };
 
+/// The HTTP header a host or gateway names a request's idempotency key with (the IETF
+/// draft `Idempotency-Key`).
+const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
 /// The request a tool is serving. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Call {
@@ -62,6 +66,9 @@ pub(super) struct Inner {
     /// Whether the handler started: a call dropped after that may have done part of its
     /// work (an idempotency claim then ends as stopped, not released).
     handler_started: AtomicBool,
+    /// The idempotency key the request carried in `params._meta`
+    /// ([`IDEMPOTENCY_KEY_META_KEY`](crate::meta::IDEMPOTENCY_KEY_META_KEY)).
+    request_key: Option<Box<str>>,
 }
 
 impl Call {
@@ -93,6 +100,7 @@ impl Call {
                 key_fence: AtomicU64::new(0),
                 task_fence: None,
                 handler_started: AtomicBool::new(false),
+                request_key: None,
             }),
         }
     }
@@ -111,6 +119,33 @@ impl Call {
             }
         }
         self
+    }
+
+    /// The idempotency key the request carried in `params._meta`, under
+    /// [`IDEMPOTENCY_KEY_META_KEY`](crate::meta::IDEMPOTENCY_KEY_META_KEY) (a non-empty
+    /// string). Only on a call just made (its `Arc` not shared yet).
+    pub(crate) fn with_request_key(mut self, meta: &rmcp::model::RequestMetaObject) -> Self {
+        if let Some(key) = meta
+            .get(crate::meta::IDEMPOTENCY_KEY_META_KEY)
+            .and_then(Value::as_str)
+            .filter(|key| !key.is_empty())
+            && let Some(inner) = Arc::get_mut(&mut self.inner)
+        {
+            inner.request_key = Some(key.into());
+        }
+        self
+    }
+
+    /// The idempotency key of the request itself, for a tool whose arguments carry none:
+    /// from `params._meta`, else from an HTTP request's `Idempotency-Key` header (what a
+    /// host or gateway sets).
+    pub(crate) fn request_key(&self) -> Option<&str> {
+        self.inner.request_key.as_deref().or_else(|| {
+            self.inner
+                .request
+                .header(IDEMPOTENCY_KEY_HEADER)
+                .filter(|key| !key.is_empty())
+        })
     }
 
     /// The `traceparent` (and `tracestate`) the request carried in `params._meta`.
@@ -230,6 +265,7 @@ impl Call {
                 key_fence: AtomicU64::new(0),
                 task_fence: None,
                 handler_started: AtomicBool::new(false),
+                request_key: None,
             }),
         }
     }
@@ -264,6 +300,7 @@ impl Call {
                 key_fence: AtomicU64::new(0),
                 task_fence: None,
                 handler_started: AtomicBool::new(false),
+                request_key: None,
             }),
         }
     }
@@ -313,6 +350,7 @@ impl Call {
                 key_fence: AtomicU64::new(inner.key_fence.load(Ordering::Acquire)),
                 task_fence: inner.task_fence.clone(),
                 handler_started: AtomicBool::new(false),
+                request_key: None,
             }),
         }
     }

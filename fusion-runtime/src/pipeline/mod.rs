@@ -177,7 +177,7 @@ async fn run_call<C: Send + Sync + 'static>(
     // An idempotency key seen before returns the first call's result; the same key with
     // other arguments is a conflict, not a replay.
     let idempotency_key =
-        registered.and_then(|registered| idempotency_key(registered, &target, &log.args));
+        registered.and_then(|registered| idempotency_key(registered, &target, &log.args, call));
     let fingerprint = idempotency_key
         .as_ref()
         .map(|_| crate::canonical_json::fingerprint(&log.args))

@@ -152,18 +152,27 @@ pub(super) fn earlier_run_stopped<C>(tool: &RegisteredTool<C>, target: &Target<'
     })
 }
 
-/// The store key of a call to a tool whose idempotency key argument the call sets: the
-/// tool, the action and the key's value.
+/// The store key of a keyed call: the tool, the action and the key's value. The key is
+/// the tool's idempotency key argument when the call sets it, else the request's own
+/// (`Call::request_key`: its `_meta`, or an `Idempotency-Key` header).
 pub(super) fn idempotency_key<C>(
     tool: &RegisteredTool<C>,
     target: &Target<'_>,
     args: &Value,
+    call: &Call,
 ) -> Option<String> {
-    let name = tool.definition.spec.idempotency_key?;
-    let value = match args.get(name)? {
-        Value::String(text) if !text.is_empty() => text.clone(),
-        Value::Number(number) => number.to_string(),
-        _ => return None,
+    let argument = tool
+        .definition
+        .spec
+        .idempotency_key
+        .and_then(|name| match args.get(name)? {
+            Value::String(text) if !text.is_empty() => Some(text.clone()),
+            Value::Number(number) => Some(number.to_string()),
+            _ => None,
+        });
+    let value = match argument {
+        Some(value) => value,
+        None => call.request_key()?.to_owned(),
     };
     Some(format!(
         "{}/{}:{value}",

@@ -209,7 +209,8 @@ pub(crate) async fn serve_call<C: Send + Sync + 'static>(
         numbers,
         request_info(&context.extensions),
     )
-    .with_trace_context(&context.meta);
+    .with_trace_context(&context.meta)
+    .with_request_key(&context.meta);
     // A transport that keeps the call's own stream to the client (HTTP) hands it over.
     let call = match context.extensions.get::<OwnStream>() {
         Some(OwnStream(stream)) => call.with_stream(Arc::clone(stream)),

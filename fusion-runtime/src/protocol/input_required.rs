@@ -61,6 +61,7 @@ pub(crate) fn connected_call<C: Send + Sync + 'static>(
         request_info(&context.extensions),
     )
     .with_trace_context(&context.meta)
+    .with_request_key(&context.meta)
 }
 
 /// Where a 2026-07-28 request's `_meta` holds its client's capabilities.

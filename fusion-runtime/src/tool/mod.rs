@@ -247,6 +247,9 @@ impl<C: Send + Sync + 'static> ToolDefinition<C> {
         let default_issues = validator.check_defaults(&input_schema);
         let secret_keys = schema::secret_keys(&input_schema);
         schema::make_portable(&mut input_schema);
+        if let Some(key) = spec.idempotency_key {
+            schema::describe_idempotency_key(&mut input_schema, key);
+        }
         let (output_schema, wrap_structured) = match output_schema {
             Some(schema) => {
                 let (mut schema, wrapped) = schema::output_object_schema(schema);

@@ -149,6 +149,28 @@ pub fn make_portable(object: &mut Map<String, Value>) {
     }
 }
 
+/// What the model is told about an idempotency key argument, after its own description:
+/// how to use it, since a model left to guess makes a new key on every retry (and the
+/// retry runs again) or reuses one for a new request (and gets the old answer).
+pub(crate) const IDEMPOTENCY_KEY_GUIDANCE: &str = "Idempotency key: when you retry this same request, send the same value again (you get the first result back, and the request is not carried out twice); for a new request, send a new value.";
+
+/// Adds [`IDEMPOTENCY_KEY_GUIDANCE`] to the description of the argument `key` of `schema`.
+pub(crate) fn describe_idempotency_key(schema: &mut Map<String, Value>, key: &str) {
+    let Some(Value::Object(property)) = schema
+        .get_mut("properties")
+        .and_then(|properties| properties.get_mut(key))
+    else {
+        return;
+    };
+    let description = match property.get("description").and_then(Value::as_str) {
+        Some(own) if !own.trim().is_empty() => {
+            format!("{} {IDEMPOTENCY_KEY_GUIDANCE}", own.trim_end())
+        }
+        _ => IDEMPOTENCY_KEY_GUIDANCE.to_owned(),
+    };
+    property.insert("description".to_owned(), Value::String(description));
+}
+
 /// The property names marked secret (`"writeOnly": true`) anywhere in a schema,
 /// `$defs` included.
 pub(crate) fn secret_keys(schema: &Map<String, Value>) -> Vec<String> {
@@ -321,5 +343,31 @@ mod tests {
         let (schema, wrapped) = output_object_schema(output_schema::<Vec<Point>>());
         assert!(wrapped);
         assert!(schema.contains_key("$defs"), "{schema:?}");
+    }
+
+    #[test]
+    fn an_idempotency_key_tells_the_model_to_reuse_it_on_a_retry_only() {
+        let mut schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "order_id": {"type": "string", "description": "The order's id."},
+                "bare": {"type": "string"},
+            },
+        });
+        let Value::Object(schema) = &mut schema else {
+            unreachable!("an object literal")
+        };
+        describe_idempotency_key(schema, "order_id");
+        describe_idempotency_key(schema, "bare");
+        describe_idempotency_key(schema, "missing");
+        let described = |key: &str| schema["properties"][key]["description"].clone();
+        assert_eq!(
+            described("order_id"),
+            format!("The order's id. {IDEMPOTENCY_KEY_GUIDANCE}")
+        );
+        assert_eq!(described("bare"), IDEMPOTENCY_KEY_GUIDANCE);
+        assert!(schema["properties"].get("missing").is_none());
+        assert!(IDEMPOTENCY_KEY_GUIDANCE.contains("same value"));
+        assert!(IDEMPOTENCY_KEY_GUIDANCE.contains("new value"));
     }
 }
