@@ -8,6 +8,19 @@
 /// The `_meta` key of a failed (or warning) call's [`FailureEntry`](crate::failure::FailureEntry).
 pub const FAILURE_META_KEY: &str = "fusion/failure";
 
+/// The `_meta` key of the draft standard failure (SEP-3313,
+/// `io.modelcontextprotocol/toolFailure`): the same failure as [`FAILURE_META_KEY`], in the
+/// SEP's shape, on error results of a server that turns it on
+/// ([`ServerBuilder::draft_tool_failure`](crate::ServerBuilder::draft_tool_failure)).
+///
+/// ```
+/// assert_eq!(
+///     fusion_runtime::meta::TOOL_FAILURE_META_KEY,
+///     "io.modelcontextprotocol/toolFailure"
+/// );
+/// ```
+pub const TOOL_FAILURE_META_KEY: &str = "io.modelcontextprotocol/toolFailure";
+
 /// The `_meta` key under which invalid-argument results list their problems, for
 /// programmatic clients: `[{path, code, expected, received, hint}]`.
 pub const ISSUES_META_KEY: &str = "fusion/issues";

@@ -355,3 +355,55 @@ async fn a_success_has_no_entry() {
     assert!(result.failure().is_none());
     assert!(result.wire_json()["_meta"].get(FAILURE_META_KEY).is_none());
 }
+
+#[tokio::test]
+async fn the_draft_standard_key_is_sent_only_when_turned_on() {
+    use fusion_runtime::meta::TOOL_FAILURE_META_KEY;
+    let off = tester().call("add", json!({"a": "1", "b": 2})).await;
+    assert!(
+        off.wire_json()["_meta"]
+            .get(TOOL_FAILURE_META_KEY)
+            .is_none(),
+        "off by default: {}",
+        off.wire_json()
+    );
+    let on = Tester::new(
+        Server::builder("drafts", "0")
+            .context(Ctx::default)
+            .tool(once)
+            .tool_middleware("once", middleware::rate_limit(0.01, 1))
+            .draft_tool_failure(true)
+            .build(),
+    );
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_millis() as u64)
+        .unwrap_or_default();
+    let first = on.call("once", json!({})).await;
+    assert!(!first.is_error);
+    assert!(
+        first.wire_json()["_meta"]
+            .get(TOOL_FAILURE_META_KEY)
+            .is_none(),
+        "a success carries no failure"
+    );
+    let limited = on.call("once", json!({})).await;
+    let wire = limited.wire_json();
+    let standard = &wire["_meta"][TOOL_FAILURE_META_KEY];
+    let own = &wire["_meta"][FAILURE_META_KEY];
+    assert_eq!(standard["class"], "reliability", "{wire}");
+    assert_eq!(standard["code"], "retryable_transient_error", "{wire}");
+    assert_eq!(standard["retryable"], true, "{wire}");
+    let not_before = standard["retryNotBefore"].as_u64().unwrap_or_default();
+    let delay = own["retry_after_ms"].as_u64().unwrap_or_default();
+    assert!(
+        delay > 0 && not_before >= started + delay,
+        "retryNotBefore {not_before}, started {started}, delay {delay}"
+    );
+    assert!(
+        standard["correlationId"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "{wire}"
+    );
+}

@@ -16,6 +16,7 @@ pub(crate) mod entry;
 pub(crate) mod issue;
 pub(crate) mod model;
 pub(crate) mod panic;
+pub(crate) mod tool_failure;
 pub(crate) mod wording;
 
 pub use classify::{

@@ -281,6 +281,12 @@ async fn run_call<C: Send + Sync + 'static>(
             (rendered, outcome_name, 0, Some(cached.how))
         }
     };
+    if inner.draft_tool_failure {
+        crate::failure::tool_failure::add_draft_key(
+            &mut rendered.report.result,
+            correlation_id.as_str(),
+        );
+    }
     // How the call failed, as the exported spans and metrics label it.
     #[cfg(feature = "otel")]
     let error_type = rendered.failure.as_ref().map(crate::log::otel::error_type);

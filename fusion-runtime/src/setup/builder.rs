@@ -39,6 +39,8 @@ pub struct ServerBuilder<C = ()> {
     mixed_hints_allowed: Vec<String>,
     middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
     ok_level: tracing::Level,
+    /// Whether error results carry the draft standard failure key too.
+    draft_tool_failure: bool,
     idempotency: Arc<dyn IdempotencyStore>,
     idempotency_window: Duration,
     /// The locks of `#[mcp_tool(serialize = "..")]` (`lock/builder.rs`).
@@ -114,6 +116,7 @@ impl Server<()> {
             mixed_hints_allowed: Vec::new(),
             middleware: Vec::new(),
             ok_level: tracing::Level::INFO,
+            draft_tool_failure: false,
             idempotency: Arc::new(MemoryStore::new()),
             idempotency_window: Duration::from_secs(600),
             locks: Arc::new(crate::lock::MemoryLockStore::new()),
@@ -201,6 +204,7 @@ impl ServerBuilder<()> {
             mixed_hints_allowed: self.mixed_hints_allowed,
             middleware: Vec::new(),
             ok_level: self.ok_level,
+            draft_tool_failure: self.draft_tool_failure,
             idempotency: self.idempotency,
             idempotency_window: self.idempotency_window,
             locks: self.locks,
@@ -240,6 +244,36 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             // Duplicate names are found when the server is built, once groups are known.
             self.tools.push(definition);
         }
+        self
+    }
+
+    /// Error results also carry the draft standard failure key (SEP-3313, a draft):
+    /// `_meta["io.modelcontextprotocol/toolFailure"]`, the same failure as
+    /// `_meta["fusion/failure"]` in the SEP's shape (`class` `capability`, `reliability` or
+    /// `governance`, `code`, `retryable`, `retryNotBefore`, `correlationId`,
+    /// `agentGuidance`). Off by default while the SEP is a draft: its shape may still
+    /// change, and fusion follows it.
+    ///
+    /// ```
+    /// use fusion_runtime::{meta::TOOL_FAILURE_META_KEY, prelude::*, testing::Tester};
+    ///
+    /// /// Divide.
+    /// #[mcp_tool]
+    /// async fn divide(a: i64, b: i64) -> i64 {
+    ///     a / b.max(1)
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("calc", "1.0.0").tool(divide).draft_tool_failure(true).build();
+    /// let result = Tester::new(server).call("divide", serde_json::json!({"a": "x", "b": 2})).await;
+    /// let failure = &result.wire_json()["_meta"][TOOL_FAILURE_META_KEY];
+    /// assert_eq!(failure["class"], "capability");
+    /// assert_eq!(failure["code"], "invalid_input");
+    /// assert!(failure["correlationId"].is_string());
+    /// # });
+    /// ```
+    pub fn draft_tool_failure(mut self, on: bool) -> Self {
+        self.draft_tool_failure = on;
         self
     }
 
@@ -540,6 +574,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 cache: crate::cache::Caching::new(self.cache),
                 list_ttl: self.list_ttl,
                 ok_level: self.ok_level,
+                draft_tool_failure: self.draft_tool_failure,
                 log_level: std::sync::Mutex::new(None),
                 catalog: self.catalog,
                 sealer,

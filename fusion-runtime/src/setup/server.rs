@@ -98,6 +98,9 @@ pub(crate) struct Inner<C> {
     pub(crate) list_ttl: Duration,
     /// The level of the event of a successful call.
     pub(crate) ok_level: tracing::Level,
+    /// Whether error results carry the draft standard failure key too
+    /// (`failure/tool_failure.rs`).
+    pub(crate) draft_tool_failure: bool,
     /// The client's `logging/setLevel`. One per server: over stdio a server has one
     /// client; over HTTP the last session to set it wins.
     pub(crate) log_level: std::sync::Mutex<Option<crate::call::LogLevel>>,
