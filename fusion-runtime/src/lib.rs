@@ -31,6 +31,7 @@
 // docs.rs builds with `--cfg docsrs` on nightly: feature-gated items say which feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod apps;
 mod autoref;
 pub mod cache;
 pub mod call;

@@ -132,3 +132,64 @@ fn python_sdk_keys_a_request_by_its_meta() {
         &String::new,
     );
 }
+
+/// The `_meta.ui` objects `app_view.py` printed on a `name: {json}` line.
+fn printed_json(stdout: &str, name: &str) -> serde_json::Value {
+    let prefix = format!("{name}: ");
+    let line = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no `{name}` line in:\n{stdout}"));
+    serde_json::from_str(line).unwrap_or_else(|error| panic!("{name}: {error}: {line}"))
+}
+
+#[test]
+fn python_sdk_reads_the_demos_app_view_and_it_meets_the_extensions_schema() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::package_binary("fusion-demo");
+    let out = {
+        let mut command = Command::new(&python);
+        command
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/app_view.py"))
+            .arg(&server);
+        support::run_with_timeout(command, Duration::from_secs(120))
+    };
+    assert!(
+        out.success() && out.stdout.contains("ok: all checks passed"),
+        "app_view.py failed\n{}",
+        out.report()
+    );
+    // The extension's own JSON Schema, as its npm package publishes it.
+    let Some(node_bin) = support::node_bin() else {
+        return;
+    };
+    let dir = super::typescript_client::installed_client(&node_bin);
+    let schema_path =
+        dir.join("node_modules/@modelcontextprotocol/ext-apps/dist/src/generated/schema.json");
+    let text = std::fs::read_to_string(&schema_path)
+        .unwrap_or_else(|error| panic!("{}: {error}", schema_path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    for (definition, printed) in [
+        ("McpUiToolMeta", "tool-ui"),
+        ("McpUiResourceMeta", "resource-ui"),
+    ] {
+        let mut part = schema["$defs"][definition].clone();
+        assert!(part.is_object(), "the schema defines {definition}");
+        // The definition refers to its siblings through `#/$defs/..`: keep them reachable.
+        part["$defs"] = schema["$defs"].clone();
+        let validator = jsonschema::options()
+            .build(&part)
+            .unwrap_or_else(|error| panic!("{definition}: {error}"));
+        let value = printed_json(&out.stdout, printed);
+        let problems: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|error| error.to_string())
+            .collect();
+        assert!(
+            problems.is_empty(),
+            "{printed} {value} against {definition}: {problems:#?}"
+        );
+    }
+}

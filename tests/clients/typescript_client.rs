@@ -25,8 +25,9 @@ const INSTALL_TIMEOUT: Duration = Duration::from_secs(300);
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The directory holding the script and the pinned SDK, installed when its `package.json`
-/// differs from the one in `tests/typescript/` (a new pin installs anew).
-fn installed_client(node_bin: &Path) -> PathBuf {
+/// differs from the one in `tests/typescript/` (a new pin installs anew). The MCP Apps
+/// extension's package is installed beside it, for its JSON Schema.
+pub(crate) fn installed_client(node_bin: &Path) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
         .join("typescript");

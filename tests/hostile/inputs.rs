@@ -695,3 +695,77 @@ async fn secrets_of_every_length_never_leak_from_any_check() {
     }
     assert_eq!(checked, SECRET_LENGTHS.len() * 11);
 }
+
+/// Echo.
+#[mcp_tool]
+async fn shown(text: String) -> String {
+    text
+}
+
+#[test]
+fn an_app_view_over_the_limit_or_broken_is_refused_when_the_server_is_built() {
+    use fusion_runtime::{
+        BuildError,
+        apps::{AppView, MAX_VIEW_BYTES},
+    };
+    let build = |tool: &str, view: AppView| {
+        Server::builder("views", "0")
+            .tool(shown)
+            .app_view(tool, view)
+            .try_build()
+            .err()
+            .unwrap_or_default()
+    };
+    let html = |bytes: usize| format!("<!DOCTYPE html>{}", "x".repeat(bytes));
+    let huge = build(
+        "shown",
+        AppView::new("ui://views/huge", "huge").html(html(MAX_VIEW_BYTES)),
+    );
+    assert!(
+        matches!(&huge[..], [BuildError::InvalidAppView { reason, .. }] if reason.contains("over the limit")),
+        "{huge:?}"
+    );
+    // At the limit, it is served.
+    let at_limit = html(MAX_VIEW_BYTES - "<!DOCTYPE html>".len());
+    assert!(
+        build(
+            "shown",
+            AppView::new("ui://views/max", "max").html(at_limit)
+        )
+        .is_empty(),
+        "a view at the limit builds"
+    );
+    let not_ui = build(
+        "shown",
+        AppView::new("https://evil.example/view", "v").html(html(1)),
+    );
+    assert!(
+        matches!(&not_ui[..], [BuildError::InvalidAppView { reason, .. }] if reason.contains("ui://")),
+        "{not_ui:?}"
+    );
+    let empty = build("shown", AppView::new("ui://views/empty", "v").html("  "));
+    assert!(
+        matches!(&empty[..], [BuildError::InvalidAppView { reason, .. }] if reason.contains("empty")),
+        "{empty:?}"
+    );
+    let nowhere = build(
+        "missing_tool",
+        AppView::new("ui://views/nowhere", "v").html(html(1)),
+    );
+    assert!(
+        matches!(&nowhere[..], [BuildError::UnknownTarget(name)] if name == "missing_tool"),
+        "{nowhere:?}"
+    );
+    // Two different views under one URI: the second is refused.
+    let twice = Server::builder("views", "0")
+        .tool(shown)
+        .app_view("shown", AppView::new("ui://views/one", "a").html(html(1)))
+        .app_view("shown", AppView::new("ui://views/one", "b").html(html(2)))
+        .try_build()
+        .err()
+        .unwrap_or_default();
+    assert!(
+        matches!(&twice[..], [BuildError::InvalidAppView { reason, .. }] if reason.contains("another view")),
+        "{twice:?}"
+    );
+}

@@ -343,10 +343,21 @@ fn builder_with_roles(
         .tool(create)
         .tool(disabled_action)
         .tool(health)
+        // Hosts that render MCP Apps show `db_user`'s users as a table beside the answer.
+        .app_view("db_user", users_view())
         .group_middleware("db_user", middleware::require_role("admin"))
         // `db_user` is a model's CRUD kept as one tool, the MCP Fusion way: clients see its
         // reads as destructive too, because `create` writes. Said here, so it is a choice.
         .allow_mixed_hints("db_user")
+}
+
+/// The MCP Apps view of `db_user`'s results: the users as a table (`users_view.html`,
+/// embedded at compile time).
+pub fn users_view() -> fusion_runtime::apps::AppView {
+    fusion_runtime::apps::AppView::new("ui://fusion-demo/users", "users")
+        .description("The users a db_user call returned, as a table")
+        .html(include_str!("users_view.html"))
+        .prefers_border(true)
 }
 
 /// The demo server, grouped, for an admin (what the tests and `serve_stdio` use).

@@ -27,6 +27,30 @@ use rmcp::{
 
 use crate::setup::server::Server;
 
+/// Whether the request's client declared MCP Apps (`apps.rs`): in the request's `_meta`
+/// (2026-07-28), else in its session's handshake.
+fn declares_apps(context: &RequestContext<RoleServer>) -> bool {
+    match context
+        .meta
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .and_then(|capabilities| capabilities.get("extensions"))
+    {
+        Some(extensions) => crate::apps::declared(
+            extensions
+                .get(crate::apps::EXTENSION_ID)
+                .and_then(serde_json::Value::as_object),
+        ),
+        None => context.client_capabilities().is_some_and(|capabilities| {
+            crate::apps::declared(
+                capabilities
+                    .extensions
+                    .as_ref()
+                    .and_then(|extensions| extensions.get(crate::apps::EXTENSION_ID)),
+            )
+        }),
+    }
+}
+
 impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     /// A request rmcp could not read as a method it knows: `-32602` when it is a known
     /// method whose params do not fit, `-32601` otherwise (the private `params::reject_custom`).
@@ -185,8 +209,16 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         // A list that depends on the caller must not be shared between callers.
         let private = self.inner.visibility.depends_on_caller();
         let hints = list_hints::hints(&context, self.inner.list_ttl, private);
+        let mut tools = self.tools_for(&request).into_owned();
+        if !self.inner.app_links.is_empty() && declares_apps(&context) {
+            for tool in &mut tools {
+                if let Some(uri) = self.inner.app_links.get(tool.name.as_ref()) {
+                    crate::apps::link(tool, uri);
+                }
+            }
+        }
         watch.answered(Ok(list_hints::with_hints!(
-            ListToolsResult::with_all_items(self.tools_for(&request).into_owned()),
+            ListToolsResult::with_all_items(tools),
             hints
         )))
     }

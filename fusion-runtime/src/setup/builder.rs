@@ -41,6 +41,10 @@ pub struct ServerBuilder<C = ()> {
     ok_level: tracing::Level,
     /// Whether error results carry the draft standard failure key too.
     draft_tool_failure: bool,
+    /// The tools linked to an MCP Apps view, and the view's URI (`apps.rs`).
+    app_links: Vec<(String, String)>,
+    /// The views registered so far, by URI.
+    app_views: Vec<crate::apps::AppView>,
     idempotency: Arc<dyn IdempotencyStore>,
     idempotency_window: Duration,
     /// The locks of `#[mcp_tool(serialize = "..")]` (`lock/builder.rs`).
@@ -117,6 +121,8 @@ impl Server<()> {
             middleware: Vec::new(),
             ok_level: tracing::Level::INFO,
             draft_tool_failure: false,
+            app_links: Vec::new(),
+            app_views: Vec::new(),
             idempotency: Arc::new(MemoryStore::new()),
             idempotency_window: Duration::from_secs(600),
             locks: Arc::new(crate::lock::MemoryLockStore::new()),
@@ -205,6 +211,8 @@ impl ServerBuilder<()> {
             middleware: Vec::new(),
             ok_level: self.ok_level,
             draft_tool_failure: self.draft_tool_failure,
+            app_links: self.app_links,
+            app_views: self.app_views,
             idempotency: self.idempotency,
             idempotency_window: self.idempotency_window,
             locks: self.locks,
@@ -244,6 +252,74 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             // Duplicate names are found when the server is built, once groups are known.
             self.tools.push(definition);
         }
+        self
+    }
+
+    /// Links the tool `tool` (a tool's name, or a group's: every action of it, whether the
+    /// group is listed as one tool or flat) to an MCP Apps view ([`AppView`](crate::apps::AppView)): the view is served as a `ui://` resource,
+    /// and clients that declared the extension see `_meta.ui.resourceUri` on the tool. One
+    /// view may serve several tools; two different views under one URI are an error.
+    ///
+    /// [`try_build`](Self::try_build) reports a view that cannot be served (a URI that is
+    /// not `ui://`, empty HTML, HTML over [`MAX_VIEW_BYTES`](crate::apps::MAX_VIEW_BYTES)) and
+    /// a tool the server does not have.
+    ///
+    /// ```
+    /// use fusion_runtime::{apps::AppView, prelude::*};
+    ///
+    /// /// Add two integers.
+    /// #[mcp_tool]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// let view = AppView::new("ui://calc/sum", "Sum").html("<!DOCTYPE html><p id=sum></p>");
+    /// let server = Server::builder("calc", "1.0.0").tool(add).app_view("add", view).build();
+    /// assert_eq!(server.resources().len(), 1);
+    ///
+    /// let broken = AppView::new("https://calc/sum", "Sum").html("<p>");
+    /// let errors = Server::builder("calc", "1.0.0").tool(add).app_view("add", broken).try_build();
+    /// assert!(errors.is_err());
+    /// ```
+    pub fn app_view(mut self, tool: impl Into<String>, view: crate::apps::AppView) -> Self {
+        let tool = tool.into();
+        if let Some(reason) = view.problem() {
+            self.errors.push(BuildError::InvalidAppView {
+                tool,
+                uri: view.uri,
+                reason,
+            });
+            return self;
+        }
+        let uri = view.uri.clone();
+        match self.app_views.iter().find(|known| known.uri == uri) {
+            Some(known) if *known != view => {
+                self.errors.push(BuildError::InvalidAppView {
+                    tool,
+                    uri,
+                    reason: "another view has this URI".to_owned(),
+                });
+                return self;
+            }
+            Some(_) => {}
+            None => {
+                let mut info = crate::resource::ResourceInfo::new(uri.clone(), view.name.clone())
+                    .mime_type(crate::apps::APP_MIME_TYPE);
+                if let Some(description) = &view.description {
+                    info = info.description(description.clone());
+                }
+                let html = std::sync::Arc::clone(&view.html);
+                let meta = view.resource_meta();
+                self = self.resource_with(info, move || {
+                    let content = crate::resource::ResourceContent::text(html.to_string())
+                        .mime_type(crate::apps::APP_MIME_TYPE)
+                        .with_meta(meta.clone());
+                    std::future::ready(content)
+                });
+                self.app_views.push(view);
+            }
+        }
+        self.app_links.push((tool, uri));
         self
     }
 
@@ -505,6 +581,11 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     errors.push(BuildError::UnknownTarget(name.clone()));
                 }
             }
+            for (tool, _) in &self.app_links {
+                if !registry.knows(tool) {
+                    errors.push(BuildError::UnknownTarget(tool.clone()));
+                }
+            }
         }
         let Some(registry) = registry.filter(|_| errors.is_empty()) else {
             return Err(errors);
@@ -559,6 +640,17 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         for warning in &registry.warnings {
             tracing::warn!(target: "fusion::server", server = %self.name, "{warning}");
         }
+        // A view linked by a group's or a tool's own name goes to what is listed for it.
+        let app_links = self
+            .app_links
+            .iter()
+            .flat_map(|(name, uri)| {
+                registry
+                    .listed_names_of(name)
+                    .into_iter()
+                    .map(move |listed| (listed, uri.clone()))
+            })
+            .collect();
         Ok(Server {
             inner: Arc::new(Inner {
                 name: self.name,
@@ -575,6 +667,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 list_ttl: self.list_ttl,
                 ok_level: self.ok_level,
                 draft_tool_failure: self.draft_tool_failure,
+                app_links,
                 log_level: std::sync::Mutex::new(None),
                 catalog: self.catalog,
                 sealer,

@@ -43,6 +43,17 @@ fn quoted(names: &[String]) -> String {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// An MCP Apps view that cannot be served
+    /// ([`ServerBuilder::app_view`](crate::ServerBuilder::app_view)).
+    #[error("tool `{tool}`: the app view `{uri}` cannot be served: {reason}")]
+    InvalidAppView {
+        /// The tool it was linked to.
+        tool: String,
+        /// The view's URI.
+        uri: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Two tools share a name; the second would silently replace the first.
     #[error("two tools are named `{0}`; rename one with `#[mcp_tool(name = \"...\")]`")]
     DuplicateTool(String),

@@ -306,6 +306,32 @@ impl<C> Registry<C> {
 
     /// The name a handler is listed under, when it is listed on its own (not inside a
     /// grouped tool).
+    /// The listed names `name` reaches: itself when it is listed; a group's actions when
+    /// they are listed one by one; the listed entry (a tool, or its group) of a tool named
+    /// by its own name.
+    pub(crate) fn listed_names_of(&self, name: &str) -> Vec<String> {
+        if self.entries.contains_key(name) {
+            return vec![name.to_owned()];
+        }
+        let indexes: Vec<usize> = match self.groups.get(name) {
+            Some(actions) => actions.iter().map(|(_, index)| *index).collect(),
+            None => (0..self.tools.len())
+                .filter(|index| self.tools[*index].definition.spec.name == name)
+                .collect(),
+        };
+        let mut names: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, entry)| match entry {
+                Entry::Single(single) => indexes.contains(single),
+                Entry::Group(actions) => actions.iter().any(|(_, index)| indexes.contains(index)),
+            })
+            .map(|(listed, _)| listed.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
     pub(crate) fn listed_name(&self, index: usize) -> Option<String> {
         self.entries.iter().find_map(|(name, entry)| match entry {
             Entry::Single(single) if *single == index => Some(name.clone()),

@@ -101,6 +101,8 @@ pub(crate) struct Inner<C> {
     /// Whether error results carry the draft standard failure key too
     /// (`failure/tool_failure.rs`).
     pub(crate) draft_tool_failure: bool,
+    /// The tools linked to an MCP Apps view: the listed name and the view's URI.
+    pub(crate) app_links: std::collections::HashMap<String, String>,
     /// The client's `logging/setLevel`. One per server: over stdio a server has one
     /// client; over HTTP the last session to set it wins.
     pub(crate) log_level: std::sync::Mutex<Option<crate::call::LogLevel>>,

@@ -54,6 +54,8 @@ pub struct ResourceContent {
     mime_type: Option<String>,
     /// Set for the contents of a multi-part resource that name their own URI.
     uri: Option<String>,
+    /// The content's `_meta` (an MCP Apps view's `ui`: `apps.rs`).
+    meta: Option<Map<String, Value>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +71,7 @@ impl ResourceContent {
             body: Body::Text(text.into()),
             mime_type: None,
             uri: None,
+            meta: None,
         }
     }
 
@@ -78,6 +81,7 @@ impl ResourceContent {
             body: Body::Bytes(bytes.into()),
             mime_type: None,
             uri: None,
+            meta: None,
         }
     }
 
@@ -102,6 +106,12 @@ impl ResourceContent {
         self
     }
 
+    /// With this `_meta` on the wire.
+    pub(crate) fn with_meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
     fn into_wire(self, uri: &str, default_mime: Option<&str>) -> ResourceContents {
         let uri = self.uri.unwrap_or_else(|| uri.to_owned());
         let mime_type = self.mime_type.or_else(|| default_mime.map(str::to_owned));
@@ -109,9 +119,13 @@ impl ResourceContent {
             Body::Text(text) => ResourceContents::text(text, uri),
             Body::Bytes(bytes) => ResourceContents::blob(encode_base64(&bytes), uri),
         };
-        match mime_type {
+        let contents = match mime_type {
             Some(mime_type) => contents.with_mime_type(mime_type),
             // `ResourceContents::text` assumes text/plain; with no type registered, say so.
+            None => contents,
+        };
+        match self.meta {
+            Some(meta) => contents.with_meta(rmcp::model::MetaObject(meta)),
             None => contents,
         }
     }
