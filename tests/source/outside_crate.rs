@@ -114,6 +114,8 @@ const CRATES: &[UserCrate] = &[
         files: &[
             ("examples/demo/src/lib.rs", "src/lib.rs"),
             ("examples/demo/src/main.rs", "src/main.rs"),
+            // The MCP Apps view `lib.rs` embeds with `include_str!`.
+            ("examples/demo/src/users_view.html", "src/users_view.html"),
         ],
         features: &["oauth"],
         tokio: TOKIO_README,

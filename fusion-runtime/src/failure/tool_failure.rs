@@ -83,6 +83,38 @@ fn tool_failure(entry: &FailureEntry, correlation_id: &str, now: SystemTime) -> 
     Value::Object(failure)
 }
 
+impl<C: Send + Sync + 'static> crate::ServerBuilder<C> {
+    /// Error results also carry the draft standard failure key (SEP-3313, a draft):
+    /// `_meta["io.modelcontextprotocol/toolFailure"]`, the same failure as
+    /// `_meta["fusion/failure"]` in the SEP's shape (`class` `capability`, `reliability` or
+    /// `governance`, `code`, `retryable`, `retryNotBefore`, `correlationId`,
+    /// `agentGuidance`). Off by default while the SEP is a draft: its shape may still
+    /// change, and fusion follows it.
+    ///
+    /// ```
+    /// use fusion_runtime::{meta::TOOL_FAILURE_META_KEY, prelude::*, testing::Tester};
+    ///
+    /// /// Divide.
+    /// #[mcp_tool]
+    /// async fn divide(a: i64, b: i64) -> i64 {
+    ///     a / b.max(1)
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("calc", "1.0.0").tool(divide).draft_tool_failure(true).build();
+    /// let result = Tester::new(server).call("divide", serde_json::json!({"a": "x", "b": 2})).await;
+    /// let failure = &result.wire_json()["_meta"][TOOL_FAILURE_META_KEY];
+    /// assert_eq!(failure["class"], "capability");
+    /// assert_eq!(failure["code"], "invalid_input");
+    /// assert!(failure["correlationId"].is_string());
+    /// # });
+    /// ```
+    pub fn draft_tool_failure(mut self, on: bool) -> Self {
+        self.draft_tool_failure = on;
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -27,7 +27,7 @@ use rmcp::{
 
 use crate::setup::server::Server;
 
-/// Whether the request's client declared MCP Apps (`apps.rs`): in the request's `_meta`
+/// Whether the request's client declared MCP Apps (`apps/`): in the request's `_meta`
 /// (2026-07-28), else in its session's handshake.
 fn declares_apps(context: &RequestContext<RoleServer>) -> bool {
     match context

@@ -40,11 +40,11 @@ pub struct ServerBuilder<C = ()> {
     middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
     ok_level: tracing::Level,
     /// Whether error results carry the draft standard failure key too.
-    draft_tool_failure: bool,
-    /// The tools linked to an MCP Apps view, and the view's URI (`apps.rs`).
-    app_links: Vec<(String, String)>,
+    pub(crate) draft_tool_failure: bool,
+    /// The tools linked to an MCP Apps view, and the view's URI (`apps/`).
+    pub(crate) app_links: Vec<(String, String)>,
     /// The views registered so far, by URI.
-    app_views: Vec<crate::apps::AppView>,
+    pub(crate) app_views: Vec<crate::apps::AppView>,
     idempotency: Arc<dyn IdempotencyStore>,
     idempotency_window: Duration,
     /// The locks of `#[mcp_tool(serialize = "..")]` (`lock/builder.rs`).
@@ -59,7 +59,7 @@ pub struct ServerBuilder<C = ()> {
     pub(crate) hide_unauthorized: bool,
     /// The user's own visibility rules ([`Self::visibility`]).
     pub(crate) visibility_rules: Vec<crate::setup::visibility::VisibilityRule>,
-    errors: Vec<BuildError>,
+    pub(crate) errors: Vec<BuildError>,
     /// Resources, prompts and completions, registered by `resource/builder.rs` and `prompt/builder.rs`.
     pub(crate) catalog: Catalog,
     /// The request-state key and the tasks (protocol/builder.rs).
@@ -252,104 +252,6 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             // Duplicate names are found when the server is built, once groups are known.
             self.tools.push(definition);
         }
-        self
-    }
-
-    /// Links the tool `tool` (a tool's name, or a group's: every action of it, whether the
-    /// group is listed as one tool or flat) to an MCP Apps view ([`AppView`](crate::apps::AppView)): the view is served as a `ui://` resource,
-    /// and clients that declared the extension see `_meta.ui.resourceUri` on the tool. One
-    /// view may serve several tools; two different views under one URI are an error.
-    ///
-    /// [`try_build`](Self::try_build) reports a view that cannot be served (a URI that is
-    /// not `ui://`, empty HTML, HTML over [`MAX_VIEW_BYTES`](crate::apps::MAX_VIEW_BYTES)) and
-    /// a tool the server does not have.
-    ///
-    /// ```
-    /// use fusion_runtime::{apps::AppView, prelude::*};
-    ///
-    /// /// Add two integers.
-    /// #[mcp_tool]
-    /// async fn add(a: i64, b: i64) -> i64 {
-    ///     a + b
-    /// }
-    ///
-    /// let view = AppView::new("ui://calc/sum", "Sum").html("<!DOCTYPE html><p id=sum></p>");
-    /// let server = Server::builder("calc", "1.0.0").tool(add).app_view("add", view).build();
-    /// assert_eq!(server.resources().len(), 1);
-    ///
-    /// let broken = AppView::new("https://calc/sum", "Sum").html("<p>");
-    /// let errors = Server::builder("calc", "1.0.0").tool(add).app_view("add", broken).try_build();
-    /// assert!(errors.is_err());
-    /// ```
-    pub fn app_view(mut self, tool: impl Into<String>, view: crate::apps::AppView) -> Self {
-        let tool = tool.into();
-        if let Some(reason) = view.problem() {
-            self.errors.push(BuildError::InvalidAppView {
-                tool,
-                uri: view.uri,
-                reason,
-            });
-            return self;
-        }
-        let uri = view.uri.clone();
-        match self.app_views.iter().find(|known| known.uri == uri) {
-            Some(known) if *known != view => {
-                self.errors.push(BuildError::InvalidAppView {
-                    tool,
-                    uri,
-                    reason: "another view has this URI".to_owned(),
-                });
-                return self;
-            }
-            Some(_) => {}
-            None => {
-                let mut info = crate::resource::ResourceInfo::new(uri.clone(), view.name.clone())
-                    .mime_type(crate::apps::APP_MIME_TYPE);
-                if let Some(description) = &view.description {
-                    info = info.description(description.clone());
-                }
-                let html = std::sync::Arc::clone(&view.html);
-                let meta = view.resource_meta();
-                self = self.resource_with(info, move || {
-                    let content = crate::resource::ResourceContent::text(html.to_string())
-                        .mime_type(crate::apps::APP_MIME_TYPE)
-                        .with_meta(meta.clone());
-                    std::future::ready(content)
-                });
-                self.app_views.push(view);
-            }
-        }
-        self.app_links.push((tool, uri));
-        self
-    }
-
-    /// Error results also carry the draft standard failure key (SEP-3313, a draft):
-    /// `_meta["io.modelcontextprotocol/toolFailure"]`, the same failure as
-    /// `_meta["fusion/failure"]` in the SEP's shape (`class` `capability`, `reliability` or
-    /// `governance`, `code`, `retryable`, `retryNotBefore`, `correlationId`,
-    /// `agentGuidance`). Off by default while the SEP is a draft: its shape may still
-    /// change, and fusion follows it.
-    ///
-    /// ```
-    /// use fusion_runtime::{meta::TOOL_FAILURE_META_KEY, prelude::*, testing::Tester};
-    ///
-    /// /// Divide.
-    /// #[mcp_tool]
-    /// async fn divide(a: i64, b: i64) -> i64 {
-    ///     a / b.max(1)
-    /// }
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let server = Server::builder("calc", "1.0.0").tool(divide).draft_tool_failure(true).build();
-    /// let result = Tester::new(server).call("divide", serde_json::json!({"a": "x", "b": 2})).await;
-    /// let failure = &result.wire_json()["_meta"][TOOL_FAILURE_META_KEY];
-    /// assert_eq!(failure["class"], "capability");
-    /// assert_eq!(failure["code"], "invalid_input");
-    /// assert!(failure["correlationId"].is_string());
-    /// # });
-    /// ```
-    pub fn draft_tool_failure(mut self, on: bool) -> Self {
-        self.draft_tool_failure = on;
         self
     }
 

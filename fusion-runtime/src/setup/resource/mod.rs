@@ -54,7 +54,7 @@ pub struct ResourceContent {
     mime_type: Option<String>,
     /// Set for the contents of a multi-part resource that name their own URI.
     uri: Option<String>,
-    /// The content's `_meta` (an MCP Apps view's `ui`: `apps.rs`).
+    /// The content's `_meta` (an MCP Apps view's `ui`: `apps/`).
     meta: Option<Map<String, Value>>,
 }
 

@@ -43,6 +43,8 @@
 //! names a tool the server does not have, is a [`BuildError`](crate::BuildError) when the
 //! server is built, never a broken link at call time.
 
+mod builder;
+
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
