@@ -694,8 +694,11 @@ fn a_slow_reader_of_a_ten_megabyte_result_holds_only_its_own_connection() {
     thread::sleep(Duration::from_millis(500));
     let (latencies, failures) = well_behaved(loopback(3), addr, 20);
     assert!(failures.is_empty(), "{failures:#?}");
+    // Not held behind the other client: its own answer would take hours at its pace, and
+    // a call stuck behind it would hit the 10 s request bound. (Not a speed measure: the
+    // bound leaves room for a loaded CI machine.)
     let slowest = latencies.iter().max().copied().unwrap_or_default();
-    assert!(slowest < Duration::from_secs(1), "slowest call {slowest:?}");
+    assert!(slowest < Duration::from_secs(5), "slowest call {slowest:?}");
     assert_eq!(health(loopback(3), addr).status(), Some(200));
     let rss = support::rss_kib(server.pid()).unwrap_or_default();
     let (reader, read) = read_slowly.join().expect("the slow reader");
@@ -734,8 +737,11 @@ fn streams_that_are_never_read_cost_their_holder_and_nobody_else() {
     thread::sleep(Duration::from_secs(3));
     let (latencies, failures) = well_behaved(loopback(3), addr, 20);
     assert!(failures.is_empty(), "{failures:#?}");
+    // Not held behind the other client: its own answer would take hours at its pace, and
+    // a call stuck behind it would hit the 10 s request bound. (Not a speed measure: the
+    // bound leaves room for a loaded CI machine.)
     let slowest = latencies.iter().max().copied().unwrap_or_default();
-    assert!(slowest < Duration::from_secs(1), "slowest call {slowest:?}");
+    assert!(slowest < Duration::from_secs(5), "slowest call {slowest:?}");
     assert_eq!(health(loopback(3), addr).status(), Some(200));
     let after = support::rss_kib(server.pid()).unwrap_or_default();
     eprintln!(
