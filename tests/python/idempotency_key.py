@@ -13,44 +13,13 @@ failure prints "FAIL: ..." to stderr and exits 1. Every wait is bounded.
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio
+from checks import check, main, step, text_of
 from mcp import ClientSession, StdioServerParameters, stdio_client
-
-STEP_TIMEOUT = 20.0
-"""Seconds allowed for any single request or handshake."""
-
-PART_TIMEOUT = 60.0
-"""Seconds allowed for the whole run, including spawning and stopping the server."""
 
 KEY = "fusion/idempotencyKey"
 """The `_meta` key of a request's idempotency key (fusion_runtime::meta)."""
-
-T = TypeVar("T")
-
-
-class CheckFailed(Exception):
-    """A check did not hold; the message says which and what was seen."""
-
-
-def check(condition: bool, what: str, seen: Any = None) -> None:
-    if not condition:
-        raise CheckFailed(f"{what}; got: {seen!r}")
-    print(f"ok: {what}", flush=True)
-
-
-async def step(what: str, awaitable: Awaitable[T]) -> T:
-    try:
-        with anyio.fail_after(STEP_TIMEOUT):
-            return await awaitable
-    except TimeoutError:
-        raise CheckFailed(f"timed out after {STEP_TIMEOUT:.0f} s waiting for {what}") from None
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
 
 
 async def run(binary: str) -> None:
@@ -82,23 +51,5 @@ async def run(binary: str) -> None:
         check(text_of(plain) == "run 3 of lamp", "a call without a key runs", text_of(plain))
 
 
-def main() -> int:
-    if len(sys.argv) != 2:
-        print("usage: python idempotency_key.py PATH/TO/faults", file=sys.stderr)
-        return 2
-    try:
-        anyio.run(run_bounded, sys.argv[1])
-    except (CheckFailed, TimeoutError) as failure:
-        print(f"FAIL: {failure}", file=sys.stderr)
-        return 1
-    print("ok: all checks passed", flush=True)
-    return 0
-
-
-async def run_bounded(binary: str) -> None:
-    with anyio.fail_after(PART_TIMEOUT):
-        await run(binary)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("python idempotency_key.py PATH/TO/faults", run))

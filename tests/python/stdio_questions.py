@@ -15,42 +15,11 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
+from checks import STEP_TIMEOUT, check, main, step, text_of
 from mcp import ClientSession, StdioServerParameters, stdio_client, types
-
-STEP_TIMEOUT = 20.0
-"""Seconds allowed for any single request or handshake."""
-
-PART_TIMEOUT = 60.0
-"""Seconds allowed for the whole run, including spawning and stopping the server."""
-
-T = TypeVar("T")
-
-
-class CheckFailed(Exception):
-    """A check did not hold; the message says which and what was seen."""
-
-
-def check(condition: bool, what: str, seen: Any = None) -> None:
-    if not condition:
-        raise CheckFailed(f"{what}; got: {seen!r}")
-    print(f"ok: {what}", flush=True)
-
-
-async def step(what: str, awaitable: Awaitable[T]) -> T:
-    try:
-        with anyio.fail_after(STEP_TIMEOUT):
-            return await awaitable
-    except TimeoutError:
-        raise CheckFailed(f"timed out after {STEP_TIMEOUT:.0f} s waiting for {what}") from None
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
-
 
 async def run(binary: str) -> None:
     sampled: list[str] = []
@@ -144,23 +113,5 @@ async def run(binary: str) -> None:
                 check(not r.is_error, "the session serves on after a refusal", r)
 
 
-def main() -> int:
-    if len(sys.argv) != 2:
-        print("usage: python stdio_questions.py PATH/TO/conformance", file=sys.stderr)
-        return 2
-    try:
-        anyio.run(run_bounded, sys.argv[1])
-    except (CheckFailed, TimeoutError) as failure:
-        print(f"FAIL: {failure}", file=sys.stderr)
-        return 1
-    print("ok: all checks passed", flush=True)
-    return 0
-
-
-async def run_bounded(binary: str) -> None:
-    with anyio.fail_after(PART_TIMEOUT):
-        await run(binary)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("python stdio_questions.py PATH/TO/conformance", run))
