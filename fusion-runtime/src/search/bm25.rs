@@ -44,6 +44,17 @@ pub(crate) fn words(text: &str) -> Vec<String> {
     words
 }
 
+/// Words too common to tell tools apart: left out of documents and queries.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it",
+    "its", "of", "on", "or", "that", "the", "this", "to", "with",
+];
+
+/// Whether `word` (as [`words`] gives it) is too common to search for.
+pub(crate) fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.contains(&word)
+}
+
 /// Ends the word being read: stemmed and added, when there is one.
 fn finish(word: &mut String, words: &mut Vec<String>) {
     if word.is_empty() {
@@ -155,6 +166,12 @@ mod tests {
 
     fn index(docs: &[&str]) -> Index {
         Index::new(docs.iter().map(|doc| words(doc)))
+    }
+
+    #[test]
+    fn common_words_are_stop_words() {
+        assert!(is_stop_word("the") && is_stop_word("a"));
+        assert!(!is_stop_word("user"));
     }
 
     fn ranked(index: &Index, query: &str) -> Vec<usize> {

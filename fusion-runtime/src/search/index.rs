@@ -15,7 +15,7 @@ use crate::{
     failure::issue::ArgIssue,
     search::{
         MAX_QUERY_CHARS, MAX_QUERY_WORDS, ToolSearch,
-        bm25::{Index, words},
+        bm25::{Index, is_stop_word, words},
         listed,
     },
     setup::visibility::Shown,
@@ -140,7 +140,8 @@ impl Indexed {
 fn document(tool: &Tool, labels: &[String]) -> Vec<String> {
     let mut document = Vec::new();
     let mut add = |text: &str, weight: usize| {
-        let found = words(text);
+        let mut found = words(text);
+        found.retain(|word| !is_stop_word(word));
         for _ in 0..weight {
             document.extend(found.iter().cloned());
         }
@@ -187,7 +188,7 @@ pub(crate) enum QueryRefused {
     },
     /// Only punctuation or spaces.
     #[error(
-        "the query has no words to search for (letters or digits); say what the tool should do, e.g. \"create invoice\""
+        "the query has no words to search for (only punctuation, or words as common as \"the\"); say what the tool should do, e.g. \"create invoice\""
     )]
     NoWords,
 }
@@ -199,10 +200,12 @@ pub(crate) fn query_words(query: &str) -> Result<Vec<String>, QueryRefused> {
     if query.len() > MAX_QUERY_CHARS && query.chars().nth(MAX_QUERY_CHARS).is_some() {
         return Err(QueryRefused::TooLong { size: query.len() });
     }
-    let found = words(query);
+    // Every word counts towards the bound, common ones too: they are read all the same.
+    let mut found = words(query);
     if found.len() > MAX_QUERY_WORDS {
         return Err(QueryRefused::TooManyWords { count: found.len() });
     }
+    found.retain(|word| !is_stop_word(word));
     if found.is_empty() {
         return Err(QueryRefused::NoWords);
     }
