@@ -144,20 +144,20 @@ fn search<C: Send + Sync + 'static>(
     args: &Value,
     call: &Call,
 ) -> Outcome {
-    // The query's size first: a megabyte of text is refused before it is read twice.
+    // The query's bounds first, in their own words: a megabyte of text is refused before
+    // the schema's checks read it again.
     let query = args.get("query").and_then(Value::as_str);
-    if let Some(Err(refused)) = query.map(query_words) {
-        return Outcome::Failure(invalid(&refused));
-    }
+    let words = match query.map(query_words) {
+        Some(Err(refused)) => return Outcome::Failure(invalid(&refused)),
+        Some(Ok(words)) => words,
+        None => Vec::new(),
+    };
     let issues = searching.check_search(args);
     if !issues.is_empty() {
         return Outcome::Failure(Failure::new(FailureKind::InvalidArguments(issues)));
     }
+    // The schema requires a string `query`, so `words` are its words.
     let query = query.unwrap_or_default();
-    let words = match query_words(query) {
-        Ok(words) => words,
-        Err(refused) => return Outcome::Failure(invalid(&refused)),
-    };
     let limit = args
         .get("limit")
         .and_then(Value::as_u64)
