@@ -97,7 +97,7 @@ pub(crate) async fn run<C: Send + Sync + 'static>(
             tool,
             args,
             outcome,
-        } => return answer_listed(server, tool, args, outcome, call),
+        } => return answer_listed(server, tool, args, *outcome, call),
     };
     let tool = tool.as_ref();
     #[cfg(feature = "otel")]

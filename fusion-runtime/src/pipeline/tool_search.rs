@@ -29,7 +29,8 @@ pub(super) enum Route<'a> {
     Answered {
         tool: &'static str,
         args: Value,
-        outcome: Outcome,
+        /// Boxed: a failure or a search's answer, far larger than the other variant.
+        outcome: Box<Outcome>,
     },
 }
 
@@ -48,7 +49,7 @@ pub(super) fn route<'a, C: Send + Sync + 'static>(
         other => other,
     };
     if tool == SEARCH_TOOLS {
-        let outcome = search(server, searching, &args, call);
+        let outcome = Box::new(search(server, searching, &args, call));
         return Route::Answered {
             tool: SEARCH_TOOLS,
             args,
@@ -62,7 +63,9 @@ pub(super) fn route<'a, C: Send + Sync + 'static>(
     if !issues.is_empty() {
         return Route::Answered {
             tool: CALL_TOOL,
-            outcome: Outcome::Failure(Failure::new(FailureKind::InvalidArguments(issues))),
+            outcome: Box::new(Outcome::Failure(Failure::new(
+                FailureKind::InvalidArguments(issues),
+            ))),
             args,
         };
     }
@@ -74,7 +77,7 @@ pub(super) fn route<'a, C: Send + Sync + 'static>(
         _ => Route::Answered {
             tool: CALL_TOOL,
             args,
-            outcome: Outcome::Failure(invalid(&NotThroughCallTool)),
+            outcome: Box::new(Outcome::Failure(invalid(&NotThroughCallTool))),
         },
     }
 }
