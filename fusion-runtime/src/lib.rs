@@ -60,6 +60,7 @@ mod protocol;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod rounds;
+pub mod search;
 mod setup;
 mod suggest;
 pub mod tasks;

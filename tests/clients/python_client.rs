@@ -1,11 +1,13 @@
 //! The official MCP Python SDK (mcp==2.3.0) drives the example servers: the quickstart over
 //! stdio and over Streamable HTTP, the conformance example's resources, prompts, completion
-//! and client requests over HTTP, and the seed's checks against the demo over stdio.
+//! and client requests over HTTP, the seed's checks against the demo over stdio, and tool
+//! search (`search_tools`, `call_tool`) against the demo with `--tool-search`.
 //!
 //! Needs the venv from `scripts/python-env` (or `FUSION_PYTHON`) and the built examples and
 //! binaries (`cargo build --workspace --bins --examples`). Without the venv the tests are
 //! skipped with a note, except when `CI=true`, where they fail. The checks themselves live in
-//! `tests/python/stdio_client.py`, `http_client.py` and `seed_client.py`.
+//! `tests/python/stdio_client.py`, `http_client.py`, `seed_client.py` and
+//! `tool_search_client.py`.
 
 use crate::support;
 
@@ -67,6 +69,20 @@ fn python_sdk_runs_the_seed_checks_against_the_demo() {
     run_script(
         &python,
         "seed_client.py",
+        &[server.as_os_str()],
+        &String::new,
+    );
+}
+
+#[test]
+fn python_sdk_searches_and_calls_tools_of_the_demo_with_tool_search() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::package_binary("fusion-demo");
+    run_script(
+        &python,
+        "tool_search_client.py",
         &[server.as_os_str()],
         &String::new,
     );

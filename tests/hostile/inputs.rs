@@ -67,8 +67,14 @@ struct Peer {
 
 impl Peer {
     fn spawn(binary: std::path::PathBuf) -> Self {
+        Self::spawn_with(binary, &[])
+    }
+
+    /// The server at `binary`, started with `args`.
+    fn spawn_with(binary: std::path::PathBuf, args: &[&str]) -> Self {
         let mut command = Command::new(binary);
         command
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -333,6 +339,69 @@ fn a_one_megabyte_tool_name_on_the_fault_server_is_answered() {
     assert!(
         text(&answer).starts_with(&format!("Unknown tool `{}`.", cut_of(1_000_000))),
         "{answer}"
+    );
+}
+
+/// The tool search of `fusion-demo --tool-search` (issue 58): a query that would be a
+/// regex bomb, a query of a megabyte, a limit of 10^30 and a `call_tool` of a megabyte's
+/// name, each answered at once with a clear error or a bounded result, and nothing waits
+/// behind them.
+#[test]
+fn tool_search_answers_hostile_queries_at_once() {
+    let mut peer = Peer::spawn_with(support::package_binary("fusion-demo"), &["--tool-search"]);
+    let search = |arguments: Value| json!({"name": "search_tools", "arguments": arguments});
+    // Matched as words, never as a pattern: two hundred words of `(a+)+$` are too many.
+    let bomb = giant_call(
+        &mut peer,
+        "regex bomb query",
+        search(json!({"query": "(a+)+$".repeat(150)})),
+    );
+    assert_eq!(bomb["result"]["isError"], true, "{bomb}");
+    assert!(text(&bomb).contains("at most 32 are searched"), "{bomb}");
+    // A few of them are a search like any other: bounded, and nothing matches.
+    let few = giant_call(
+        &mut peer,
+        "short regex bomb query",
+        search(json!({"query": "(x+)+$ ".repeat(4), "limit": 50})),
+    );
+    assert_eq!(few["result"]["isError"], false, "{few}");
+    let megabyte = giant_call(
+        &mut peer,
+        "1 MB query",
+        search(json!({"query": giant(1 << 20)})),
+    );
+    assert_eq!(megabyte["result"]["isError"], true, "{megabyte}");
+    assert!(
+        text(&megabyte).contains("longer than 1024 characters"),
+        "{megabyte}"
+    );
+    // A limit no search returns: refused by the schema's bound, with the bound.
+    let huge = giant_call(
+        &mut peer,
+        "huge limit",
+        search(json!({"query": "user", "limit": 1e30})),
+    );
+    assert_eq!(huge["result"]["isError"], true, "{huge}");
+    assert!(text(&huge).contains("limit"), "{huge}");
+    let named = giant_call(
+        &mut peer,
+        "1 MB name through call_tool",
+        json!({"name": "call_tool", "arguments": {"name": giant(1_000_000)}}),
+    );
+    assert!(
+        text(&named).starts_with(&format!("Unknown tool `{}`.", cut_of(1_000_000))),
+        "{named}"
+    );
+    // Still the same server: a search finds, and `call_tool` calls.
+    peer.send(
+        &json!({"jsonrpc": "2.0", "id": "found", "method": "tools/call",
+        "params": search(json!({"query": "health"}))}),
+    );
+    let found = peer.answer("found", Duration::from_secs(5));
+    assert_eq!(
+        found.value["result"]["structuredContent"]["tools"][0]["name"], "system",
+        "{}",
+        found.value
     );
 }
 

@@ -21,7 +21,7 @@
 //!   clients; a session holds two, the server a bounded number.
 //! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
 //!   bounded inputs only, secrets of every length that never leak into messages, `_meta` or
-//!   logs.
+//!   logs; hostile tool searches (a regex bomb, a megabyte's query, a huge limit).
 //! - `fuzz_corpus`: the fuzz targets' committed corpus and their findings, replayed on
 //!   stable.
 

@@ -25,5 +25,6 @@ mod serialize;
 mod setup_context;
 mod side_effects;
 mod testkit;
+mod tool_search;
 mod validation;
 mod visibility;

@@ -1,5 +1,6 @@
 //! The demo server over stdio. The caller's role comes from `DEMO_ROLE` (`ADMIN`, the
-//! default, or `GUEST`); `--flat` lists one tool per action instead of one per group.
+//! default, or `GUEST`); `--flat` lists one tool per action instead of one per group;
+//! `--tool-search` lists `search_tools` and `call_tool` in place of the tools (issue 58).
 //!
 //! `--http PORT` serves Streamable HTTP on `127.0.0.1:PORT` instead (`0`: a free port,
 //! printed on stderr), `--stateless` without sessions (for replicas behind a load balancer).
@@ -13,8 +14,11 @@
 
 use std::process::ExitCode;
 
+use fusion_demo::Ctx;
 use fusion_demo::Role;
-use fusion_runtime::{HttpOptions, OAuth, exit::EXIT_CONFIG, tool::Exposure};
+use fusion_runtime::{
+    HttpOptions, OAuth, ServerBuilder, exit::EXIT_CONFIG, search::ToolSearch, tool::Exposure,
+};
 
 #[path = "../../support/cli.rs"]
 mod cli;
@@ -33,6 +37,11 @@ const USAGE: cli::Usage = cli::Usage {
             "--http",
             "PORT",
             "serve Streamable HTTP on 127.0.0.1:PORT instead of stdio (0: a free port, printed on stderr)",
+        ),
+        (
+            "--tool-search",
+            "",
+            "list search_tools and call_tool in place of the tools (every tool stays callable by name)",
         ),
         ("--stateless", "", "with --http: serve without sessions"),
         (
@@ -74,6 +83,15 @@ async fn main() -> ExitCode {
     } else {
         Exposure::Grouped
     };
+    // The tools found by `search_tools` and called through `call_tool` (issue 58).
+    let searched = args.iter().any(|arg| arg == "--tool-search");
+    let search = |builder: ServerBuilder<Ctx>| {
+        if searched {
+            builder.tool_search(ToolSearch::always())
+        } else {
+            builder
+        }
+    };
     let oauth = match oauth(&args) {
         Ok(oauth) => oauth,
         Err(problem) => {
@@ -86,7 +104,9 @@ async fn main() -> ExitCode {
             eprintln!("fusion-demo: --oauth-issuer needs --http PORT");
             return ExitCode::from(EXIT_CONFIG);
         }
-        return fusion_demo::builder(role, exposure).serve_stdio().await;
+        return search(fusion_demo::builder(role, exposure))
+            .serve_stdio()
+            .await;
     };
     let Some(port) = args.get(at + 1).and_then(|port| port.parse::<u16>().ok()) else {
         eprintln!("fusion-demo: --http takes a port number");
@@ -98,12 +118,12 @@ async fn main() -> ExitCode {
     match oauth {
         // Many users: each call's role comes from its caller's token (`admin` scope).
         Some(oauth) => {
-            fusion_demo::builder_from_token(exposure)
+            search(fusion_demo::builder_from_token(exposure))
                 .serve_http_with(options.oauth(oauth))
                 .await
         }
         None => {
-            fusion_demo::builder(role, exposure)
+            search(fusion_demo::builder(role, exposure))
                 .serve_http_with(options)
                 .await
         }

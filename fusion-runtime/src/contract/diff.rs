@@ -13,7 +13,7 @@ use std::fmt::Display;
 
 use crate::contract::model::{
     CacheContract, CircuitContract, Contract, Hints, PolicyContract, PromptContract,
-    ResourceContract, RetryContract, TaskSupport, ToolContract,
+    ResourceContract, RetryContract, TaskSupport, ToolContract, ToolSearchContract,
 };
 
 /// How a change looks to a caller who learned the old surface, from worst to least:
@@ -87,6 +87,11 @@ pub fn diff(old: &Contract, new: &Contract) -> Vec<Change> {
     for (name, old, new) in pairs(&old.prompts, &new.prompts) {
         prompt(&mut Report::new(name, &mut changes), old, new);
     }
+    tool_search(
+        &mut Report::new("(tool search)", &mut changes),
+        old.tool_search,
+        new.tool_search,
+    );
     if old.format != new.format {
         let message = format!("the format changed from {} to {}", old.format, new.format);
         Report::new("(contract)", &mut changes).push(Severity::Risky, message);
@@ -98,6 +103,33 @@ pub fn diff(old: &Contract, new: &Contract) -> Vec<Change> {
             .then_with(|| a.message.cmp(&b.message))
     });
     changes
+}
+
+/// Tool search turned on or off, or its number of results changed. The tools stay
+/// callable by name either way, but the model finds them another way: risky.
+fn tool_search(
+    report: &mut Report<'_>,
+    old: Option<ToolSearchContract>,
+    new: Option<ToolSearchContract>,
+) {
+    match (old, new) {
+        (None, Some(_)) => report.push(
+            Severity::Risky,
+            "tools/list now lists `search_tools` and `call_tool` in place of the tools",
+        ),
+        (Some(_), None) => report.push(
+            Severity::Risky,
+            "tools/list lists every tool again, in place of `search_tools` and `call_tool`",
+        ),
+        (Some(old), Some(new)) if old != new => report.push(
+            Severity::Safe,
+            format!(
+                "a search returns {} results by default (was {}), at most {} (was {})",
+                new.default_limit, old.default_limit, new.max_limit, old.max_limit
+            ),
+        ),
+        _ => {}
+    }
 }
 
 /// Every name of either map, in order, with its value in each.
@@ -545,6 +577,7 @@ mod tests {
             resources: BTreeMap::new(),
             resource_templates: BTreeMap::new(),
             prompts: BTreeMap::new(),
+            tool_search: None,
         }
     }
 

@@ -146,6 +146,7 @@ mod tests {
             resources: Default::default(),
             resource_templates: Default::default(),
             prompts: Default::default(),
+            tool_search: None,
         };
         let digest = contract.digest();
         assert!(Pin::parse(&digest).is_ok_and(|pin| pin.check(&contract).is_ok()));

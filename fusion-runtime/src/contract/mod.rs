@@ -46,6 +46,6 @@ pub(crate) use lockfile::{Pin, compare_with_file};
 pub use model::{
     CacheContract, CircuitContract, Contract, FORMAT, Hints, PolicyContract,
     PromptArgumentContract, PromptContract, ResourceContract, RetryContract, TaskSupport,
-    ToolContract,
+    ToolContract, ToolSearchContract,
 };
 pub use surface::SURFACE_META_KEY;

@@ -49,6 +49,40 @@ pub struct Contract {
     /// The prompts by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub prompts: BTreeMap<String, PromptContract>,
+    /// Present when `tools/list` lists `search_tools` and `call_tool` in place of the tools
+    /// ([`ServerBuilder::tool_search`](crate::ServerBuilder::tool_search)); the tools above
+    /// are still callable by their names. Absent otherwise, so a contract without tool
+    /// search reads and hashes as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_search: Option<ToolSearchContract>,
+}
+
+/// Tool search as a client sees it: how many results `search_tools` returns.
+///
+/// ```
+/// use fusion_runtime::{prelude::*, search::ToolSearch};
+///
+/// /// Echo the text back.
+/// #[mcp_tool(read_only)]
+/// async fn echo(text: String) -> String { text }
+///
+/// let server = Server::builder("demo", "1")
+///     .tool_search(ToolSearch::always())
+///     .tool(echo)
+///     .build();
+/// let search = server.contract().tool_search.expect("tool search is on");
+/// assert_eq!((search.default_limit, search.max_limit), (5, 50));
+/// // The tool is still in the contract: it is callable by its name.
+/// assert!(server.contract().tools.contains_key("echo"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolSearchContract {
+    /// The results a search returns when it gives no `limit`.
+    pub default_limit: u32,
+    /// The most results one search may ask for.
+    pub max_limit: u32,
 }
 
 /// One listed tool, or one action of a grouped tool.

@@ -11,7 +11,7 @@ use crate::{
     contract::model::{
         CacheContract, CircuitContract, Contract, FORMAT, Hints, PolicyContract,
         PromptArgumentContract, PromptContract, ResourceContract, RetryContract, TaskSupport,
-        ToolContract,
+        ToolContract, ToolSearchContract,
     },
     policy::DEFAULT_TIMEOUT,
     setup::registered::RegisteredTool,
@@ -137,12 +137,20 @@ impl<C: Send + Sync + 'static> Server<C> {
                 )
             })
             .collect();
+        let tool_search = self.inner.tool_search.as_ref().map(|search| {
+            let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            ToolSearchContract {
+                default_limit: count(search.settings().limit()),
+                max_limit: count(crate::search::MAX_LIMIT),
+            }
+        });
         Contract {
             format: FORMAT,
             tools,
             resources,
             resource_templates,
             prompts,
+            tool_search,
         }
     }
 

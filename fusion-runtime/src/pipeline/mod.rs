@@ -38,6 +38,7 @@ pub(crate) mod render;
 mod replay;
 mod run;
 mod serialize;
+mod tool_search;
 
 use crate::cache::CacheUse;
 use admit::admit;
@@ -48,6 +49,8 @@ use render::render;
 use replay::{
     Replay, deduplication_unavailable, earlier_run_stopped, idempotency_conflict, idempotency_key,
 };
+pub(crate) use tool_search::unwrap_call_tool;
+use tool_search::{Route, route};
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -87,6 +90,16 @@ pub(crate) async fn run<C: Send + Sync + 'static>(
     context: Option<C>,
     call: &Call,
 ) -> CallReport {
+    // With tool search: `search_tools` answered, `call_tool` as the tool it names.
+    let (tool, args) = match route(server, tool, args, call) {
+        Route::Tool(tool, args) => (tool, args),
+        Route::Answered {
+            tool,
+            args,
+            outcome,
+        } => return answer_listed(server, tool, args, *outcome, call),
+    };
+    let tool = tool.as_ref();
     #[cfg(feature = "otel")]
     if crate::log::otel::active() {
         use crate::log::otel;
@@ -100,6 +113,46 @@ pub(crate) async fn run<C: Send + Sync + 'static>(
         return tracing::Instrument::instrument(traced, span).await;
     }
     run_call(server, tool, action, args, context, call).await
+}
+
+/// The answer of one of tool search's own tools (`search_tools`, or a `call_tool` refused
+/// before it names a tool): rendered and logged as a call of `tool`, with no handler, policy
+/// or middleware of its own.
+fn answer_listed<C: Send + Sync + 'static>(
+    server: &Server<C>,
+    tool: &'static str,
+    args: Value,
+    outcome: crate::tool::output::Outcome,
+    call: &Call,
+) -> CallReport {
+    let started = Instant::now();
+    let correlation_id = recover::CorrelationId::new(CALL_COUNTER.fetch_add(1, Ordering::Relaxed));
+    let target = Target { tool, action: None };
+    let mut log = CallLog {
+        tool,
+        action: None,
+        request_id: call.request_id(),
+        caller: call.request().subject(),
+        args,
+        correlation_id: &correlation_id,
+        redactor: Redactor::default(),
+        started,
+        ok_level: server.inner.ok_level,
+        armed: true,
+        watch: call.watch(),
+        cache: None,
+    };
+    let (rendered, outcome_name) = render(
+        &target,
+        false,
+        None,
+        outcome,
+        &correlation_id,
+        &log.redactor,
+    );
+    let message = rendered.report.data.as_str().unwrap_or("");
+    log.finish(outcome_name, 1, rendered.failure.as_ref(), message);
+    rendered.report
 }
 
 async fn run_call<C: Send + Sync + 'static>(

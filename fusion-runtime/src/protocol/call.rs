@@ -48,6 +48,9 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
+    // With tool search, `call_tool` is the tool it names from here on: whether it runs as
+    // a task, and what a round's state is bound to, are that tool's.
+    let request = pipeline::unwrap_call_tool(server, request);
     // A session whose caller now sees other tools is told (`tools_changed.rs`).
     if server.inner.visibility.depends_on_caller() {
         server.note_shown(&super::request::request_info(&context.extensions), &context);

@@ -253,7 +253,17 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
     }
 
     fn get_tool(&self, name: &str) -> Option<WireTool> {
-        self.tools().iter().find(|tool| tool.name == name).cloned()
+        let listed = self
+            .inner
+            .tool_search
+            .as_ref()
+            .map(|search| search.listed());
+        listed
+            .unwrap_or_default()
+            .iter()
+            .chain(self.tools())
+            .find(|tool| tool.name == name)
+            .cloned()
     }
 
     async fn list_resources(

@@ -64,6 +64,9 @@ pub struct ServerBuilder<C = ()> {
     pub(crate) catalog: Catalog,
     /// The request-state key and the tasks (protocol/builder.rs).
     pub(crate) revision: crate::tasks::RevisionSettings,
+    /// When `search_tools` and `call_tool` are listed in place of the tools
+    /// (`search/builder.rs`).
+    pub(crate) tool_search: Option<crate::search::ToolSearch>,
 }
 
 /// Where a middleware applies.
@@ -134,6 +137,7 @@ impl Server<()> {
             errors: Vec::new(),
             catalog: Catalog::default(),
             revision: crate::tasks::RevisionSettings::default(),
+            tool_search: None,
         }
     }
 }
@@ -224,6 +228,7 @@ impl ServerBuilder<()> {
             errors,
             catalog: self.catalog,
             revision: self.revision,
+            tool_search: self.tool_search,
         }
     }
 }
@@ -489,6 +494,19 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 }
             }
         }
+        // Tool search on: its two tools' names are taken.
+        let tool_search = self.tool_search.filter(|search| {
+            registry
+                .as_ref()
+                .is_some_and(|r| search.applies_to(r.wire.len()))
+        });
+        if let (Some(_), Some(registry)) = (tool_search, &registry) {
+            for name in [crate::search::SEARCH_TOOLS, crate::search::CALL_TOOL] {
+                if registry.knows(name) {
+                    errors.push(BuildError::ToolSearchNameTaken(name.to_owned()));
+                }
+            }
+        }
         let Some(registry) = registry.filter(|_| errors.is_empty()) else {
             return Err(errors);
         };
@@ -580,6 +598,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     self.hide_unauthorized,
                     self.visibility_rules,
                 ),
+                tool_search: tool_search.map(crate::search::index::Searching::new),
             }),
             session_peers: None,
         })

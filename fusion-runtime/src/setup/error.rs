@@ -57,6 +57,12 @@ pub enum BuildError {
     /// Two tools share a name; the second would silently replace the first.
     #[error("two tools are named `{0}`; rename one with `#[mcp_tool(name = \"...\")]`")]
     DuplicateTool(String),
+    /// Tool search is on ([`ServerBuilder::tool_search`](crate::ServerBuilder::tool_search))
+    /// and a tool of the server's has the name of one of its two listed tools.
+    #[error(
+        "tool search lists a tool named `{0}`, and a tool of this server has that name; rename it with `#[mcp_tool(name = \"...\")]`"
+    )]
+    ToolSearchNameTaken(String),
     /// A parameter's `default` breaks its own constraints (a default written as an
     /// expression can only be checked when the tool is registered).
     #[error("tool `{tool}`: a default value breaks its own constraints: {details}")]

@@ -118,6 +118,9 @@ pub(crate) struct Inner<C> {
     pub(crate) surface_digest: std::sync::OnceLock<String>,
     /// Which tools each caller is shown (`setup/visibility.rs`).
     pub(crate) visibility: crate::setup::visibility::Visibility,
+    /// Tool search, when the server lists `search_tools` and `call_tool` in place of its
+    /// tools (`search/`).
+    pub(crate) tool_search: Option<crate::search::index::Searching>,
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -186,11 +189,15 @@ impl<C: Send + Sync + 'static> Server<C> {
         )
     }
 
-    /// `tools/list` as the caller of `request` is shown it.
+    /// `tools/list` as the caller of `request` is shown it: with tool search,
+    /// `search_tools` and `call_tool`.
     pub(crate) fn tools_for(
         &self,
         request: &crate::identity::RequestInfo,
     ) -> std::borrow::Cow<'_, [rmcp::model::Tool]> {
+        if let Some(search) = &self.inner.tool_search {
+            return std::borrow::Cow::Borrowed(search.listed());
+        }
         match self.shown(request) {
             None => std::borrow::Cow::Borrowed(self.tools()),
             Some(shown) => {
