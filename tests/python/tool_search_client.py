@@ -14,21 +14,8 @@ import os
 import sys
 from typing import Any
 
-import anyio
+from checks import check, main, step
 from mcp import ClientSession, StdioServerParameters, stdio_client
-
-STEP_TIMEOUT = 20.0
-RUN_TIMEOUT = 60.0
-
-
-class CheckFailed(Exception):
-    """A check did not hold."""
-
-
-def check(condition: bool, what: str, seen: Any = None) -> None:
-    if not condition:
-        raise CheckFailed(f"{what}; got: {seen!r}")
-    print(f"ok: {what}", flush=True)
 
 
 def texts(result: Any) -> str:
@@ -36,73 +23,56 @@ def texts(result: Any) -> str:
 
 
 async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
-    with anyio.fail_after(STEP_TIMEOUT):
-        return await session.call_tool(tool, args)
+    return await step(f"{tool} {args!r:.60}", session.call_tool(tool, args))
 
 
 async def run(binary: str) -> None:
     env = dict(os.environ)
     env["DEMO_ROLE"] = "ADMIN"
     params = StdioServerParameters(command=binary, args=["--tool-search"], env=env)
-    with anyio.fail_after(RUN_TIMEOUT):
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
-                with anyio.fail_after(STEP_TIMEOUT):
-                    await session.initialize()
-                with anyio.fail_after(STEP_TIMEOUT):
-                    tools = (await session.list_tools()).tools
-                names = [tool.name for tool in tools]
-                check(names == ["search_tools", "call_tool"], "two tools listed in place of the catalog", names)
-                search_schema = tools[0].input_schema
-                check(search_schema.get("required") == ["query"], "search_tools requires a query", search_schema)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await step("initialize", session.initialize())
+            tools = (await step("tools/list", session.list_tools())).tools
+            names = [tool.name for tool in tools]
+            check(names == ["search_tools", "call_tool"], "two tools listed in place of the catalog", names)
+            search_schema = tools[0].input_schema
+            check(search_schema.get("required") == ["query"], "search_tools requires a query", search_schema)
 
-                found = await call(session, "search_tools", {"query": "list users", "limit": 3})
-                hits = (found.structured_content or {}).get("tools", [])
-                check(not found.is_error and hits and hits[0]["name"] == "db_user", "a search finds db_user", found)
-                schema = hits[0].get("inputSchema", {})
-                check("find_many" in str(schema), "a hit carries its full input schema", schema)
-                check("db_user" in texts(found), "the text names the hit", texts(found))
+            found = await call(session, "search_tools", {"query": "list users", "limit": 3})
+            hits = (found.structured_content or {}).get("tools", [])
+            check(not found.is_error and hits and hits[0]["name"] == "db_user", "a search finds db_user", found)
+            schema = hits[0].get("inputSchema", {})
+            check("find_many" in str(schema), "a hit carries its full input schema", schema)
+            check("db_user" in texts(found), "the text names the hit", texts(found))
 
-                health = await call(session, "search_tools", {"query": "health"})
-                health_hits = [hit["name"] for hit in (health.structured_content or {}).get("tools", [])]
-                check(health_hits[:1] == ["system"], "a search by an action's name finds its group", health_hits)
+            health = await call(session, "search_tools", {"query": "health"})
+            health_hits = [hit["name"] for hit in (health.structured_content or {}).get("tools", [])]
+            check(health_hits[:1] == ["system"], "a search by an action's name finds its group", health_hits)
 
-                through = await call(
-                    session, "call_tool", {"name": "db_user", "arguments": {"action": "find_many", "take": 2}}
-                )
-                check(not through.is_error, "call_tool calls a real tool", texts(through))
-                rows = (through.structured_content or {}).get("result", [])
-                check(len(rows) == 2, "call_tool returns the tool's own result", through.structured_content)
+            through = await call(
+                session, "call_tool", {"name": "db_user", "arguments": {"action": "find_many", "take": 2}}
+            )
+            check(not through.is_error, "call_tool calls a real tool", texts(through))
+            rows = (through.structured_content or {}).get("result", [])
+            check(len(rows) == 2, "call_tool returns the tool's own result", through.structured_content)
 
-                direct = await call(session, "db_user", {"action": "find_many", "take": 2})
-                check(not direct.is_error, "the tool stays callable by its own name", texts(direct))
-                check(direct.structured_content == through.structured_content, "the same result either way", direct)
+            direct = await call(session, "db_user", {"action": "find_many", "take": 2})
+            check(not direct.is_error, "the tool stays callable by its own name", texts(direct))
+            check(direct.structured_content == through.structured_content, "the same result either way", direct)
 
-                bad = await call(session, "call_tool", {"name": "db_user", "arguments": {"action": "find_many", "take": 0}})
-                check(bad.is_error and "take" in texts(bad), "the tool's validation answers through call_tool", texts(bad))
+            bad = await call(session, "call_tool", {"name": "db_user", "arguments": {"action": "find_many", "take": 0}})
+            check(bad.is_error and "take" in texts(bad), "the tool's validation answers through call_tool", texts(bad))
 
-                unknown = await call(session, "call_tool", {"name": "nonexistent_tool"})
-                check(unknown.is_error and "nonexistent_tool" in texts(unknown), "an unknown tool is an error", texts(unknown))
+            unknown = await call(session, "call_tool", {"name": "nonexistent_tool"})
+            check(unknown.is_error and "nonexistent_tool" in texts(unknown), "an unknown tool is an error", texts(unknown))
 
-                long = await call(session, "search_tools", {"query": "a" * 5000})
-                check(long.is_error and "1024" in texts(long), "an overlong query is a clear error", texts(long))
+            long = await call(session, "search_tools", {"query": "a" * 5000})
+            check(long.is_error and "1024" in texts(long), "an overlong query is a clear error", texts(long))
 
-                huge = await call(session, "search_tools", {"query": "user", "limit": 10**12})
-                check(huge.is_error and "limit" in texts(huge), "a huge limit is a clear error", texts(huge))
-
-
-def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    try:
-        anyio.run(run, sys.argv[1])
-    except CheckFailed as failure:
-        print(f"FAIL: {failure}", flush=True)
-        return 1
-    print("ok: all checks passed", flush=True)
-    return 0
+            huge = await call(session, "search_tools", {"query": "user", "limit": 10**12})
+            check(huge.is_error and "limit" in texts(huge), "a huge limit is a clear error", texts(huge))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("python tool_search_client.py PATH/TO/fusion-demo", run))

@@ -45,9 +45,11 @@
 
 mod builder;
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use serde_json::{Map, Value, json};
+
+use crate::setup::{error::BuildError, registry::Registry};
 
 /// The extension's identifier, under which a client declares it in
 /// `capabilities.extensions`.
@@ -303,6 +305,34 @@ pub(crate) fn declared(ui: Option<&Map<String, Value>>) -> bool {
     ui.and_then(|ui| ui.get("mimeTypes"))
         .and_then(Value::as_array)
         .is_some_and(|types| types.iter().any(|kind| kind == APP_MIME_TYPE))
+}
+
+/// The links whose tool the server does not have, as build errors.
+pub(crate) fn unknown_tools<'a, C>(
+    links: &'a [(String, String)],
+    registry: &'a Registry<C>,
+) -> impl Iterator<Item = BuildError> + 'a {
+    links
+        .iter()
+        .filter(|(tool, _)| !registry.knows(tool))
+        .map(|(tool, _)| BuildError::UnknownTarget(tool.clone()))
+}
+
+/// The links by listed name: a view linked by a group's or a tool's own name goes to what
+/// is listed for it.
+pub(crate) fn listed_links<C>(
+    links: &[(String, String)],
+    registry: &Registry<C>,
+) -> HashMap<String, String> {
+    links
+        .iter()
+        .flat_map(|(name, uri)| {
+            registry
+                .listed_names_of(name)
+                .into_iter()
+                .map(move |listed| (listed, uri.clone()))
+        })
+        .collect()
 }
 
 /// `tool` with `_meta.ui.resourceUri` pointing at `uri`.

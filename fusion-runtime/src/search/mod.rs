@@ -62,6 +62,25 @@ mod builder;
 pub(crate) mod index;
 pub(crate) mod listed;
 
+/// The tool search a server built with `registry` serves, if any (`search` when it
+/// applies to as many tools as it lists); its two names taken by the server's own tools
+/// are build errors.
+pub(crate) fn applied<C>(
+    search: Option<ToolSearch>,
+    registry: Option<&crate::setup::registry::Registry<C>>,
+    errors: &mut Vec<crate::BuildError>,
+) -> Option<ToolSearch> {
+    let registry = registry?;
+    let search = search.filter(|search| search.applies_to(registry.wire.len()))?;
+    errors.extend(
+        [SEARCH_TOOLS, CALL_TOOL]
+            .into_iter()
+            .filter(|name| registry.knows(name))
+            .map(|name| crate::BuildError::ToolSearchNameTaken(name.to_owned())),
+    );
+    Some(search)
+}
+
 /// The name of the tool that searches the catalog.
 pub const SEARCH_TOOLS: &str = "search_tools";
 /// The name of the tool that calls a tool by name.

@@ -488,25 +488,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     errors.push(BuildError::UnknownTarget(name.clone()));
                 }
             }
-            for (tool, _) in &self.app_links {
-                if !registry.knows(tool) {
-                    errors.push(BuildError::UnknownTarget(tool.clone()));
-                }
-            }
+            errors.extend(crate::apps::unknown_tools(&self.app_links, registry));
         }
-        // Tool search on: its two tools' names are taken.
-        let tool_search = self.tool_search.filter(|search| {
-            registry
-                .as_ref()
-                .is_some_and(|r| search.applies_to(r.wire.len()))
-        });
-        if let (Some(_), Some(registry)) = (tool_search, &registry) {
-            for name in [crate::search::SEARCH_TOOLS, crate::search::CALL_TOOL] {
-                if registry.knows(name) {
-                    errors.push(BuildError::ToolSearchNameTaken(name.to_owned()));
-                }
-            }
-        }
+        let tool_search = crate::search::applied(self.tool_search, registry.as_ref(), &mut errors);
         let Some(registry) = registry.filter(|_| errors.is_empty()) else {
             return Err(errors);
         };
@@ -560,17 +544,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         for warning in &registry.warnings {
             tracing::warn!(target: "fusion::server", server = %self.name, "{warning}");
         }
-        // A view linked by a group's or a tool's own name goes to what is listed for it.
-        let app_links = self
-            .app_links
-            .iter()
-            .flat_map(|(name, uri)| {
-                registry
-                    .listed_names_of(name)
-                    .into_iter()
-                    .map(move |listed| (listed, uri.clone()))
-            })
-            .collect();
+        let app_links = crate::apps::listed_links(&self.app_links, &registry);
         Ok(Server {
             inner: Arc::new(Inner {
                 name: self.name,
