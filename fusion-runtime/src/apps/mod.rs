@@ -40,7 +40,7 @@
 //!
 //! A view's HTML is a string: `include_str!("view.html")` embeds a file at compile time. A
 //! view whose URI is not `ui://`, whose HTML is empty or over [`MAX_VIEW_BYTES`], or that
-//! names a tool the server does not have, is a [`BuildError`](crate::BuildError) when the
+//! names a tool the server does not have, is a [`BuildError`] when the
 //! server is built, never a broken link at call time.
 
 mod builder;
