@@ -15,6 +15,7 @@
 //! use fusion_runtime::{apps::{AppView, Csp}, prelude::*, testing::Tester};
 //!
 //! #[mcp_type]
+//! #[derive(Serialize, JsonSchema)]
 //! struct Forecast {
 //!     city: String,
 //!     celsius: f64,
