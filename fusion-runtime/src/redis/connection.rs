@@ -424,7 +424,23 @@ pub(super) async fn sentinel(
             .set_response_timeout(Some(COMMAND_TIMEOUT)),
         state: Mutex::new(State::default()),
     });
-    bounded(RESOLVE_LIMIT, primary.current()).await?;
+    // A failover under way leaves the sentinels naming no valid primary for a moment (the
+    // promoted one not yet confirmed, the old one back as a replica): a store connecting
+    // then waits it out, within RESOLVE_LIMIT, instead of failing its server's start.
+    let deadline = tokio::time::Instant::now() + RESOLVE_LIMIT;
+    loop {
+        match bounded(RESOLVE_LIMIT, primary.current()).await {
+            Ok(_) => break,
+            Err(error)
+                if error.kind() == ErrorKind::MasterNameNotFoundBySentinel
+                    && tokio::time::Instant::now() + 2 * RESOLVE_PAUSE < deadline =>
+            {
+                // Past the pause during which the failed lookup is the answer.
+                tokio::time::sleep(2 * RESOLVE_PAUSE).await;
+            }
+            Err(error) => return Err(error),
+        }
+    }
     Ok((
         Connection(Topology::Sentinel(Arc::clone(&primary))),
         PubSubClient::Sentinel(primary),
