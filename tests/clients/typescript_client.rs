@@ -33,6 +33,12 @@ pub(crate) fn installed_client(node_bin: &Path) -> PathBuf {
         .join("typescript");
     let dir = support::target_dir().join("typescript-client");
     std::fs::create_dir_all(&dir).expect("the client's directory");
+    // One install at a time: tests in threads (`cargo test`) and in processes (nextest)
+    // both come here, and one must not run the script while another installs. Released
+    // when `_install` is dropped, on every exit path.
+    let _install = std::fs::File::create(dir.join(".install.lock"))
+        .and_then(|lock| lock.lock().map(|()| lock))
+        .expect("the install lock");
     let wanted = std::fs::read(source.join("package.json")).expect("tests/typescript/package.json");
     let installed = std::fs::read(dir.join("package.json")).ok();
     let sdk = dir
