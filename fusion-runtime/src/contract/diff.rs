@@ -6,6 +6,7 @@
 //! file rates the tools, actions, hints, scopes, policies, resources and prompts; the
 //! schemas are walked in `diff/schema_diff.rs`.
 
+mod cost_diff;
 mod schema_diff;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,6 +93,7 @@ pub fn diff(old: &Contract, new: &Contract) -> Vec<Change> {
         old.tool_search,
         new.tool_search,
     );
+    Report::new("(surface)", &mut changes).surface_cost(old.cost, new.cost);
     if old.format != new.format {
         let message = format!("the format changed from {} to {}", old.format, new.format);
         Report::new("(contract)", &mut changes).push(Severity::Risky, message);
@@ -218,7 +220,14 @@ fn short(text: &str) -> Option<String> {
 fn rated_tool(report: &mut Report, old: &ToolContract, new: &ToolContract) {
     let before = report.changes.len();
     tool(report, old, new);
-    if report.changes.len() == before && old != new {
+    let unrated = report.changes.len() == before;
+    report.tool_cost(old.cost, new.cost);
+    // The cost is rated on its own line above; only the rest can be unrated.
+    let uncosted = |tool: &ToolContract| ToolContract {
+        cost: None,
+        ..tool.clone()
+    };
+    if unrated && uncosted(old) != uncosted(new) {
         report.push(
             Severity::Risky,
             "its contract changed in a way no rule rates",
@@ -578,6 +587,7 @@ mod tests {
             resource_templates: BTreeMap::new(),
             prompts: BTreeMap::new(),
             tool_search: None,
+            cost: None,
         }
     }
 

@@ -147,6 +147,7 @@ mod tests {
             resource_templates: Default::default(),
             prompts: Default::default(),
             tool_search: None,
+            cost: None,
         };
         let digest = contract.digest();
         assert!(Pin::parse(&digest).is_ok_and(|pin| pin.check(&contract).is_ok()));

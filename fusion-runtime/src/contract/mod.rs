@@ -12,6 +12,9 @@
 //!   its committed lockfile in the user's tests, and
 //!   [`ServerBuilder::require_surface`](crate::ServerBuilder::require_surface) refuses to
 //!   serve a surface other than the pinned one.
+//! - [`TokenCost`] is what each tool's `tools/list` entry, and the whole list, cost the
+//!   model in bytes and tokens; the lockfile records it, the diff rates its growth, and a
+//!   [`TokenBudget`] caps it.
 //!
 //! ```
 //! use fusion_runtime::{contract::{Severity, diff}, prelude::*};
@@ -35,11 +38,14 @@
 //! assert_eq!(changes[0].tool, "search");
 //! ```
 
+mod cost;
 mod diff;
 mod lockfile;
 mod model;
 mod surface;
 
+pub use cost::{OverBudget, TokenBudget, TokenCost};
+pub(crate) use cost::measure;
 pub use diff::{Change, Severity, diff};
 pub use lockfile::LOCK_ENV;
 pub(crate) use lockfile::{Pin, compare_with_file};

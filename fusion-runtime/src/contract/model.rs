@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::contract::cost::TokenCost;
+
 /// The lockfile format this version of fusion writes and reads.
 pub const FORMAT: u32 = 1;
 
@@ -55,6 +57,12 @@ pub struct Contract {
     /// search reads and hashes as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_search: Option<ToolSearchContract>,
+    /// What the whole `tools/list` result costs a client that declares no extension, when
+    /// measured ([`Server::contract`](crate::Server::contract) measures it). Left out of
+    /// the [`digest`](Self::digest): it follows from the surface, and the tokenizer is not
+    /// loaded to serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TokenCost>,
 }
 
 /// Tool search as a client sees it: how many results `search_tools` returns.
@@ -125,6 +133,10 @@ pub struct ToolContract {
     /// A grouped tool's actions by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub actions: BTreeMap<String, ToolContract>,
+    /// What this tool's entry in `tools/list` costs, when measured; absent on an action
+    /// (its grouped tool is one entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TokenCost>,
 }
 
 /// A tool's behaviour hints, as `tools/list` sends them. `None` is a hint not given.
@@ -302,7 +314,17 @@ impl Contract {
     /// The SHA-256 of [`to_canonical_json`](Self::to_canonical_json), in lowercase hex:
     /// equal for equal surfaces, whatever order things were registered in.
     pub fn digest(&self) -> String {
-        crate::canonical_json::fingerprint(&self.to_value())
+        crate::canonical_json::fingerprint(&self.without_costs().to_value())
+    }
+
+    /// The contract with its measured costs left out: what the digest covers.
+    pub(crate) fn without_costs(&self) -> Self {
+        let mut surface = self.clone();
+        surface.cost = None;
+        for tool in surface.tools.values_mut() {
+            tool.cost = None;
+        }
+        surface
     }
 
     /// The contract as a lockfile's text: canonical, indented, one trailing newline (so a

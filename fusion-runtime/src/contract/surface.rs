@@ -41,8 +41,21 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// let policy = contract.tools["add"].policy.clone().expect("a tool has a policy");
     /// assert_eq!(policy.retry.map(|retry| retry.attempts), Some(3));
     /// assert_eq!(contract.tools["add"].input_schema.as_ref().expect("a schema")["required"], serde_json::json!(["a", "b"]));
+    /// // What `tools/list` sends for it, in bytes and tokens.
+    /// let cost = contract.tools["add"].cost.expect("measured");
+    /// assert!(cost.tokens > 0 && cost.tokens < cost.bytes);
     /// ```
+    ///
+    /// The costs ([`TokenCost`](crate::contract::TokenCost)) are counted with a tokenizer
+    /// whose vocabulary is loaded on the first call in a process (about 0.15 s).
     pub fn contract(&self) -> Contract {
+        let mut contract = self.surface_contract();
+        crate::contract::measure(&mut contract, &self.inner.registry.wire_in_name_order());
+        contract
+    }
+
+    /// The contract without its costs: all the digest covers, made without the tokenizer.
+    pub(crate) fn surface_contract(&self) -> Contract {
         let registry = &self.inner.registry;
         let mut tools = BTreeMap::new();
         for listed in &registry.wire {
@@ -151,6 +164,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             resource_templates,
             prompts,
             tool_search,
+            cost: None,
         }
     }
 
@@ -174,7 +188,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     pub fn surface_digest(&self) -> &str {
         self.inner
             .surface_digest
-            .get_or_init(|| self.contract().digest())
+            .get_or_init(|| self.surface_contract().digest())
     }
 }
 
@@ -236,6 +250,7 @@ fn handler_contract<C>(tool: &RegisteredTool<C>) -> ToolContract {
         }),
         task: None,
         actions: BTreeMap::new(),
+        cost: None,
     }
 }
 

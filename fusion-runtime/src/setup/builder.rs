@@ -53,7 +53,8 @@ pub struct ServerBuilder<C = ()> {
     pub(crate) cache: Arc<dyn crate::cache::CacheStore>,
     /// How long clients may treat a list result as fresh (`cache/builder.rs`).
     pub(crate) list_ttl: Duration,
-    keep_schema_refs: bool,
+    /// How schemas are listed (`listed_schema.rs`).
+    pub(crate) schema_listing: crate::setup::listed_schema::SchemaListing,
     /// Whether a caller is shown only the tools whose scopes it holds
     /// ([`Self::hide_unauthorized`]).
     pub(crate) hide_unauthorized: bool,
@@ -90,6 +91,8 @@ pub(crate) struct Startup {
     pub(crate) context_in_setup: bool,
     /// The surface the server must have to start ([`ServerBuilder::require_surface`]).
     pub(crate) surface_pin: Option<String>,
+    /// The most tokens the surface may cost ([`ServerBuilder::token_budget`]).
+    pub(crate) token_budget: Option<crate::contract::TokenBudget>,
 }
 
 impl Server<()> {
@@ -131,7 +134,7 @@ impl Server<()> {
             locks: Arc::new(crate::lock::MemoryLockStore::new()),
             cache: Arc::new(crate::cache::MemoryCacheStore::default()),
             list_ttl: crate::cache::DEFAULT_LIST_TTL,
-            keep_schema_refs: false,
+            schema_listing: Default::default(),
             hide_unauthorized: false,
             visibility_rules: Vec::new(),
             errors: Vec::new(),
@@ -222,7 +225,7 @@ impl ServerBuilder<()> {
             locks: self.locks,
             cache: self.cache,
             list_ttl: self.list_ttl,
-            keep_schema_refs: self.keep_schema_refs,
+            schema_listing: self.schema_listing,
             hide_unauthorized: self.hide_unauthorized,
             visibility_rules: self.visibility_rules,
             errors,
@@ -278,13 +281,6 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// default).
     pub fn idempotency_window(mut self, window: Duration) -> Self {
         self.idempotency_window = window;
-        self
-    }
-
-    /// Lists schemas with `$defs` and `$ref`s, as schemars writes them, instead of inlining
-    /// every reference (the default: some clients do not resolve references).
-    pub fn keep_schema_refs(mut self, keep: bool) -> Self {
-        self.keep_schema_refs = keep;
         self
     }
 
@@ -462,7 +458,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             self.tools,
             self.exposure,
             &self.group_descriptions,
-            self.keep_schema_refs,
+            self.schema_listing,
         ) {
             Ok(registry) => Some(registry),
             Err(found) => {
@@ -567,6 +563,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 sealer,
                 tasks: crate::tasks::Tasks::new(self.revision.tasks),
                 required_env: self.startup.required_env,
+                token_budget: self.startup.token_budget,
                 surface_digest: std::sync::OnceLock::new(),
                 visibility: crate::setup::visibility::Visibility::new(
                     self.hide_unauthorized,

@@ -170,6 +170,10 @@ pub enum StartupError {
     /// neither a digest nor a lockfile.
     #[error("the surface pin cannot be read: {0}")]
     InvalidSurfacePin(String),
+    /// The tool surface costs more tokens than
+    /// [`token_budget`](crate::ServerBuilder::token_budget) allows.
+    #[error(transparent)]
+    OverTokenBudget(#[from] crate::contract::OverBudget),
 }
 
 pub(crate) fn describe_build_errors(errors: &[BuildError]) -> String {

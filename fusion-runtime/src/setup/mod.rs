@@ -7,6 +7,7 @@ pub(crate) mod catalog;
 pub(crate) mod error;
 pub(crate) mod group;
 pub(crate) mod invalidation;
+pub(crate) mod listed_schema;
 pub mod prompt;
 pub(crate) mod registered;
 pub(crate) mod registry;

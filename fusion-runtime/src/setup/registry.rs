@@ -8,11 +8,12 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::{
     failure::FailureKind,
     limits::MAX_NAME_BYTES,
+    setup::listed_schema::SchemaListing,
     setup::registered::RegisteredTool,
     setup::visibility::Shown,
     setup::{
@@ -41,8 +42,8 @@ pub(crate) struct Registry<C> {
     group_descriptions: HashMap<String, String>,
     /// What builds but probably should not (a group whose reads are listed destructive).
     pub(crate) warnings: Vec<BuildWarning>,
-    /// Whether listed schemas keep their `$ref`s (lists rebuilt for a caller do the same).
-    keep_refs: bool,
+    /// How schemas are listed (lists rebuilt for a caller do the same).
+    schema_listing: SchemaListing,
     /// The longest tool name looked up ([`MAX_NAME_BYTES`], or the longest name this server
     /// has): a longer one cannot match, so it is refused before hashing it.
     max_tool_bytes: usize,
@@ -55,7 +56,7 @@ impl<C> Registry<C> {
         handlers: Vec<ToolDefinition<C>>,
         exposure: Exposure,
         group_descriptions: &HashMap<String, String>,
-        keep_refs: bool,
+        schema_listing: SchemaListing,
     ) -> Result<Self, Vec<BuildError>> {
         let mut errors = Vec::new();
         let mut groups: HashMap<&'static str, Vec<(&'static str, usize)>> = HashMap::new();
@@ -100,7 +101,7 @@ impl<C> Registry<C> {
         for listed in order {
             let (name, entry, tool) = match listed {
                 Listed::Single(index, name) => {
-                    let tool = wire_tool(&name, &handlers[index], keep_refs);
+                    let tool = wire_tool(&name, &handlers[index], schema_listing);
                     (name, Entry::Single(index), tool)
                 }
                 Listed::Group(name) => {
@@ -112,7 +113,7 @@ impl<C> Registry<C> {
                     let mut tool = rmcp::model::Tool::new(
                         name.to_owned(),
                         listed.description,
-                        listed_schema(&Arc::new(listed.schema), keep_refs),
+                        schema_listing.listed(&Arc::new(listed.schema)),
                     );
                     if let Some(annotations) = annotations(listed.hints, None) {
                         tool = tool.with_annotations(annotations);
@@ -148,7 +149,7 @@ impl<C> Registry<C> {
             wire,
             group_descriptions: group_descriptions.clone(),
             warnings,
-            keep_refs,
+            schema_listing,
             max_tool_bytes,
             max_action_bytes,
         })
@@ -215,6 +216,25 @@ impl<C> Registry<C> {
             .collect()
     }
 
+    /// `tools/list` as the contract measures it: every tool, and every group's actions, in
+    /// name order, so that the order they were registered in does not change a count.
+    pub(crate) fn wire_in_name_order(&self) -> Vec<rmcp::model::Tool> {
+        let mut wire: Vec<rmcp::model::Tool> = self
+            .wire
+            .iter()
+            .map(|tool| match self.entries.get(tool.name.as_ref()) {
+                Some(Entry::Group(actions)) => {
+                    let mut sorted = actions.clone();
+                    sorted.sort_by_key(|(action, _)| *action);
+                    self.group_wire(&tool.name, &sorted)
+                }
+                _ => tool.clone(),
+            })
+            .collect();
+        wire.sort_by(|a, b| a.name.cmp(&b.name));
+        wire
+    }
+
     /// The listed tool of `group` with only `actions`.
     fn group_wire(&self, group: &str, actions: &[(&'static str, usize)]) -> rmcp::model::Tool {
         let listed = group::group_tool(
@@ -226,7 +246,7 @@ impl<C> Registry<C> {
         let mut tool = rmcp::model::Tool::new(
             group.to_owned(),
             listed.description,
-            listed_schema(&Arc::new(listed.schema), self.keep_refs),
+            self.schema_listing.listed(&Arc::new(listed.schema)),
         );
         if let Some(annotations) = annotations(listed.hints, None) {
             tool = tool.with_annotations(annotations);
@@ -544,28 +564,22 @@ fn annotations(hints: Annotations, title: Option<&str>) -> Option<rmcp::model::T
     Some(annotations)
 }
 
-/// A schema as clients get it: references inlined unless the server keeps them.
-fn listed_schema(schema: &Arc<Map<String, Value>>, keep_refs: bool) -> Arc<Map<String, Value>> {
-    if keep_refs || !schema.contains_key("$defs") {
-        return Arc::clone(schema);
-    }
-    let mut inlined = (**schema).clone();
-    crate::tool::schema::inline_refs(&mut inlined);
-    Arc::new(inlined)
-}
-
-fn wire_tool<C>(name: &str, definition: &ToolDefinition<C>, keep_refs: bool) -> rmcp::model::Tool {
+fn wire_tool<C>(
+    name: &str,
+    definition: &ToolDefinition<C>,
+    schema_listing: SchemaListing,
+) -> rmcp::model::Tool {
     let spec = &definition.spec;
     let mut tool = rmcp::model::Tool::new(
         name.to_owned(),
         spec.description,
-        listed_schema(&definition.input_schema, keep_refs),
+        schema_listing.listed(&definition.input_schema),
     );
     if let Some(title) = spec.title {
         tool = tool.with_title(title);
     }
     if let Some(schema) = &definition.output_schema {
-        tool = tool.with_raw_output_schema(listed_schema(schema, keep_refs));
+        tool = tool.with_raw_output_schema(schema_listing.listed(schema));
     }
     if let Some(annotations) = annotations(spec.annotations, spec.title) {
         tool = tool.with_annotations(annotations);

@@ -114,6 +114,8 @@ pub(crate) struct Inner<C> {
     pub(crate) tasks: crate::tasks::Tasks,
     /// The environment variables `require_env` declared, for the banner's snippets.
     pub(crate) required_env: Vec<String>,
+    /// What the surface may cost in tokens, checked by `Tester::assert_contract`.
+    pub(crate) token_budget: Option<crate::contract::TokenBudget>,
     /// The SHA-256 of the server's contract, made on first use (`contract/surface.rs`).
     pub(crate) surface_digest: std::sync::OnceLock<String>,
     /// Which tools each caller is shown (`setup/visibility.rs`).

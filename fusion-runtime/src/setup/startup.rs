@@ -133,6 +133,37 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         self
     }
 
+    /// Caps what the tool surface costs the model, in tokens (see
+    /// [`TokenBudget`](crate::contract::TokenBudget)): a server over it refuses to start
+    /// ([`StartupError::OverTokenBudget`], exit code 78), and
+    /// [`Tester::assert_contract`](crate::testing::Tester::assert_contract) fails the test
+    /// that checks its lockfile. So a description that grows past the budget fails CI, not
+    /// the model's context. Measuring loads the tokenizer once at start (about 0.15 s).
+    ///
+    /// ```
+    /// use fusion_runtime::{StartupError, contract::TokenBudget, prelude::*};
+    ///
+    /// /// Echo the text back.
+    /// #[mcp_tool]
+    /// async fn echo(text: String) -> String {
+    ///     text
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let roomy = Server::builder("demo", "1").tool(echo).token_budget(TokenBudget::new().per_tool(300));
+    /// assert!(roomy.start().await.is_ok());
+    ///
+    /// let tight = Server::builder("demo", "1").tool(echo).token_budget(TokenBudget::new().total(20));
+    /// let Err(error) = tight.start().await else { panic!("started over budget") };
+    /// assert!(matches!(error, StartupError::OverTokenBudget(_)));
+    /// assert!(error.to_string().contains("over the budget of 20"), "{error}");
+    /// # });
+    /// ```
+    pub fn token_budget(mut self, budget: crate::contract::TokenBudget) -> Self {
+        self.startup.token_budget = Some(budget);
+        self
+    }
+
     /// A fallible step run once before serving (check a database, load configuration).
     /// An error stops the start with exit code 78 and the error on stderr.
     pub fn setup<F, Fut, E>(mut self, step: F) -> Self
@@ -163,15 +194,19 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         let startup = std::mem::take(&mut self.startup);
         // Kept on the server too, for the banner's client configuration.
         self.startup.required_env = startup.required_env.clone();
+        self.startup.token_budget = startup.token_budget;
         let server = self.try_build().map_err(StartupError::Build)?;
         if let Some(pin) = &startup.surface_pin {
             let pin = crate::contract::Pin::parse(pin).map_err(StartupError::InvalidSurfacePin)?;
-            pin.check(&server.contract())
+            pin.check(&server.surface_contract())
                 .map_err(|mismatch| StartupError::SurfaceMismatch {
                     built: mismatch.built.clone(),
                     pinned: mismatch.pinned.clone(),
                     message: mismatch.to_string(),
                 })?;
+        }
+        if let Some(budget) = startup.token_budget {
+            budget.check(&server.contract())?;
         }
         for name in startup.required_env {
             if std::env::var_os(&name).is_none_or(|value| value.is_empty()) {

@@ -204,7 +204,9 @@ impl<C: Send + Sync + 'static> Tester<C> {
     /// # Panics
     /// When the surface differs, with every change rated
     /// ([`Severity`](crate::contract::Severity)), worst first; when the file is missing or
-    /// unreadable.
+    /// unreadable; when the surface costs more tokens than the server's
+    /// [`token_budget`](crate::ServerBuilder::token_budget), naming each tool over it (after
+    /// the lockfile is written, with `FUSION_LOCK=update`: the budget is not accepted away).
     ///
     /// ```
     /// use fusion_runtime::{prelude::*, testing::Tester};
@@ -233,10 +235,14 @@ impl<C: Send + Sync + 'static> Tester<C> {
     /// ```
     #[track_caller]
     pub fn assert_contract(&self, path: impl AsRef<std::path::Path>) {
-        if let Err(message) =
-            crate::contract::compare_with_file(&self.server.contract(), path.as_ref())
-        {
+        let contract = self.server.contract();
+        if let Err(message) = crate::contract::compare_with_file(&contract, path.as_ref()) {
             panic!("{message}");
+        }
+        if let Some(budget) = self.server.inner.token_budget
+            && let Err(over) = budget.check(&contract)
+        {
+            panic!("{over}");
         }
     }
 

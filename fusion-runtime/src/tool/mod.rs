@@ -12,6 +12,7 @@
 pub(crate) mod argument;
 pub(crate) mod constraint;
 pub(crate) mod fields;
+pub(crate) mod hoist;
 pub(crate) mod output;
 pub(crate) mod present;
 pub(crate) mod redact;

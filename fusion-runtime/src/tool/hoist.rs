@@ -1,0 +1,293 @@
+//! Listed schemas that repeat themselves less: a subschema that appears more than once in
+//! one tool's schema (the same `filter` object in three actions of a grouped tool, one
+//! enum of statuses in the input and the output's items) is written once under `$defs` and
+//! referenced, when that makes the listing shorter.
+//!
+//! The model reads every listed byte before its first call; G-Core's 741-tool server saved
+//! 25% of its tokens this way (REFERENCE.md). Everything else stays inline, as fusion lists
+//! it by default, so a schema with nothing repeated is listed exactly as before.
+//!
+//! A `$ref` to the root's `$defs`, and nothing beside it, means the same in JSON Schema
+//! draft-07 and 2020-12: clients' validators and the conformance suite read it either way.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+/// A repeat smaller than this, in bytes of compact JSON, is left inline: its `$ref` would
+/// cost about as much as it saves.
+const MIN_HOISTED_BYTES: usize = 48;
+
+/// How deep the walk goes: deeper than any schema a derive writes; a hostile user-written
+/// schema stops here rather than the stack.
+const MAX_DEPTH: usize = 64;
+
+/// At most this many definitions are hoisted into one schema.
+const MAX_HOISTED: usize = 64;
+
+/// Hoists into `schema`'s `$defs` each subschema that appears more than once, largest
+/// first, while doing so shortens the schema's compact JSON. True when it hoisted any.
+pub(crate) fn hoist_shared(schema: &mut Map<String, Value>) -> bool {
+    let mut hoisted = false;
+    for _ in 0..MAX_HOISTED {
+        let mut seen = HashMap::new();
+        visit_children(schema, &mut |node, hint| {
+            let entry = seen
+                .entry(crate::canonical_json::canonical(node).to_string())
+                .or_insert_with(|| Repeat {
+                    count: 0,
+                    hint: hint.to_owned(),
+                });
+            entry.count += 1;
+        });
+        let Some((spelled, hint)) = best(seen) else {
+            break;
+        };
+        let Ok(Value::Object(shared)) = serde_json::from_str::<Value>(&spelled) else {
+            break;
+        };
+        hoisted = true;
+        let name = free_name(schema, &hint);
+        let reference = serde_json::json!({ "$ref": format!("#/$defs/{name}") });
+        replace(schema, &spelled, &reference, 0);
+        let defs = schema
+            .entry("$defs")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(defs) = defs {
+            defs.insert(name, Value::Object(shared));
+        }
+    }
+    hoisted
+}
+
+/// How often one spelling of a subschema occurs, and a name to give it: the property it
+/// first appears under.
+struct Repeat {
+    count: usize,
+    hint: String,
+}
+
+/// The repeated subschema whose hoisting saves the most bytes, if any saves some.
+fn best(seen: HashMap<String, Repeat>) -> Option<(String, String)> {
+    seen.into_iter()
+        .filter(|(spelled, repeat)| repeat.count > 1 && spelled.len() >= MIN_HOISTED_BYTES)
+        .map(|(spelled, repeat)| {
+            // n copies become n references and one definition under its name.
+            let reference = r##"{"$ref":"#/$defs/"}"##.len() + repeat.hint.len();
+            let kept = spelled.len() + repeat.hint.len() + 4;
+            let saved = (repeat.count * spelled.len()).saturating_sub(repeat.count * reference + kept);
+            (saved, spelled, repeat.hint)
+        })
+        .filter(|(saved, _, _)| *saved > 0)
+        // Ties broken by the spelling, so a listing is the same on every build.
+        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(&a.1)))
+        .map(|(_, spelled, hint)| (spelled, hint))
+}
+
+/// Calls `visit` on each subschema below `schema`'s root, with the name of the property it
+/// sits under (or `shared`). The root's own `$defs` entries are not offered themselves
+/// (they are definitions already), only what is inside them.
+fn visit_children(schema: &Map<String, Value>, visit: &mut dyn FnMut(&Value, &str)) {
+    for (key, value) in schema {
+        if key == "$defs" {
+            if let Value::Object(defs) = value {
+                for def in defs.values() {
+                    if let Value::Object(def) = def {
+                        visit_children(def, visit);
+                    }
+                }
+            }
+            continue;
+        }
+        for_each_subschema(key, value, &mut |hint, node| {
+            walk(node, hint.unwrap_or("shared"), visit, 1)
+        });
+    }
+}
+
+fn walk(node: &Value, hint: &str, visit: &mut dyn FnMut(&Value, &str), depth: usize) {
+    let Value::Object(object) = node else {
+        return;
+    };
+    if depth > MAX_DEPTH {
+        return;
+    }
+    if !object.contains_key("$ref") {
+        visit(node, hint);
+    }
+    for (key, value) in object {
+        for_each_subschema(key, value, &mut |inner_hint, inner| {
+            walk(inner, inner_hint.unwrap_or(hint), visit, depth + 1)
+        });
+    }
+}
+
+/// Replaces every subschema below `schema`'s root spelled `spelled` by `reference`.
+fn replace(schema: &mut Map<String, Value>, spelled: &str, reference: &Value, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    for (key, value) in schema.iter_mut() {
+        if depth == 0 && key == "$defs" {
+            if let Value::Object(defs) = value {
+                for def in defs.values_mut() {
+                    if let Value::Object(def) = def {
+                        replace(def, spelled, reference, depth + 1);
+                    }
+                }
+            }
+            continue;
+        }
+        for_each_subschema_mut(key, value, &mut |node| {
+            if crate::canonical_json::canonical(node).to_string() == spelled {
+                *node = reference.clone();
+            } else if let Value::Object(inner) = node {
+                replace(inner, spelled, reference, depth + 1);
+            }
+        });
+    }
+}
+
+/// The schemas held by the keyword `key` whose value is `value`, each with the property
+/// name it describes, if it describes one. Data keywords (`enum`, `const`, `default`,
+/// `examples`) hold no schemas.
+fn for_each_subschema<'a>(key: &'a str, value: &'a Value, each: &mut dyn FnMut(Option<&'a str>, &'a Value)) {
+    match (key, value) {
+        ("properties" | "patternProperties" | "dependentSchemas", Value::Object(map)) => {
+            for (name, schema) in map {
+                each(Some(name), schema);
+            }
+        }
+        ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(items)) => {
+            items.iter().for_each(|item| each(None, item));
+        }
+        (
+            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
+            | "propertyNames" | "unevaluatedProperties" | "unevaluatedItems",
+            Value::Object(_),
+        ) => each(None, value),
+        _ => {}
+    }
+}
+
+/// [`for_each_subschema`], with each schema mutable.
+fn for_each_subschema_mut(key: &str, value: &mut Value, each: &mut dyn FnMut(&mut Value)) {
+    match (key, value) {
+        ("properties" | "patternProperties" | "dependentSchemas", Value::Object(map)) => {
+            map.values_mut().for_each(|schema| each(schema));
+        }
+        ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(items)) => {
+            items.iter_mut().for_each(|item| each(item));
+        }
+        (
+            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
+            | "propertyNames" | "unevaluatedProperties" | "unevaluatedItems",
+            value @ Value::Object(_),
+        ) => each(value),
+        _ => {}
+    }
+}
+
+/// A `$defs` name from `hint` that the schema does not use yet: letters, digits and `_`.
+fn free_name(schema: &Map<String, Value>, hint: &str) -> String {
+    let mut base: String = hint
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(40)
+        .collect();
+    if base.is_empty() {
+        base = "shared".to_owned();
+    }
+    let taken = |name: &str| {
+        schema
+            .get("$defs")
+            .and_then(Value::as_object)
+            .is_some_and(|defs| defs.contains_key(name))
+    };
+    if !taken(&base) {
+        return base;
+    }
+    (2..)
+        .map(|n| format!("{base}{n}"))
+        .find(|name| !taken(name))
+        .unwrap_or(base)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::hoist_shared;
+
+    fn hoisted(schema: Value) -> Value {
+        let Value::Object(mut schema) = schema else {
+            unreachable!("an object")
+        };
+        hoist_shared(&mut schema);
+        Value::Object(schema)
+    }
+
+    fn filter() -> Value {
+        json!({"type": "object", "properties": {
+            "title_contains": {"type": "string", "description": "Only notes with this word in their title."},
+            "changed_after": {"type": "string", "format": "date"}
+        }})
+    }
+
+    #[test]
+    fn a_repeated_subschema_is_listed_once_and_referenced() {
+        let schema = hoisted(json!({"type": "object", "properties": {
+            "filter": filter(),
+            "exclude": filter(),
+            "limit": {"type": "integer"}
+        }}));
+        assert_eq!(schema["properties"]["filter"], json!({"$ref": "#/$defs/filter"}));
+        assert_eq!(schema["properties"]["exclude"], json!({"$ref": "#/$defs/filter"}));
+        assert_eq!(schema["properties"]["limit"], json!({"type": "integer"}));
+        assert_eq!(
+            crate::canonical_json::canonical(&schema["$defs"]["filter"]),
+            crate::canonical_json::canonical(&filter())
+        );
+    }
+
+    #[test]
+    fn what_is_small_single_or_data_stays_where_it_is() {
+        let small = json!({"type": "object", "properties": {
+            "a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "string"}
+        }});
+        assert_eq!(hoisted(small.clone()), small);
+        let single = json!({"type": "object", "properties": {"filter": filter()}});
+        assert_eq!(hoisted(single.clone()), single);
+        // The same object as a default value and as a schema: the default is data.
+        let data = json!({"type": "object", "properties": {
+            "filter": filter(),
+            "other": {"type": "object", "default": filter()}
+        }});
+        assert_eq!(hoisted(data.clone()), data);
+    }
+
+    #[test]
+    fn a_repeat_inside_a_hoisted_one_is_not_hoisted_again() {
+        let outer = json!({"type": "object", "properties": {"filter": filter(), "also": filter()}});
+        let schema = hoisted(json!({"type": "object", "properties": {
+            "first": outer.clone(),
+            "second": outer,
+        }}));
+        assert_eq!(schema["properties"]["first"], json!({"$ref": "#/$defs/first"}));
+        // Inside the one definition, `filter` repeats twice: hoisted too, under its name.
+        let first = &schema["$defs"]["first"]["properties"];
+        assert_eq!(first["filter"], json!({"$ref": "#/$defs/filter"}));
+        assert_eq!(first["also"], json!({"$ref": "#/$defs/filter"}));
+        assert_eq!(schema["$defs"].as_object().map(|defs| defs.len()), Some(2));
+    }
+
+    #[test]
+    fn a_name_in_use_is_not_reused() {
+        let schema = hoisted(json!({"type": "object",
+            "properties": {"filter": filter(), "again": filter()},
+            "$defs": {"filter": {"type": "string", "description": "a recursive type kept by name"}}
+        }));
+        assert_eq!(schema["properties"]["filter"], json!({"$ref": "#/$defs/filter2"}));
+        assert_eq!(schema["$defs"]["filter"]["type"], "string");
+    }
+}
