@@ -349,7 +349,16 @@ fn builder_with_roles(
         // `db_user` is a model's CRUD kept as one tool, the MCP Fusion way: clients see its
         // reads as destructive too, because `create` writes. Said here, so it is a choice.
         .allow_mixed_hints("db_user")
+        // What the model reads of this surface before its first call, in o200k tokens:
+        // a description or schema that grows past it fails `tests/contract.rs`, and a
+        // server over it does not start. Measured at 661 in all, 478 for `db_user`
+        // (grouped), 797 in all listed flat.
+        .token_budget(TOKEN_BUDGET)
 }
+
+/// The demo's token budget: 600 a listed tool, 1,000 in all.
+pub const TOKEN_BUDGET: fusion_runtime::contract::TokenBudget =
+    fusion_runtime::contract::TokenBudget::new().per_tool(600).total(1_000);
 
 /// The MCP Apps view of `db_user`'s results: the users as a table (`users_view.html`,
 /// embedded at compile time).

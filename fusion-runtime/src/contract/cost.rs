@@ -97,18 +97,21 @@ pub struct TokenBudget {
 
 impl TokenBudget {
     /// No ceiling yet: add one with [`per_tool`](Self::per_tool) or [`total`](Self::total).
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        Self {
+            per_tool: None,
+            total: None,
+        }
     }
 
     /// The most tokens one listed tool's entry may cost (a grouped tool is one entry).
-    pub fn per_tool(mut self, tokens: u64) -> Self {
+    pub const fn per_tool(mut self, tokens: u64) -> Self {
         self.per_tool = Some(tokens);
         self
     }
 
     /// The most tokens the whole `tools/list` result may cost.
-    pub fn total(mut self, tokens: u64) -> Self {
+    pub const fn total(mut self, tokens: u64) -> Self {
         self.total = Some(tokens);
         self
     }

@@ -2,7 +2,7 @@
 //! not resolve `$ref`), the parts a schema repeats hoisted into `$defs` once
 //! (`tool/hoist.rs`), or as schemars wrote them.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use serde_json::{Map, Value};
 
@@ -35,15 +35,40 @@ impl SchemaListing {
             return Arc::clone(schema);
         }
         let mut listed = (**schema).clone();
+        let names = if self.hoist && has_refs {
+            type_names(schema)
+        } else {
+            HashMap::new()
+        };
         if has_refs {
             crate::tool::schema::inline_refs(&mut listed);
         }
-        let hoisted = self.hoist && crate::tool::hoist::hoist_shared(&mut listed);
+        let hoisted = self.hoist && crate::tool::hoist::hoist_shared(&mut listed, &names);
         if !has_refs && !hoisted {
             return Arc::clone(schema);
         }
         Arc::new(listed)
     }
+}
+
+/// Each of schemars' `$defs` by its inlined spelling (as `tool/hoist.rs` compares
+/// subschemas), so that a hoisted type keeps its Rust name: `#/$defs/Address`.
+fn type_names(schema: &Map<String, Value>) -> HashMap<String, String> {
+    let Some(Value::Object(defs)) = schema.get("$defs") else {
+        return HashMap::new();
+    };
+    defs.iter()
+        .filter_map(|(name, def)| {
+            let Value::Object(def) = def else {
+                return None;
+            };
+            let mut alone = def.clone();
+            alone.insert("$defs".to_owned(), Value::Object(defs.clone()));
+            crate::tool::schema::inline_refs(&mut alone);
+            alone.remove("$defs");
+            Some((crate::tool::hoist::spelling(&Value::Object(alone)), name.clone()))
+        })
+        .collect()
 }
 
 impl<C> ServerBuilder<C> {
@@ -54,44 +79,48 @@ impl<C> ServerBuilder<C> {
         self
     }
 
-    /// Whether a subschema that one tool's schema repeats (the same `filter` object in
-    /// several actions of a grouped tool) is listed once under `$defs` and referenced, when
-    /// that makes the listing shorter: on by default. Everything else stays inline. Turn it
-    /// off for a client that resolves no `$ref` at all.
+    /// Whether a subschema that one tool's schema repeats (one `Address` type for `from`
+    /// and `to`) is listed once under `$defs` and referenced, when that makes the listing
+    /// shorter: on by default. Each use keeps its own description beside its `$ref`;
+    /// everything else stays inline. Turn it off for a client that resolves no `$ref`.
     ///
     /// ```
     /// use fusion_runtime::{prelude::*, testing::Tester};
     ///
-    /// /// Which notes to read.
+    /// /// A postal address.
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
-    /// struct Filter {
-    ///     /// Only notes with this word in their title.
-    ///     title_contains: Option<String>,
-    ///     /// Only notes changed after this date (YYYY-MM-DD).
-    ///     changed_after: Option<String>,
+    /// struct Address {
+    ///     /// The street and number.
+    ///     street: String,
+    ///     /// The city.
+    ///     city: String,
+    ///     /// The postal code, as the country writes it.
+    ///     postcode: String,
     /// }
     ///
-    /// /// Count the notes.
-    /// #[mcp_tool(group = "notes", action = "count", read_only)]
-    /// async fn count_notes(filter: Filter) -> u64 { 0 }
-    ///
-    /// /// List the notes.
-    /// #[mcp_tool(group = "notes", action = "list", read_only)]
-    /// async fn list_notes(filter: Filter) -> Vec<String> { Vec::new() }
+    /// /// Ship a parcel.
+    /// #[mcp_tool]
+    /// async fn ship(
+    ///     /// Where the parcel is picked up.
+    ///     from: Address,
+    ///     /// Where it goes.
+    ///     to: Address,
+    /// ) -> String {
+    ///     format!("{} to {}", from.city, to.city)
+    /// }
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let listed = |hoist: bool| async move {
-    ///     let server = Server::builder("notes", "1")
-    ///         .hoist_shared_schemas(hoist)
-    ///         .tool(count_notes)
-    ///         .tool(list_notes)
-    ///         .build();
+    ///     let server = Server::builder("post", "1").hoist_shared_schemas(hoist).tool(ship).build();
     ///     let tools = Tester::new(server).list_tools().await;
-    ///     serde_json::to_string(&tools[0].input_schema).unwrap()
+    ///     serde_json::Value::Object((*tools[0].input_schema).clone())
     /// };
     /// let (hoisted, inline) = (listed(true).await, listed(false).await);
-    /// assert!(hoisted.contains(r##""$ref":"#/$defs/filter""##), "{hoisted}");
-    /// assert!(hoisted.len() < inline.len());
+    /// assert_eq!(hoisted["properties"]["to"]["$ref"], "#/$defs/Address");
+    /// assert_eq!(hoisted["properties"]["to"]["description"], "Where it goes.");
+    /// assert!(hoisted["$defs"]["Address"]["properties"]["city"].is_object());
+    /// assert!(inline.get("$defs").is_none());
+    /// assert!(hoisted.to_string().len() < inline.to_string().len());
     /// # });
     /// ```
     pub fn hoist_shared_schemas(mut self, hoist: bool) -> Self {

@@ -236,13 +236,15 @@ impl<C: Send + Sync + 'static> Tester<C> {
     #[track_caller]
     pub fn assert_contract(&self, path: impl AsRef<std::path::Path>) {
         let contract = self.server.contract();
-        if let Err(message) = crate::contract::compare_with_file(&contract, path.as_ref()) {
-            panic!("{message}");
-        }
-        if let Some(budget) = self.server.inner.token_budget
-            && let Err(over) = budget.check(&contract)
-        {
-            panic!("{over}");
+        let locked = crate::contract::compare_with_file(&contract, path.as_ref()).err();
+        let budget = self.server.inner.token_budget;
+        let over = budget.and_then(|budget| budget.check(&contract).err());
+        let failures: Vec<String> = locked
+            .into_iter()
+            .chain(over.map(|over| over.to_string()))
+            .collect();
+        if !failures.is_empty() {
+            panic!("{}", failures.join("\n"));
         }
     }
 

@@ -7,8 +7,11 @@
 //! 25% of its tokens this way (REFERENCE.md). Everything else stays inline, as fusion lists
 //! it by default, so a schema with nothing repeated is listed exactly as before.
 //!
-//! A `$ref` to the root's `$defs`, and nothing beside it, means the same in JSON Schema
-//! draft-07 and 2020-12: clients' validators and the conformance suite read it either way.
+//! Two uses of one type usually differ only in what they say of it (`from` and `to`, each
+//! with its own description), so occurrences are compared without their `description` and
+//! `title`, and each reference keeps its own. Those two are annotations: a draft-07
+//! validator, which ignores what stands beside a `$ref`, validates exactly what a 2020-12
+//! one does, and the model still reads every description.
 
 use std::collections::HashMap;
 
@@ -25,19 +28,25 @@ const MAX_DEPTH: usize = 64;
 /// At most this many definitions are hoisted into one schema.
 const MAX_HOISTED: usize = 64;
 
+/// The keywords an occurrence keeps beside its `$ref`: annotations, which change what a
+/// reader is told but never what validates.
+const OWN_ANNOTATIONS: [&str; 2] = ["description", "title"];
+
 /// Hoists into `schema`'s `$defs` each subschema that appears more than once, largest
-/// first, while doing so shortens the schema's compact JSON. True when it hoisted any.
-pub(crate) fn hoist_shared(schema: &mut Map<String, Value>) -> bool {
+/// first, while doing so shortens the schema's compact JSON. A hoisted type is named as
+/// `names` names its spelling (schemars' own `$defs` names), or after the property it
+/// first appears under. True when it hoisted any.
+pub(crate) fn hoist_shared(
+    schema: &mut Map<String, Value>,
+    names: &HashMap<String, String>,
+) -> bool {
     let mut hoisted = false;
     for _ in 0..MAX_HOISTED {
         let mut seen = HashMap::new();
         visit_children(schema, &mut |node, hint| {
-            let entry = seen
-                .entry(crate::canonical_json::canonical(node).to_string())
-                .or_insert_with(|| Repeat {
-                    count: 0,
-                    hint: hint.to_owned(),
-                });
+            let spelled = spelling(node);
+            let hint = names.get(&spelled).map_or(hint, String::as_str).to_owned();
+            let entry = seen.entry(spelled).or_insert(Repeat { count: 0, hint });
             entry.count += 1;
         });
         let Some((spelled, hint)) = best(seen) else {
@@ -48,7 +57,7 @@ pub(crate) fn hoist_shared(schema: &mut Map<String, Value>) -> bool {
         };
         hoisted = true;
         let name = free_name(schema, &hint);
-        let reference = serde_json::json!({ "$ref": format!("#/$defs/{name}") });
+        let reference = format!("#/$defs/{name}");
         replace(schema, &spelled, &reference, 0);
         let defs = schema
             .entry("$defs")
@@ -58,6 +67,21 @@ pub(crate) fn hoist_shared(schema: &mut Map<String, Value>) -> bool {
         }
     }
     hoisted
+}
+
+/// A subschema's spelling without its own annotations: canonical JSON, keys in order.
+pub(crate) fn spelling(node: &Value) -> String {
+    match node {
+        Value::Object(object) => {
+            let bare: Map<String, Value> = object
+                .iter()
+                .filter(|(key, _)| !OWN_ANNOTATIONS.contains(&key.as_str()))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            crate::canonical_json::canonical(&Value::Object(bare)).to_string()
+        }
+        other => crate::canonical_json::canonical(other).to_string(),
+    }
 }
 
 /// How often one spelling of a subschema occurs, and a name to give it: the property it
@@ -122,8 +146,9 @@ fn walk(node: &Value, hint: &str, visit: &mut dyn FnMut(&Value, &str), depth: us
     }
 }
 
-/// Replaces every subschema below `schema`'s root spelled `spelled` by `reference`.
-fn replace(schema: &mut Map<String, Value>, spelled: &str, reference: &Value, depth: usize) {
+/// Replaces every subschema below `schema`'s root spelled `spelled` by a `$ref` to
+/// `reference`, with the subschema's own annotations beside it.
+fn replace(schema: &mut Map<String, Value>, spelled: &str, reference: &str, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -139,8 +164,17 @@ fn replace(schema: &mut Map<String, Value>, spelled: &str, reference: &Value, de
             continue;
         }
         for_each_subschema_mut(key, value, &mut |node| {
-            if crate::canonical_json::canonical(node).to_string() == spelled {
-                *node = reference.clone();
+            let occurs = matches!(node, Value::Object(object) if !object.contains_key("$ref"))
+                && spelling(node) == spelled;
+            if occurs && let Value::Object(object) = node {
+                let mut referring = Map::new();
+                referring.insert("$ref".to_owned(), Value::String(reference.to_owned()));
+                for key in OWN_ANNOTATIONS {
+                    if let Some(own) = object.remove(key) {
+                        referring.insert(key.to_owned(), own);
+                    }
+                }
+                *object = referring;
             } else if let Value::Object(inner) = node {
                 replace(inner, spelled, reference, depth + 1);
             }
@@ -223,7 +257,7 @@ mod tests {
         let Value::Object(mut schema) = schema else {
             unreachable!("an object")
         };
-        hoist_shared(&mut schema);
+        hoist_shared(&mut schema, &Default::default());
         Value::Object(schema)
     }
 
@@ -279,6 +313,28 @@ mod tests {
         assert_eq!(first["filter"], json!({"$ref": "#/$defs/filter"}));
         assert_eq!(first["also"], json!({"$ref": "#/$defs/filter"}));
         assert_eq!(schema["$defs"].as_object().map(|defs| defs.len()), Some(2));
+    }
+
+    #[test]
+    fn uses_that_differ_only_in_what_they_say_share_one_definition() {
+        let described = |text: &str| {
+            let mut filter = filter();
+            filter["description"] = json!(text);
+            filter
+        };
+        let schema = hoisted(json!({"type": "object", "properties": {
+            "include": described("Notes to keep."),
+            "exclude": described("Notes to leave out."),
+        }}));
+        assert_eq!(
+            schema["properties"]["include"],
+            json!({"$ref": "#/$defs/include", "description": "Notes to keep."})
+        );
+        assert_eq!(
+            schema["properties"]["exclude"],
+            json!({"$ref": "#/$defs/include", "description": "Notes to leave out."})
+        );
+        assert!(schema["$defs"]["include"].get("description").is_none());
     }
 
     #[test]
