@@ -161,11 +161,31 @@ pub async fn contact_supplier(
     format!("message queued for {email}")
 }
 
+// Its two addresses share one type, which `tools/list` spells once under `$defs`
+// (`ServerBuilder::hoist_shared_schemas`).
+/// Move stock from one warehouse to another.
+#[mcp_tool(destructive)]
+pub async fn transfer_stock(
+    /// The SKU to move.
+    #[arg(pattern = "^SKU-[0-9]{4,8}$")]
+    sku: String,
+    /// How many units, 1 to 10,000.
+    #[arg(min = 1, max = 10_000)]
+    units: u32,
+    /// The warehouse it leaves.
+    from: Address,
+    /// The warehouse it goes to.
+    to: Address,
+) -> String {
+    format!("{units} of {sku} on their way from {} to {}", from.street, to.street)
+}
+
 /// The inventory server: every tool above.
 pub fn server() -> Server {
     Server::builder("inventory", env!("CARGO_PKG_VERSION"))
         .tool(search_products)
         .tool(create_product)
         .tool(contact_supplier)
+        .tool(transfer_stock)
         .build()
 }

@@ -1,6 +1,7 @@
 //! The MCP Inspector CLI (`@modelcontextprotocol/inspector@2.12.0 --cli`) against the example
 //! servers: the quickstart and the demo over stdio (tools/list, tools/call, exit code 5 on
-//! `isError`, `--strict` schemas), and the conformance example over Streamable HTTP.
+//! `isError`, `--strict` schemas), the inventory's schema with a type hoisted into `$defs`,
+//! and the conformance example over Streamable HTTP.
 //!
 //! Needs Node ≥ 22 with npx (`scripts/node-env`, or `FUSION_NODE_BIN`) and the built examples
 //! and binaries; without Node the test is skipped with a note, except under `CI=true`, where
@@ -122,6 +123,67 @@ fn the_inspector_cli_lists_and_calls_tools() {
         "--strict finds no schema problem in the demo\n{}",
         demo_strict.report()
     );
+}
+
+#[test]
+fn the_inspector_cli_reads_a_schema_whose_repeated_type_is_hoisted() {
+    let Some(node_bin) = support::node_bin() else {
+        return;
+    };
+    let inventory = support::example_binary("inventory");
+    let inventory = inventory.to_str().expect("a UTF-8 path");
+    let strict = inspector(&node_bin, &[inventory, "--method", "tools/list", "--strict"]);
+    assert!(
+        strict.success(),
+        "--strict finds no schema problem in the inventory, `$defs` included\n{}",
+        strict.report()
+    );
+    let transfer = json(&strict)["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|tool| tool["name"] == "transfer_stock"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        transfer["inputSchema"]["properties"]["from"]["$ref"], "#/$defs/Address",
+        "{transfer}"
+    );
+    let address = r#"{"street":"1 Quay Road","country":"FR"}"#;
+    let args = format!(
+        r#"{{"sku":"SKU-1234","units":3,"from":{address},"to":{}}}"#,
+        address.replace("FR", "DE")
+    );
+    let moved = inspector(
+        &node_bin,
+        &[
+            inventory,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "transfer_stock",
+            "--tool-args-json",
+            &args,
+        ],
+    );
+    assert!(moved.success(), "tools/call transfer_stock\n{}", moved.report());
+    let result = json(&moved);
+    assert_eq!(result["isError"], false, "{result}");
+    // The server still checks each use of the type against the whole definition.
+    let wrong = args.replace("\"DE\"", "\"Germany\"");
+    let refused = inspector(
+        &node_bin,
+        &[
+            inventory,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "transfer_stock",
+            "--tool-args-json",
+            &wrong,
+        ],
+    );
+    let refusal = json(&refused);
+    assert_eq!(refusal["isError"], true, "{refusal}");
+    assert!(refusal.to_string().contains("to.country"), "{refusal}");
 }
 
 #[test]
