@@ -182,10 +182,14 @@ pub async fn transfer_stock(
 
 /// The inventory server: every tool above.
 pub fn server() -> Server {
+    builder().build()
+}
+
+/// The inventory server's builder, for a test to add its own options.
+pub fn builder() -> fusion_runtime::ServerBuilder {
     Server::builder("inventory", env!("CARGO_PKG_VERSION"))
         .tool(search_products)
         .tool(create_product)
         .tool(contact_supplier)
         .tool(transfer_stock)
-        .build()
 }

@@ -10,6 +10,7 @@ mod cancel_safety;
 mod contract;
 mod failure_meta;
 mod group_hints;
+mod hoisted_schema;
 mod grouped_schema;
 mod identity;
 mod numbers;
