@@ -177,7 +177,10 @@ pub async fn transfer_stock(
     /// The warehouse it goes to.
     to: Address,
 ) -> String {
-    format!("{units} of {sku} on their way from {} to {}", from.street, to.street)
+    format!(
+        "{units} of {sku} on their way from {} to {}",
+        from.street, to.street
+    )
 }
 
 /// The inventory server: every tool above.

@@ -92,7 +92,10 @@ fn inventory_tools() {
     let schema = &transfer["inputSchema"];
     assert_eq!(schema["properties"]["from"]["$ref"], "#/$defs/Address");
     assert_eq!(schema["properties"]["to"]["$ref"], "#/$defs/Address");
-    assert_eq!(schema["properties"]["to"]["description"], "The warehouse it goes to.");
+    assert_eq!(
+        schema["properties"]["to"]["description"],
+        "The warehouse it goes to."
+    );
     assert_eq!(
         schema["$defs"]["Address"]["properties"]["country"]["pattern"],
         "^[A-Z]{2}$"

@@ -132,7 +132,10 @@ fn the_inspector_cli_reads_a_schema_whose_repeated_type_is_hoisted() {
     };
     let inventory = support::example_binary("inventory");
     let inventory = inventory.to_str().expect("a UTF-8 path");
-    let strict = inspector(&node_bin, &[inventory, "--method", "tools/list", "--strict"]);
+    let strict = inspector(
+        &node_bin,
+        &[inventory, "--method", "tools/list", "--strict"],
+    );
     assert!(
         strict.success(),
         "--strict finds no schema problem in the inventory, `$defs` included\n{}",
@@ -164,7 +167,11 @@ fn the_inspector_cli_reads_a_schema_whose_repeated_type_is_hoisted() {
             &args,
         ],
     );
-    assert!(moved.success(), "tools/call transfer_stock\n{}", moved.report());
+    assert!(
+        moved.success(),
+        "tools/call transfer_stock\n{}",
+        moved.report()
+    );
     let result = json(&moved);
     assert_eq!(result["isError"], false, "{result}");
     // The server still checks each use of the type against the whole definition.

@@ -358,7 +358,9 @@ fn builder_with_roles(
 
 /// The demo's token budget: 600 a listed tool, 1,000 in all.
 pub const TOKEN_BUDGET: fusion_runtime::contract::TokenBudget =
-    fusion_runtime::contract::TokenBudget::new().per_tool(600).total(1_000);
+    fusion_runtime::contract::TokenBudget::new()
+        .per_tool(600)
+        .total(1_000);
 
 /// The MCP Apps view of `db_user`'s results: the users as a table (`users_view.html`,
 /// embedded at compile time).

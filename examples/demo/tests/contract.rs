@@ -31,9 +31,7 @@ fn a_description_grown_past_the_budget_fails_the_contract_test() {
     }))
     .expect_err("a surface over its budget fails the test");
     let _ = std::fs::remove_file(&lock);
-    let message = failure
-        .downcast_ref::<String>()
-        .map_or("", String::as_str);
+    let message = failure.downcast_ref::<String>().map_or("", String::as_str);
     // Updating the lockfile accepts the changes, never the budget.
     if std::env::var("FUSION_LOCK").as_deref() != Ok("update") {
         assert!(

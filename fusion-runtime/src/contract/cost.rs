@@ -8,52 +8,9 @@
 //! vocabulary is loaded the first time a contract is measured (about 0.15 s), never on the
 //! serving path.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::contract::model::Contract;
-
-/// The size of what `tools/list` sends: its compact JSON in bytes, and the same text in
-/// `o200k_base` tokens.
-///
-/// ```
-/// use fusion_runtime::contract::TokenCost;
-///
-/// let cost = TokenCost::of(r#"{"name":"echo","description":"Echo the text back."}"#);
-/// assert_eq!(cost.bytes, 51);
-/// assert!(cost.tokens > 5 && cost.tokens < 30, "{cost:?}");
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct TokenCost {
-    /// The UTF-8 bytes.
-    pub bytes: u64,
-    /// The `o200k_base` tokens.
-    pub tokens: u64,
-}
-
-impl TokenCost {
-    /// The cost of `text` as a model reads it.
-    pub fn of(text: &str) -> Self {
-        let tokens = tiktoken_rs::o200k_base_singleton()
-            .encode_ordinary(text)
-            .len();
-        Self {
-            bytes: count(text.len()),
-            tokens: count(tokens),
-        }
-    }
-
-    /// The cost of `value` as compact JSON, the way it goes on the wire.
-    pub(crate) fn of_json(value: &impl Serialize) -> Self {
-        // A tool listing is strings, maps and numbers: it always serializes.
-        Self::of(&serde_json::to_string(value).unwrap_or_default())
-    }
-}
-
-fn count(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
-}
+use crate::contract::model::{Contract, TokenCost};
 
 /// Fills in `contract`'s costs from `listed`, the listing a client that declares no
 /// extension gets, in name order (`Registry::wire_in_name_order`): each tool's entry, and
@@ -61,10 +18,16 @@ fn count(n: usize) -> u64 {
 pub(crate) fn measure(contract: &mut Contract, listed: &[rmcp::model::Tool]) {
     for tool in listed {
         if let Some(entry) = contract.tools.get_mut(tool.name.as_ref()) {
-            entry.cost = Some(TokenCost::of_json(tool));
+            entry.cost = Some(of_json(tool));
         }
     }
-    contract.cost = Some(TokenCost::of_json(&serde_json::json!({ "tools": listed })));
+    contract.cost = Some(of_json(&serde_json::json!({ "tools": listed })));
+}
+
+/// The cost of `value` as compact JSON, the way it goes on the wire.
+fn of_json(value: &impl Serialize) -> TokenCost {
+    // A tool listing is strings, maps and numbers: it always serializes.
+    TokenCost::of(&serde_json::to_string(value).unwrap_or_default())
 }
 
 /// A ceiling on what the surface costs the model, in `o200k_base` tokens: per listed tool,

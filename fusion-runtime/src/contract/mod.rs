@@ -44,14 +44,14 @@ mod lockfile;
 mod model;
 mod surface;
 
-pub use cost::{OverBudget, TokenBudget, TokenCost};
 pub(crate) use cost::measure;
+pub use cost::{OverBudget, TokenBudget};
 pub use diff::{Change, Severity, diff};
 pub use lockfile::LOCK_ENV;
 pub(crate) use lockfile::{Pin, compare_with_file};
 pub use model::{
     CacheContract, CircuitContract, Contract, FORMAT, Hints, PolicyContract,
     PromptArgumentContract, PromptContract, ResourceContract, RetryContract, TaskSupport,
-    ToolContract, ToolSearchContract,
+    TokenCost, ToolContract, ToolSearchContract,
 };
 pub use surface::SURFACE_META_KEY;

@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contract::cost::TokenCost;
-
 /// The lockfile format this version of fusion writes and reads.
 pub const FORMAT: u32 = 1;
 
@@ -220,6 +218,43 @@ pub struct CacheContract {
     pub stale_if_error_ms: u64,
     /// `private` or `public`.
     pub scope: String,
+}
+
+/// The size of what `tools/list` sends: its compact JSON in bytes, and the same text in
+/// `o200k_base` tokens.
+///
+/// ```
+/// use fusion_runtime::contract::TokenCost;
+///
+/// let cost = TokenCost::of(r#"{"name":"echo","description":"Echo the text back."}"#);
+/// assert_eq!(cost.bytes, 51);
+/// assert!(cost.tokens > 5 && cost.tokens < 30, "{cost:?}");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TokenCost {
+    /// The UTF-8 bytes.
+    pub bytes: u64,
+    /// The `o200k_base` tokens.
+    pub tokens: u64,
+}
+
+impl TokenCost {
+    /// The cost of `text` as a model reads it.
+    pub fn of(text: &str) -> Self {
+        let tokens = tiktoken_rs::o200k_base_singleton()
+            .encode_ordinary(text)
+            .len();
+        Self {
+            bytes: count(text.len()),
+            tokens: count(tokens),
+        }
+    }
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// A retry policy in the contract.

@@ -54,7 +54,7 @@ pub struct ServerBuilder<C = ()> {
     /// How long clients may treat a list result as fresh (`cache/builder.rs`).
     pub(crate) list_ttl: Duration,
     /// How schemas are listed (`listed_schema.rs`).
-    pub(crate) schema_listing: crate::setup::listed_schema::SchemaListing,
+    pub(crate) schema_listing: crate::tool::listing::SchemaListing,
     /// Whether a caller is shown only the tools whose scopes it holds
     /// ([`Self::hide_unauthorized`]).
     pub(crate) hide_unauthorized: bool,

@@ -13,13 +13,13 @@ use serde_json::Value;
 use crate::{
     failure::FailureKind,
     limits::MAX_NAME_BYTES,
-    setup::listed_schema::SchemaListing,
     setup::registered::RegisteredTool,
     setup::visibility::Shown,
     setup::{
         error::{BuildError, BuildWarning},
         group,
     },
+    tool::listing::SchemaListing,
     tool::{ACTION_KEY, Annotations, Exposure, ToolDefinition},
 };
 

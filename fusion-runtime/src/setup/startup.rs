@@ -198,12 +198,13 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         let server = self.try_build().map_err(StartupError::Build)?;
         if let Some(pin) = &startup.surface_pin {
             let pin = crate::contract::Pin::parse(pin).map_err(StartupError::InvalidSurfacePin)?;
-            pin.check(&server.surface_contract())
-                .map_err(|mismatch| StartupError::SurfaceMismatch {
+            pin.check(&server.surface_contract()).map_err(|mismatch| {
+                StartupError::SurfaceMismatch {
                     built: mismatch.built.clone(),
                     pinned: mismatch.pinned.clone(),
                     message: mismatch.to_string(),
-                })?;
+                }
+            })?;
         }
         if let Some(budget) = startup.token_budget {
             budget.check(&server.contract())?;

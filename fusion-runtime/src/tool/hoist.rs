@@ -99,7 +99,8 @@ fn best(seen: HashMap<String, Repeat>) -> Option<(String, String)> {
             // n copies become n references and one definition under its name.
             let reference = r##"{"$ref":"#/$defs/"}"##.len() + repeat.hint.len();
             let kept = spelled.len() + repeat.hint.len() + 4;
-            let saved = (repeat.count * spelled.len()).saturating_sub(repeat.count * reference + kept);
+            let saved =
+                (repeat.count * spelled.len()).saturating_sub(repeat.count * reference + kept);
             (saved, spelled, repeat.hint)
         })
         .filter(|(saved, _, _)| *saved > 0)
@@ -185,7 +186,11 @@ fn replace(schema: &mut Map<String, Value>, spelled: &str, reference: &str, dept
 /// The schemas held by the keyword `key` whose value is `value`, each with the property
 /// name it describes, if it describes one. Data keywords (`enum`, `const`, `default`,
 /// `examples`) hold no schemas.
-fn for_each_subschema<'a>(key: &'a str, value: &'a Value, each: &mut dyn FnMut(Option<&'a str>, &'a Value)) {
+fn for_each_subschema<'a>(
+    key: &'a str,
+    value: &'a Value,
+    each: &mut dyn FnMut(Option<&'a str>, &'a Value),
+) {
     match (key, value) {
         ("properties" | "patternProperties" | "dependentSchemas", Value::Object(map)) => {
             for (name, schema) in map {
@@ -196,8 +201,16 @@ fn for_each_subschema<'a>(key: &'a str, value: &'a Value, each: &mut dyn FnMut(O
             items.iter().for_each(|item| each(None, item));
         }
         (
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
-            | "propertyNames" | "unevaluatedProperties" | "unevaluatedItems",
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems",
             Value::Object(_),
         ) => each(None, value),
         _ => {}
@@ -208,14 +221,22 @@ fn for_each_subschema<'a>(key: &'a str, value: &'a Value, each: &mut dyn FnMut(O
 fn for_each_subschema_mut(key: &str, value: &mut Value, each: &mut dyn FnMut(&mut Value)) {
     match (key, value) {
         ("properties" | "patternProperties" | "dependentSchemas", Value::Object(map)) => {
-            map.values_mut().for_each(|schema| each(schema));
+            map.values_mut().for_each(&mut *each);
         }
         ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(items)) => {
-            items.iter_mut().for_each(|item| each(item));
+            items.iter_mut().for_each(&mut *each);
         }
         (
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
-            | "propertyNames" | "unevaluatedProperties" | "unevaluatedItems",
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems",
             value @ Value::Object(_),
         ) => each(value),
         _ => {}
@@ -275,8 +296,14 @@ mod tests {
             "exclude": filter(),
             "limit": {"type": "integer"}
         }}));
-        assert_eq!(schema["properties"]["filter"], json!({"$ref": "#/$defs/filter"}));
-        assert_eq!(schema["properties"]["exclude"], json!({"$ref": "#/$defs/filter"}));
+        assert_eq!(
+            schema["properties"]["filter"],
+            json!({"$ref": "#/$defs/filter"})
+        );
+        assert_eq!(
+            schema["properties"]["exclude"],
+            json!({"$ref": "#/$defs/filter"})
+        );
         assert_eq!(schema["properties"]["limit"], json!({"type": "integer"}));
         assert_eq!(
             crate::canonical_json::canonical(&schema["$defs"]["filter"]),
@@ -307,7 +334,10 @@ mod tests {
             "first": outer.clone(),
             "second": outer,
         }}));
-        assert_eq!(schema["properties"]["first"], json!({"$ref": "#/$defs/first"}));
+        assert_eq!(
+            schema["properties"]["first"],
+            json!({"$ref": "#/$defs/first"})
+        );
         // Inside the one definition, `filter` repeats twice: hoisted too, under its name.
         let first = &schema["$defs"]["first"]["properties"];
         assert_eq!(first["filter"], json!({"$ref": "#/$defs/filter"}));
@@ -343,7 +373,10 @@ mod tests {
             "properties": {"filter": filter(), "again": filter()},
             "$defs": {"filter": {"type": "string", "description": "a recursive type kept by name"}}
         }));
-        assert_eq!(schema["properties"]["filter"], json!({"$ref": "#/$defs/filter2"}));
+        assert_eq!(
+            schema["properties"]["filter"],
+            json!({"$ref": "#/$defs/filter2"})
+        );
         assert_eq!(schema["$defs"]["filter"]["type"], "string");
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod argument;
 pub(crate) mod constraint;
 pub(crate) mod fields;
 pub(crate) mod hoist;
+pub(crate) mod listing;
 pub(crate) mod output;
 pub(crate) mod present;
 pub(crate) mod redact;

@@ -6,7 +6,7 @@
 //! nothing of it.
 
 use super::{Report, Severity};
-use crate::contract::cost::TokenCost;
+use crate::contract::model::TokenCost;
 
 /// A tool's entry is rated Risky when it grows by more than this share of its old size...
 const TOOL_GROWTH_PERCENT: u64 = 20;
@@ -48,7 +48,10 @@ impl Report<'_> {
         match (old, new) {
             (None, Some(new)) => self.push(
                 Severity::Cosmetic,
-                format!("{what} was measured: {} tokens, {} bytes", new.tokens, new.bytes),
+                format!(
+                    "{what} was measured: {} tokens, {} bytes",
+                    new.tokens, new.bytes
+                ),
             ),
             (Some(old), Some(new)) if old.tokens != new.tokens => {
                 let grown = new.tokens.saturating_sub(old.tokens);
@@ -127,7 +130,10 @@ mod tests {
 
     #[test]
     fn growth_past_the_threshold_is_risky_and_the_rest_cosmetic() {
-        let grown = rated(costing(Some(100), Some(1000)), costing(Some(130), Some(1030)));
+        let grown = rated(
+            costing(Some(100), Some(1000)),
+            costing(Some(130), Some(1030)),
+        );
         assert_eq!(grown.len(), 2, "{grown:?}");
         assert_eq!(grown[0].0, Severity::Risky, "{grown:?}");
         assert_eq!(grown[0].1, "find");
@@ -142,7 +148,10 @@ mod tests {
         // 20% of a small tool is under the floor of 20 tokens.
         let small = rated(costing(Some(40), None), costing(Some(55), None));
         assert_eq!(small[0].0, Severity::Cosmetic, "{small:?}");
-        let shrunk = rated(costing(Some(400), Some(4000)), costing(Some(100), Some(1000)));
+        let shrunk = rated(
+            costing(Some(400), Some(4000)),
+            costing(Some(100), Some(1000)),
+        );
         assert!(
             shrunk.iter().all(|change| change.0 == Severity::Cosmetic),
             "{shrunk:?}"
@@ -152,10 +161,16 @@ mod tests {
             shrunk[1].2,
             "its tools/list entry shrank from 400 to 100 tokens (-75%)"
         );
-        let surface = rated(costing(Some(100), Some(1000)), costing(Some(100), Some(1200)));
+        let surface = rated(
+            costing(Some(100), Some(1000)),
+            costing(Some(100), Some(1200)),
+        );
         assert_eq!(surface.len(), 1, "{surface:?}");
         assert_eq!(surface[0].0, Severity::Risky);
-        assert_eq!(surface[0].2, "tools/list grew from 1000 to 1200 tokens (+20%)");
+        assert_eq!(
+            surface[0].2,
+            "tools/list grew from 1000 to 1200 tokens (+20%)"
+        );
     }
 
     #[test]
@@ -163,7 +178,10 @@ mod tests {
         let first = rated(costing(None, None), costing(Some(100), Some(1000)));
         assert_eq!(first.len(), 2, "{first:?}");
         assert!(first.iter().all(|change| change.0 == Severity::Cosmetic));
-        assert_eq!(first[1].2, "its tools/list entry was measured: 100 tokens, 400 bytes");
+        assert_eq!(
+            first[1].2,
+            "its tools/list entry was measured: 100 tokens, 400 bytes"
+        );
         assert!(rated(costing(Some(100), Some(1000)), costing(None, None)).is_empty());
     }
 }
