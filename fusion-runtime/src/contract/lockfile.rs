@@ -12,6 +12,12 @@ use crate::contract::model::Contract;
 /// instead of comparing with it: `FUSION_LOCK=update cargo test`.
 pub const LOCK_ENV: &str = "FUSION_LOCK";
 
+/// The environment variable that makes a server binary print its contract instead of
+/// serving: `FUSION_CONTRACT=print ./my-server > fusion.lock` writes the lockfile of the
+/// binary itself (what `cargo fusion` reads), then exits 0. Nothing is served, and the
+/// `require_env` checks and `setup` steps do not run, unless the context is made by one.
+pub const CONTRACT_ENV: &str = "FUSION_CONTRACT";
+
 /// What a server is pinned to: a digest, and the whole contract when a lockfile was given.
 #[derive(Clone, Debug)]
 pub(crate) struct Pin {

@@ -220,6 +220,41 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         Ok(server)
     }
 
+    /// What `FUSION_CONTRACT=print` makes a server binary do instead of serving: build the
+    /// server, write its contract (the lockfile's text, token counts included) to stdout
+    /// and exit 0, so that a tool reads the surface of the binary itself, not its source.
+    /// The `require_env` checks and `setup` steps do not run (there is nothing to serve),
+    /// unless the context is made by one.
+    async fn print_contract(self) -> std::process::ExitCode {
+        let name = self.name.clone();
+        let built = if self.startup.context_in_setup {
+            self.start().await.map_err(|error| error.to_string())
+        } else {
+            self.try_build()
+                .map_err(|errors| StartupError::Build(errors).to_string())
+        };
+        match built {
+            Ok(server) => {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                let written = out
+                    .write_all(server.contract().to_lockfile().as_bytes())
+                    .and_then(|()| out.flush());
+                match written {
+                    Ok(()) => std::process::ExitCode::SUCCESS,
+                    Err(error) => {
+                        eprintln!("{name}: cannot write the contract: {error}");
+                        std::process::ExitCode::FAILURE
+                    }
+                }
+            }
+            Err(error) => {
+                eprintln!("{name}: cannot build: {error}");
+                std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
+            }
+        }
+    }
+
     /// Starts the server and serves it with `serve` (a transport), flushing the log at the
     /// end; a server that cannot start is logged and exits with
     /// [`EXIT_CONFIG`](crate::exit::EXIT_CONFIG).
@@ -230,6 +265,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     {
         // Start-up errors name the server, as its user knows it, not the framework.
         let name = self.name.clone();
+        if std::env::var(crate::contract::CONTRACT_ENV).is_ok_and(|value| value == "print") {
+            return self.print_contract().await;
+        }
         match self.start().await {
             Ok(server) => {
                 for warning in server.warnings() {
