@@ -221,3 +221,34 @@ fn serve_refuses_a_transport_it_cannot_read() {
         );
     }
 }
+
+#[test]
+fn fusion_contract_print_writes_the_binarys_lockfile_instead_of_serving() {
+    // The demo as `serve_stdio` runs it: its lockfile is committed beside it.
+    let demo = support::package_binary("fusion-demo");
+    let mut command = Command::new(&demo);
+    command
+        .env(fusion_runtime::contract::CONTRACT_ENV, "print")
+        .env("RUST_LOG", "off");
+    let out = support::run_with_timeout(command, DEADLINE);
+    assert!(out.success(), "{}", out.report());
+    let locked = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/fusion.lock"),
+    )
+    .expect("the demo's lockfile");
+    assert_eq!(out.stdout, locked, "{}", out.report());
+
+    // A server that needs an environment variable to serve still shows its surface.
+    let faults = support::example_binary("faults");
+    let mut command = Command::new(&faults);
+    command
+        .args(["--require-env", "FUSION_TEST_NEVER_SET"])
+        .env(fusion_runtime::contract::CONTRACT_ENV, "print")
+        .env("RUST_LOG", "off");
+    let out = support::run_with_timeout(command, DEADLINE);
+    assert!(out.success(), "{}", out.report());
+    let contract = fusion_runtime::contract::Contract::from_lockfile(&out.stdout)
+        .unwrap_or_else(|error| panic!("{error}\n{}", out.report()));
+    assert!(contract.tools.contains_key("tally"), "{}", out.report());
+    assert!(contract.cost.is_some_and(|cost| cost.tokens > 0));
+}

@@ -137,7 +137,7 @@ fn walk(node: &Value, hint: &str, visit: &mut dyn FnMut(&Value, &str), depth: us
     if depth > MAX_DEPTH {
         return;
     }
-    if !object.contains_key("$ref") {
+    if is_a_type(object) {
         visit(node, hint);
     }
     for (key, value) in object {
@@ -145,6 +145,16 @@ fn walk(node: &Value, hint: &str, visit: &mut dyn FnMut(&Value, &str), depth: us
             walk(inner, inner_hint.unwrap_or(hint), visit, depth + 1)
         });
     }
+}
+
+/// Whether a subschema describes a type of its own (a struct's properties, an enum's
+/// values, a union's branches): only those are worth a name. A constrained scalar (an
+/// `i64`'s range) stays inline, where the model reads it at a glance.
+fn is_a_type(object: &Map<String, Value>) -> bool {
+    !object.contains_key("$ref")
+        && ["properties", "enum", "oneOf", "anyOf", "allOf"]
+            .iter()
+            .any(|key| object.contains_key(*key))
 }
 
 /// Replaces every subschema below `schema`'s root spelled `spelled` by a `$ref` to
@@ -165,7 +175,7 @@ fn replace(schema: &mut Map<String, Value>, spelled: &str, reference: &str, dept
             continue;
         }
         for_each_subschema_mut(key, value, &mut |node| {
-            let occurs = matches!(node, Value::Object(object) if !object.contains_key("$ref"))
+            let occurs = matches!(node, Value::Object(object) if is_a_type(object))
                 && spelling(node) == spelled;
             if occurs && let Value::Object(object) = node {
                 let mut referring = Map::new();
@@ -312,11 +322,15 @@ mod tests {
     }
 
     #[test]
-    fn what_is_small_single_or_data_stays_where_it_is() {
+    fn what_is_small_single_scalar_or_data_stays_where_it_is() {
         let small = json!({"type": "object", "properties": {
             "a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "string"}
         }});
         assert_eq!(hoisted(small.clone()), small);
+        // Two `i64`s: long enough to hoist, but a number's range is read where it is.
+        let int = json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX});
+        let scalars = json!({"type": "object", "properties": {"a": int.clone(), "b": int}});
+        assert_eq!(hoisted(scalars.clone()), scalars);
         let single = json!({"type": "object", "properties": {"filter": filter()}});
         assert_eq!(hoisted(single.clone()), single);
         // The same object as a default value and as a schema: the default is data.
