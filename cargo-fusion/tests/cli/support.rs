@@ -1,0 +1,96 @@
+//! Running `cargo-fusion` from a test: from the workspace root, with a deadline on every
+//! wait, the child killed at the deadline.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Long enough for the first run to build the demo (the runs of parallel tests wait for
+/// each other on cargo's lock); a run that takes longer is hung.
+const DEADLINE: Duration = Duration::from_secs(900);
+
+/// What a run of `cargo-fusion` did.
+#[derive(Debug)]
+pub(crate) struct Run {
+    /// Its exit code (`None`: killed by a signal).
+    pub(crate) code: Option<i32>,
+    /// Its standard output.
+    pub(crate) stdout: String,
+    /// Its standard error (cargo's build progress included).
+    pub(crate) stderr: String,
+}
+
+/// The workspace root, where `-p fusion-demo` names the demo.
+pub(crate) fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs `cargo-fusion` with `args` from the workspace root.
+pub(crate) fn cargo_fusion(args: &[&str]) -> Run {
+    cargo_fusion_with(args, &workspace_root(), &[])
+}
+
+/// Runs `cargo-fusion` with `args` in `dir`, with `env` set over the test's own.
+pub(crate) fn cargo_fusion_with(args: &[&str], dir: &Path, env: &[(&str, OsString)]) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cargo-fusion"))
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cargo-fusion starts");
+    let stdout = read_all(child.stdout.take());
+    let stderr = read_all(child.stderr.take());
+    let deadline = Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "cargo-fusion {args:?} did not finish within {DEADLINE:?}; stderr:\n{}",
+                stderr.join().unwrap_or_default()
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        code: status.code(),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+fn read_all(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_string(&mut text);
+        }
+        text
+    })
+}
+
+/// The environment that points `HOME` at `home` and keeps cargo and rustup where they
+/// are: they find their own homes through `HOME` otherwise, and would see no toolchain
+/// and no registry.
+pub(crate) fn home_env(home: &Path) -> Vec<(&'static str, OsString)> {
+    let real_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let kept = |name: &str, default: &str| {
+        std::env::var_os(name).unwrap_or_else(|| real_home.join(default).into_os_string())
+    };
+    vec![
+        ("CARGO_HOME", kept("CARGO_HOME", ".cargo")),
+        ("RUSTUP_HOME", kept("RUSTUP_HOME", ".rustup")),
+        ("HOME", home.as_os_str().to_owned()),
+    ]
+}
