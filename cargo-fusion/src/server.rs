@@ -52,16 +52,19 @@ impl ServerSelection {
     /// # Errors
     /// When cargo fails, or the choice names no binary or more than one.
     pub(crate) fn build(&self) -> CliResult<BuiltServer> {
-        let package = match (&self.package, &self.bin, &self.example) {
-            (None, None, None) => Some(current_package()?),
-            (package, _, _) => package.clone(),
+        let (package, bin) = match (&self.package, &self.bin, &self.example) {
+            (None, None, None) => {
+                let (package, bin) = current_package()?;
+                (Some(package), Some(bin))
+            }
+            (package, bin, _) => (package.clone(), bin.clone()),
         };
         let mut command = Command::new(cargo());
         command.args(["build", "--message-format=json-render-diagnostics"]);
         if let Some(package) = &package {
             command.args(["--package", package]);
         }
-        if let Some(bin) = &self.bin {
+        if let Some(bin) = &bin {
             command.args(["--bin", bin]);
         }
         if let Some(example) = &self.example {
@@ -71,33 +74,37 @@ impl ServerSelection {
             command.arg("--release");
         }
         let built = run_cargo_build(command)?;
-        self.choose(built, package.as_deref())
+        let wanted = bin.as_deref().or(self.example.as_deref());
+        choose(built, wanted, package.as_deref())
     }
+}
 
-    /// The one server among what cargo built.
-    fn choose(&self, built: Vec<BuiltServer>, package: Option<&str>) -> CliResult<BuiltServer> {
-        let wanted = self.bin.as_deref().or(self.example.as_deref());
-        let mut candidates: Vec<BuiltServer> = built
-            .into_iter()
-            .filter(|server| wanted.is_none_or(|name| server.name == name))
-            .collect();
-        let what = package.map_or_else(String::new, |package| format!(" of package `{package}`"));
-        match candidates.len() {
-            1 => Ok(candidates.remove(0)),
-            0 => Err(CliError::new(format!(
-                "cargo built no binary{what}: choose a package with a binary with -p, or an example with --example"
-            ))),
-            _ => {
-                let names: Vec<String> = candidates
-                    .iter()
-                    .map(|server| format!("`{}`", server.name))
-                    .collect();
-                Err(CliError::new(format!(
-                    "cargo built {} binaries{what} ({}): choose one with --bin",
-                    names.len(),
-                    names.join(", ")
-                )))
-            }
+/// The one server among what cargo `built`: the target named `wanted`, if one is.
+fn choose(
+    built: Vec<BuiltServer>,
+    wanted: Option<&str>,
+    package: Option<&str>,
+) -> CliResult<BuiltServer> {
+    let mut candidates: Vec<BuiltServer> = built
+        .into_iter()
+        .filter(|server| wanted.is_none_or(|name| server.name == name))
+        .collect();
+    let what = package.map_or_else(String::new, |package| format!(" of package `{package}`"));
+    match candidates.len() {
+        1 => Ok(candidates.remove(0)),
+        0 => Err(CliError::new(format!(
+            "cargo built no binary{what}: choose a package with a binary with -p, or an example with --example"
+        ))),
+        _ => {
+            let names: Vec<String> = candidates
+                .iter()
+                .map(|server| format!("`{}`", server.name))
+                .collect();
+            Err(CliError::new(format!(
+                "cargo built {} binaries{what} ({}): choose one with --bin",
+                names.len(),
+                names.join(", ")
+            )))
         }
     }
 }
@@ -150,9 +157,10 @@ fn executable_of(line: &str) -> Option<BuiltServer> {
     })
 }
 
-/// The name of the package whose directory `cargo fusion` runs in: the one whose manifest
-/// `cargo locate-project` finds. A workspace root without a package of its own names none.
-fn current_package() -> CliResult<String> {
+/// The package whose directory `cargo fusion` runs in (the one whose manifest `cargo
+/// locate-project` finds) and its binary, read from `cargo metadata` before anything is
+/// built: a package without exactly one binary is refused at once.
+fn current_package() -> CliResult<(String, String)> {
     let located = cargo_output(&["locate-project", "--message-format", "plain"])?;
     let manifest = PathBuf::from(located.trim());
     let metadata = cargo_output(&["metadata", "--no-deps", "--format-version", "1"])?;
@@ -161,19 +169,40 @@ fn current_package() -> CliResult<String> {
     let packages = metadata["packages"]
         .as_array()
         .map_or(&[][..], Vec::as_slice);
-    packages
+    let package = packages
         .iter()
         .find(|package| {
             package["manifest_path"].as_str().map(Path::new) == Some(manifest.as_path())
         })
-        .and_then(|package| package["name"].as_str())
-        .map(str::to_owned)
         .ok_or_else(|| {
             CliError::new(format!(
                 "{} is a workspace without a package of its own: choose the server with -p NAME",
                 manifest.display()
             ))
+        })?;
+    let name = package["name"].as_str().unwrap_or_default().to_owned();
+    let bins: Vec<&str> = package["targets"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .filter(|target| {
+            target["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|kind| kind == "bin"))
         })
+        .filter_map(|target| target["name"].as_str())
+        .collect();
+    match bins.as_slice() {
+        [bin] => Ok((name, (*bin).to_owned())),
+        [] => Err(CliError::new(format!(
+            "the package `{name}` here has no binary: choose the server with -p NAME, or --example NAME"
+        ))),
+        several => Err(CliError::new(format!(
+            "the package `{name}` here has {} binaries ({}): choose one with --bin",
+            several.len(),
+            several.join(", ")
+        ))),
+    }
 }
 
 /// What a quick cargo command (`locate-project`, `metadata`) prints.

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::support::cargo_fusion;
+use crate::support::{cargo_fusion, cargo_fusion_with, workspace_root};
 
 #[test]
 fn the_json_lists_each_tool_with_its_tokens() {
@@ -50,5 +50,25 @@ fn the_table_reads_as_cargo_runs_it() {
             .any(|line| line.starts_with("tools/list in all ")),
         "{}",
         run.stdout
+    );
+}
+
+#[test]
+fn the_package_of_the_current_directory_is_the_default() {
+    let demo = workspace_root().join("examples/demo/src");
+    let run = cargo_fusion_with(&["tools", "--json"], &demo, &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains("\"db_user\""), "{run:?}");
+}
+
+#[test]
+fn a_package_without_a_binary_is_refused_before_building() {
+    // The workspace root is the package `fusion-tests`: examples and tests, no binary.
+    let run = cargo_fusion(&["tools"]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("has no binary"), "{run:?}");
+    assert!(
+        !run.stderr.contains("Compiling"),
+        "nothing is built: {run:?}"
     );
 }
