@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::error::{CliError, CliResult};
-use crate::server::BuiltServer;
+use crate::error::{CliError, CliResult, Verdict};
+use crate::server::{BuiltServer, ServerSelection};
 use crate::stdio_client::{Reply, StdioClient};
 
 /// The `_meta` key of fusion's failure for programs (`fusion_runtime::meta` has it too,
@@ -44,12 +44,33 @@ pub(crate) fn arguments(base: Option<&str>, pairs: &[String]) -> CliResult<Map<S
     Ok(arguments)
 }
 
+/// `cargo fusion call`: builds the server, calls `tool` with `arguments` and prints the
+/// result; the verdict is `Failed` when the tool failed.
+///
+/// # Errors
+/// When the server cannot be built, started, or does not answer within `timeout`.
+pub(crate) fn run(
+    server: &ServerSelection,
+    tool: &str,
+    arguments: Map<String, Value>,
+    timeout: Duration,
+    raw: bool,
+) -> CliResult<Verdict> {
+    let called = call(&server.build()?, tool, arguments, timeout, raw)?;
+    print!("{}", called.text);
+    Ok(if called.failed {
+        Verdict::Failed
+    } else {
+        Verdict::Passed
+    })
+}
+
 /// What a call came to.
-pub(crate) struct Called {
+struct Called {
     /// The result as a person reads it.
-    pub(crate) text: String,
+    text: String,
     /// Whether the tool failed (`isError`, or a JSON-RPC error).
-    pub(crate) failed: bool,
+    failed: bool,
 }
 
 /// Calls `tool` on `server` with `arguments`, all within `timeout`; `raw` gives the whole
@@ -57,7 +78,7 @@ pub(crate) struct Called {
 ///
 /// # Errors
 /// When the server cannot be started, dies, or does not answer in time.
-pub(crate) fn call(
+fn call(
     server: &BuiltServer,
     tool: &str,
     arguments: Map<String, Value>,

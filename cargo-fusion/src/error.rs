@@ -32,3 +32,12 @@ impl From<String> for CliError {
 
 /// The result of a step of `cargo fusion`.
 pub(crate) type CliResult<T> = Result<T, CliError>;
+
+/// How a subcommand that ran to its end came out: its exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Done, or the check passed: exit 0.
+    Passed,
+    /// The check or the call failed (a BREAKING change, a tool error): exit 1.
+    Failed,
+}

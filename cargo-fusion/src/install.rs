@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::error::{CliError, CliResult};
+use crate::error::{CliError, CliResult, Verdict};
+use crate::server::ServerSelection;
 
 /// The clients whose config `cargo fusion install` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -23,7 +24,7 @@ pub(crate) enum Client {
 impl Client {
     /// The config file: under `home` for the clients configured per user, under `project`
     /// (the current directory) for VS Code.
-    pub(crate) fn config_path(self, home: &Path, project: &Path) -> PathBuf {
+    fn config_path(self, home: &Path, project: &Path) -> PathBuf {
         match self {
             Self::ClaudeDesktop => claude_desktop_dir(home).join("claude_desktop_config.json"),
             Self::ClaudeCode => home.join(".claude.json"),
@@ -53,6 +54,38 @@ impl Client {
     }
 }
 
+/// `cargo fusion install`: builds the server and adds it to `client`'s config as `name`
+/// (by default the binary's name); with `dry_run`, only says what it would change.
+///
+/// # Errors
+/// When `HOME` is not set, the server cannot be built, or the config is malformed or
+/// cannot be written.
+pub(crate) fn run(
+    server: &ServerSelection,
+    client: Client,
+    name: Option<String>,
+    dry_run: bool,
+) -> CliResult<Verdict> {
+    let home = std::env::var_os("HOME")
+        .ok_or_else(|| CliError::new("HOME is not set: cannot find the client's config"))?;
+    let project = std::env::current_dir()
+        .map_err(|error| CliError::new(format!("cannot read the current directory: {error}")))?;
+    let built = server.build()?;
+    let path = client.config_path(Path::new(&home), &project);
+    let name = name.unwrap_or_else(|| built.name.clone());
+    let installation = plan(client, path, &name, &built.executable)?;
+    print!("{}", installation.describe(dry_run));
+    if !dry_run && let Some(backup) = installation.apply()? {
+        println!("the file as it was is in {}", backup.display());
+    }
+    if !server.is_release() && installation.plan != Plan::AlreadyThere {
+        println!(
+            "note: this is a debug build, under target/debug; `--release` installs the optimized one"
+        );
+    }
+    Ok(Verdict::Passed)
+}
+
 /// Where Claude Desktop keeps its config on this system.
 fn claude_desktop_dir(home: &Path) -> PathBuf {
     if cfg!(target_os = "macos") {
@@ -68,7 +101,7 @@ fn claude_desktop_dir(home: &Path) -> PathBuf {
 
 /// What installing changes.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Plan {
+enum Plan {
     /// The same entry is there already: nothing to write.
     AlreadyThere,
     /// A new entry under the name.
@@ -78,15 +111,15 @@ pub(crate) enum Plan {
 }
 
 /// The config with the server added: the file's text after the change, and what changed.
-pub(crate) struct Installation {
+struct Installation {
     /// The config file.
-    pub(crate) path: PathBuf,
+    path: PathBuf,
     /// The name the entry has in it.
-    pub(crate) name: String,
+    name: String,
     /// The entry.
-    pub(crate) entry: Value,
+    entry: Value,
     /// What it changes.
-    pub(crate) plan: Plan,
+    plan: Plan,
     /// The whole file afterwards.
     new_text: String,
     /// Whether the file exists (and is then backed up before it is replaced).
@@ -98,12 +131,7 @@ pub(crate) struct Installation {
 /// # Errors
 /// When the file exists but cannot be read, is not a JSON object, or its servers key is
 /// not an object: it is then left as it is, for its owner to fix.
-pub(crate) fn plan(
-    client: Client,
-    path: PathBuf,
-    name: &str,
-    executable: &Path,
-) -> CliResult<Installation> {
+fn plan(client: Client, path: PathBuf, name: &str, executable: &Path) -> CliResult<Installation> {
     let (mut config, existed) = match std::fs::read_to_string(&path) {
         Ok(text) if text.trim().is_empty() => (Map::new(), true),
         Ok(text) => match serde_json::from_str(&text) {
@@ -153,7 +181,7 @@ fn malformed(path: &Path, why: &str) -> CliError {
 
 impl Installation {
     /// What the change is, for the user: the entry, and what it replaces.
-    pub(crate) fn describe(&self, dry_run: bool) -> String {
+    fn describe(&self, dry_run: bool) -> String {
         let entry = serde_json::to_string_pretty(&self.entry).unwrap_or_default();
         let path = self.path.display();
         let name = &self.name;
@@ -176,7 +204,7 @@ impl Installation {
     ///
     /// # Errors
     /// When a file cannot be written.
-    pub(crate) fn apply(&self) -> CliResult<Option<PathBuf>> {
+    fn apply(&self) -> CliResult<Option<PathBuf>> {
         if self.plan == Plan::AlreadyThere {
             return Ok(None);
         }

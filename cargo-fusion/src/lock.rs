@@ -5,19 +5,78 @@ use std::path::{Path, PathBuf};
 
 use fusion_runtime::contract::{Change, Contract, Severity, diff};
 
-use crate::error::{CliError, CliResult};
+use crate::contract_source::read_contract;
+use crate::error::{CliError, CliResult, Verdict};
+use crate::server::ServerSelection;
 use crate::table::{Align, Table};
 
 /// The lockfile's name in the server's package directory.
-pub(crate) const LOCKFILE_NAME: &str = "fusion.lock";
+const LOCKFILE_NAME: &str = "fusion.lock";
+
+/// `cargo fusion lock`: builds the server and writes its lockfile (`explicit`, else
+/// `fusion.lock` in its package), or with `check` compares the binary with it.
+///
+/// # Errors
+/// When the server cannot be built or read, or the lockfile written or read.
+pub(crate) fn run(
+    server: &ServerSelection,
+    check: bool,
+    strict: bool,
+    explicit: Option<&Path>,
+) -> CliResult<Verdict> {
+    let server = server.build()?;
+    let built = read_contract(&server)?;
+    let path = lockfile_path(explicit, &server.package_dir);
+    if check {
+        return check_against(&built, &path, strict);
+    }
+    match write(&built, &path)? {
+        Written::Unchanged => println!("{} is up to date", path.display()),
+        Written::Written => println!(
+            "wrote {} ({} tools{})",
+            path.display(),
+            built.tools.len(),
+            built.cost.map_or_else(String::new, |cost| format!(
+                ", {} tokens in tools/list",
+                cost.tokens
+            ))
+        ),
+    }
+    Ok(Verdict::Passed)
+}
+
+/// `lock --check`: the changes from the lockfile at `path` to the `built` surface, and
+/// whether one fails the check.
+fn check_against(built: &Contract, path: &Path, strict: bool) -> CliResult<Verdict> {
+    let locked = read(path)?;
+    let verdict = check(&locked, built, strict);
+    if verdict.changes.is_empty() {
+        println!("the surface is the locked one ({})", path.display());
+        return Ok(Verdict::Passed);
+    }
+    print!("{}", render_changes(&verdict.changes));
+    if verdict.failed {
+        println!(
+            "the surface differs from {} in a way callers notice: if that is meant, accept it with `cargo fusion lock` and commit the lockfile",
+            path.display()
+        );
+        Ok(Verdict::Failed)
+    } else {
+        println!(
+            "no change fails the check; `cargo fusion lock` records them in {}",
+            path.display()
+        );
+        Ok(Verdict::Passed)
+    }
+}
 
 /// Where the lockfile is: `explicit` (`--lockfile`), else `fusion.lock` in the package.
-pub(crate) fn lockfile_path(explicit: Option<&Path>, package_dir: &Path) -> PathBuf {
+fn lockfile_path(explicit: Option<&Path>, package_dir: &Path) -> PathBuf {
     explicit.map_or_else(|| package_dir.join(LOCKFILE_NAME), Path::to_path_buf)
 }
 
 /// What writing the lockfile did.
-pub(crate) enum Written {
+enum Written {
     /// The file held this contract already, byte for byte.
     Unchanged,
     /// The file was written (created, or replaced).
@@ -28,7 +87,7 @@ pub(crate) enum Written {
 ///
 /// # Errors
 /// When the file cannot be written.
-pub(crate) fn write(contract: &Contract, path: &Path) -> CliResult<Written> {
+fn write(contract: &Contract, path: &Path) -> CliResult<Written> {
     let text = contract.to_lockfile();
     if std::fs::read_to_string(path).is_ok_and(|existing| existing == text) {
         return Ok(Written::Unchanged);
@@ -42,7 +101,7 @@ pub(crate) fn write(contract: &Contract, path: &Path) -> CliResult<Written> {
 ///
 /// # Errors
 /// When there is no file there, or it is not a lockfile.
-pub(crate) fn read(path: &Path) -> CliResult<Contract> {
+fn read(path: &Path) -> CliResult<Contract> {
     let text = std::fs::read_to_string(path).map_err(|error| {
         if error.kind() == std::io::ErrorKind::NotFound {
             CliError::new(format!(
@@ -58,16 +117,16 @@ pub(crate) fn read(path: &Path) -> CliResult<Contract> {
 }
 
 /// The verdict of `lock --check`.
-pub(crate) struct Check {
+struct Check {
     /// Every change from the locked surface to the built one, worst first.
-    pub(crate) changes: Vec<Change>,
+    changes: Vec<Change>,
     /// Whether a change fails the check.
-    pub(crate) failed: bool,
+    failed: bool,
 }
 
 /// Compares the `built` surface with the `locked` one: any `Breaking` change fails the
 /// check, and with `strict` any `Risky` one too.
-pub(crate) fn check(locked: &Contract, built: &Contract, strict: bool) -> Check {
+fn check(locked: &Contract, built: &Contract, strict: bool) -> Check {
     let changes = diff(locked, built);
     let threshold = if strict {
         Severity::Risky
@@ -79,7 +138,7 @@ pub(crate) fn check(locked: &Contract, built: &Contract, strict: bool) -> Check 
 }
 
 /// The changes as a table (severity, tool, what changed), then a count per severity.
-pub(crate) fn render_changes(changes: &[Change]) -> String {
+fn render_changes(changes: &[Change]) -> String {
     let mut table = Table::new(vec![
         ("SEVERITY", Align::Left),
         ("TOOL", Align::Left),

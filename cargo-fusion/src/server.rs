@@ -46,6 +46,11 @@ fn cargo() -> OsString {
 }
 
 impl ServerSelection {
+    /// Whether the server is built in release mode.
+    pub(crate) fn is_release(&self) -> bool {
+        self.release
+    }
+
     /// Builds the chosen server with `cargo build` (its progress shows on standard error)
     /// and returns its executable.
     ///

@@ -4,12 +4,32 @@
 use fusion_runtime::contract::{Contract, Hints, PolicyContract, TokenCost, ToolContract};
 use serde_json::{Value, json};
 
+use crate::contract_source::read_contract;
+use crate::error::{CliError, CliResult, Verdict};
+use crate::server::ServerSelection;
 use crate::table::{Align, Table};
+
+/// `cargo fusion tools`: builds the server, reads its contract, prints its tools as a
+/// table, or as JSON with `json`.
+///
+/// # Errors
+/// When the server cannot be built or read.
+pub(crate) fn run(server: &ServerSelection, json: bool) -> CliResult<Verdict> {
+    let contract = read_contract(&server.build()?)?;
+    if json {
+        let text = serde_json::to_string_pretty(&to_json(&contract))
+            .map_err(|error| CliError::new(format!("cannot write JSON: {error}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", render_table(&contract));
+    }
+    Ok(Verdict::Passed)
+}
 
 /// The tools as a table: one row per tool, one more per action of a grouped tool
 /// (`group.action`, whose hints and policy are the action's own; the cost is the listed
 /// entry's, so it is on the group's row), and the whole list's cost at the end.
-pub(crate) fn render_table(contract: &Contract) -> String {
+fn render_table(contract: &Contract) -> String {
     let mut table = Table::new(vec![
         ("TOOL", Align::Left),
         ("HINTS", Align::Left),
@@ -121,7 +141,7 @@ fn duration(milliseconds: u64) -> String {
 /// its `name`, all four `annotations` (`null` when not given), its `policy` as the contract
 /// has it (`null` on a grouped tool), its `cost` and its `actions` (each like a tool,
 /// without a cost).
-pub(crate) fn to_json(contract: &Contract) -> Value {
+fn to_json(contract: &Contract) -> Value {
     let tools: Vec<Value> = contract
         .tools
         .iter()
