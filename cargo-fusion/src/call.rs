@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::error::{CliError, CliResult, Verdict};
-use crate::server::{BuiltServer, ServerSelection};
-use crate::stdio_client::{Reply, StdioClient};
+use crate::http_transport::HttpTransport;
+use crate::server::ServerSelection;
+use crate::session::{Reply, Session, Transport};
+use crate::stdio_transport::StdioTransport;
 
 /// The `_meta` key of fusion's failure for programs (`fusion_runtime::meta` has it too,
 /// but a result read off the wire is plain JSON here).
@@ -44,73 +46,57 @@ pub(crate) fn arguments(base: Option<&str>, pairs: &[String]) -> CliResult<Map<S
     Ok(arguments)
 }
 
-/// `cargo fusion call`: builds the server, calls `tool` with `arguments` and prints the
-/// result; the verdict is `Failed` when the tool failed.
+/// `cargo fusion call`: calls `tool` with `arguments` on the server at `url` (Streamable
+/// HTTP), or else on the built server over stdio, and prints the result; the verdict is
+/// `Failed` when the tool failed. Everything happens within `timeout`.
 ///
 /// # Errors
-/// When the server cannot be built, started, or does not answer within `timeout`.
+/// When the server cannot be built, started or reached, or does not answer in time.
 pub(crate) fn run(
     server: &ServerSelection,
+    url: Option<&str>,
     tool: &str,
     arguments: Map<String, Value>,
     timeout: Duration,
     raw: bool,
 ) -> CliResult<Verdict> {
-    let called = call(&server.build()?, tool, arguments, timeout, raw)?;
-    print!("{}", called.text);
-    Ok(if called.failed {
+    let params = json!({ "name": tool, "arguments": arguments });
+    let reply = match url {
+        Some(url) => call(HttpTransport::connect(url, timeout)?, params)?,
+        None => {
+            let built = server.build()?;
+            let deadline = Instant::now() + timeout;
+            call(
+                StdioTransport::start(&built.executable, &built.name, deadline)?,
+                params,
+            )?
+        }
+    };
+    let (text, failed) = match reply {
+        Reply::Error(error) => (
+            format!(
+                "the server refused the call: {} (JSON-RPC error {})\n",
+                error["message"].as_str().unwrap_or("no message"),
+                error["code"]
+            ),
+            true,
+        ),
+        Reply::Result(result) if raw => {
+            (format!("{}\n", pretty(&result)), result["isError"] == true)
+        }
+        Reply::Result(result) => (readable(&result), result["isError"] == true),
+    };
+    print!("{text}");
+    Ok(if failed {
         Verdict::Failed
     } else {
         Verdict::Passed
     })
 }
 
-/// What a call came to.
-struct Called {
-    /// The result as a person reads it.
-    text: String,
-    /// Whether the tool failed (`isError`, or a JSON-RPC error).
-    failed: bool,
-}
-
-/// Calls `tool` on `server` with `arguments`, all within `timeout`; `raw` gives the whole
-/// result as JSON instead of its reading.
-///
-/// # Errors
-/// When the server cannot be started, dies, or does not answer in time.
-fn call(
-    server: &BuiltServer,
-    tool: &str,
-    arguments: Map<String, Value>,
-    timeout: Duration,
-    raw: bool,
-) -> CliResult<Called> {
-    let mut client =
-        StdioClient::start(&server.executable, &server.name, Instant::now() + timeout)?;
-    client.initialize()?;
-    let reply = client.request(
-        "tools/call",
-        json!({ "name": tool, "arguments": arguments }),
-    )?;
-    Ok(match reply {
-        Reply::Error(error) => Called {
-            text: format!(
-                "the server refused the call: {} (JSON-RPC error {})\n",
-                error["message"].as_str().unwrap_or("no message"),
-                error["code"]
-            ),
-            failed: true,
-        },
-        Reply::Result(result) => {
-            let failed = result["isError"] == true;
-            let text = if raw {
-                format!("{}\n", pretty(&result))
-            } else {
-                readable(&result)
-            };
-            Called { text, failed }
-        }
-    })
+/// One `tools/call` in a new session over `transport`.
+fn call(transport: impl Transport, params: Value) -> CliResult<Reply> {
+    Session::initialize(transport)?.request("tools/call", params)
 }
 
 /// A `tools/call` result as a person reads it: the text content, the structured content

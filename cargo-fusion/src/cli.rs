@@ -59,7 +59,7 @@ pub(crate) enum Command {
     },
     /// Call one tool on the server over stdio and print the result.
     #[command(
-        after_help = "Examples:\n  cargo fusion call -p fusion-demo db_user action=find_many take=2\n  cargo fusion call -p fusion-demo db_user --json '{\"action\": \"find_by_id\", \"id\": 1}'\n\nA value that parses as JSON is that JSON (take=2, active=true); any other is a string (name=Ada)."
+        after_help = "Examples:\n  cargo fusion call -p fusion-demo db_user action=find_many take=2\n  cargo fusion call -p fusion-demo db_user --json '{\"action\": \"find_by_id\", \"id\": 1}'\n  cargo fusion call --url http://127.0.0.1:8931/mcp db_user action=find_many\n\nA value that parses as JSON is that JSON (take=2, active=true); any other is a string (name=Ada)."
     )]
     Call {
         #[command(flatten)]
@@ -72,6 +72,10 @@ pub(crate) enum Command {
         /// Its arguments as a JSON object (key=value pairs override its keys).
         #[arg(long = "json", value_name = "OBJECT")]
         json_arguments: Option<String>,
+        /// Call the server at this Streamable HTTP endpoint instead of building one and
+        /// starting it over stdio.
+        #[arg(long, value_name = "URL", conflicts_with_all = ["package", "bin", "example", "release"])]
+        url: Option<String>,
         /// Give up (and kill the server) after this many seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 30)]
         timeout_secs: u64,

@@ -6,11 +6,13 @@ mod call;
 mod cli;
 mod contract_source;
 mod error;
+mod http_transport;
 mod install;
 mod lock;
 mod process;
 mod server;
-mod stdio_client;
+mod session;
+mod stdio_transport;
 mod table;
 mod tools;
 
@@ -54,12 +56,14 @@ fn run(command: Command) -> CliResult<Verdict> {
             tool,
             arguments,
             json_arguments,
+            url,
             timeout_secs,
             raw,
         } => {
             let arguments = call::arguments(json_arguments.as_deref(), &arguments)?;
             call::run(
                 &server,
+                url.as_deref(),
                 &tool,
                 arguments,
                 Duration::from_secs(timeout_secs),

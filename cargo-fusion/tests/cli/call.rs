@@ -1,6 +1,6 @@
 //! `cargo fusion call`: one call to the demo over stdio.
 
-use crate::support::cargo_fusion;
+use crate::support::{DemoOverHttp, cargo_fusion};
 
 #[test]
 fn a_call_prints_its_result() {
@@ -46,4 +46,41 @@ fn arguments_can_come_as_json() {
     ]);
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(run.stdout.contains("Grace 2"), "{run:?}");
+}
+
+#[test]
+fn a_call_goes_over_streamable_http_with_url() {
+    let demo = DemoOverHttp::start();
+    let run = cargo_fusion(&[
+        "call",
+        "--url",
+        &demo.url,
+        "--timeout-secs",
+        "60",
+        "db_user",
+        "action=find_many",
+        "take=2",
+    ]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains("\"id\": 2"), "{run:?}");
+    let failed = cargo_fusion(&["call", "--url", &demo.url, "db_user", "action=nope"]);
+    assert_eq!(failed.code, Some(1), "{failed:?}");
+    assert!(failed.stdout.contains("class: invalid_input"), "{failed:?}");
+}
+
+#[test]
+fn an_unreachable_url_says_so() {
+    // Port 9 (discard) on the loopback: nothing listens there in a test environment.
+    let run = cargo_fusion(&[
+        "call",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "system",
+        "action=health",
+    ]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr.contains("cannot reach http://127.0.0.1:9/mcp"),
+        "{run:?}"
+    );
 }

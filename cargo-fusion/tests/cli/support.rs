@@ -3,8 +3,10 @@
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::channel;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -93,4 +95,57 @@ pub(crate) fn home_env(home: &Path) -> Vec<(&'static str, OsString)> {
         ("RUSTUP_HOME", kept("RUSTUP_HOME", ".rustup")),
         ("HOME", home.as_os_str().to_owned()),
     ]
+}
+
+/// The demo serving Streamable HTTP on a free port, killed when this is dropped (a failing
+/// test included).
+pub(crate) struct DemoOverHttp {
+    child: Child,
+    /// Its endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub(crate) url: String,
+}
+
+impl DemoOverHttp {
+    /// Builds the demo (through `cargo fusion`, which builds before it reads) and starts
+    /// it with `--http 0`; its endpoint is read off the line it prints on stderr.
+    pub(crate) fn start() -> Self {
+        let built = cargo_fusion(&["tools", "--json", "-p", "fusion-demo"]);
+        assert_eq!(built.code, Some(0), "the demo builds: {built:?}");
+        // cargo puts the demo's binary beside cargo-fusion's, in the same target directory.
+        let executable =
+            Path::new(env!("CARGO_BIN_EXE_cargo-fusion")).with_file_name("fusion-demo");
+        let mut child = Command::new(executable)
+            .args(["--http", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the demo starts");
+        let stderr = child.stderr.take().expect("the demo's stderr");
+        let (sender, urls) = channel();
+        thread::spawn(move || {
+            // Read to the end, so the demo never blocks on a full pipe.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(at) = line.find("http://") {
+                    let url: String = line[at..].split_whitespace().take(1).collect();
+                    let _ = sender.send(url);
+                }
+            }
+        });
+        let mut demo = Self {
+            child,
+            url: String::new(),
+        };
+        demo.url = urls
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the demo prints its endpoint within a minute");
+        demo
+    }
+}
+
+impl Drop for DemoOverHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
