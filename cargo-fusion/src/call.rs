@@ -1,5 +1,6 @@
-//! `cargo fusion call`: one `tools/call` on the server over stdio, its arguments from
-//! `key=value` pairs or a JSON object, its result printed for a person to read.
+//! `cargo fusion call`: one `tools/call` on the server (started over stdio, or at a
+//! Streamable HTTP endpoint), its arguments from `key=value` pairs or a JSON object, its
+//! result printed for a person to read.
 
 use std::time::{Duration, Instant};
 
@@ -62,9 +63,13 @@ pub(crate) fn run(
 ) -> CliResult<Verdict> {
     let params = json!({ "name": tool, "arguments": arguments });
     let reply = match url {
-        Some(url) => call(HttpTransport::connect(url, timeout)?, params)?,
+        Some(url) => call(
+            HttpTransport::connect(url, Instant::now() + timeout)?,
+            params,
+        )?,
         None => {
             let built = server.build()?;
+            // The build is not timed: it takes as long as it takes, and shows its progress.
             let deadline = Instant::now() + timeout;
             call(
                 StdioTransport::start(&built.executable, &built.name, deadline)?,

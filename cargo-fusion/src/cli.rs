@@ -57,7 +57,7 @@ pub(crate) enum Command {
         #[arg(long, value_name = "PATH")]
         lockfile: Option<PathBuf>,
     },
-    /// Call one tool on the server over stdio and print the result.
+    /// Call one tool on the server (over stdio, or at --url) and print the result.
     #[command(
         after_help = "Examples:\n  cargo fusion call -p fusion-demo db_user action=find_many take=2\n  cargo fusion call -p fusion-demo db_user --json '{\"action\": \"find_by_id\", \"id\": 1}'\n  cargo fusion call --url http://127.0.0.1:8931/mcp db_user action=find_many\n\nA value that parses as JSON is that JSON (take=2, active=true); any other is a string (name=Ada)."
     )]

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use reqwest::blocking::{Client, RequestBuilder, Response};
@@ -26,6 +26,8 @@ const SHOWN_BODY_BYTES: u64 = 1_000;
 pub(crate) struct HttpTransport {
     client: Client,
     url: String,
+    /// When every request, its answer read, must be done.
+    deadline: Instant,
     session_id: Option<String>,
     protocol_version: Option<String>,
     /// Messages read from a JSON response, not yet received.
@@ -35,20 +37,20 @@ pub(crate) struct HttpTransport {
 }
 
 impl HttpTransport {
-    /// A transport to `url`; no request may take longer than `timeout`.
+    /// A transport to `url`; every request, its answer read, must be done by `deadline`.
     ///
     /// # Errors
     /// When the HTTP client cannot be set up.
-    pub(crate) fn connect(url: &str, timeout: Duration) -> CliResult<Self> {
+    pub(crate) fn connect(url: &str, deadline: Instant) -> CliResult<Self> {
         let client = Client::builder()
             .tls_backend_preconfigured(tls_config()?)
             .user_agent(concat!("cargo-fusion/", env!("CARGO_PKG_VERSION")))
-            .timeout(timeout)
             .build()
             .map_err(|error| CliError::new(format!("cannot set up the HTTP client: {error}")))?;
         Ok(Self {
             client,
             url: url.to_owned(),
+            deadline,
             session_id: None,
             protocol_version: None,
             queued: VecDeque::new(),
@@ -56,8 +58,11 @@ impl HttpTransport {
         })
     }
 
-    /// `request` with the session's headers.
+    /// `request` with the session's headers, and the time left before the deadline.
     fn with_session(&self, mut request: RequestBuilder) -> RequestBuilder {
+        // A zero timeout would mean none: past the deadline, a request still gets a moment.
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        request = request.timeout(left.max(Duration::from_millis(1)));
         if let Some(id) = &self.session_id {
             request = request.header(SESSION_HEADER, id);
         }

@@ -43,14 +43,23 @@ impl Client {
 
     /// The entry that starts `executable` over stdio. VS Code and Claude Code read the
     /// transport from `type`; Claude Desktop and Cursor take a `command` as stdio.
-    fn entry(self, executable: &Path) -> Value {
-        let command = executable.to_string_lossy();
-        match self {
+    ///
+    /// # Errors
+    /// When the path is not UTF-8: JSON could not hold it, and a lossy copy would name
+    /// another file.
+    fn entry(self, executable: &Path) -> CliResult<Value> {
+        let command = executable.to_str().ok_or_else(|| {
+            CliError::new(format!(
+                "the server's path {} is not UTF-8: a config file cannot name it",
+                executable.display()
+            ))
+        })?;
+        Ok(match self {
             Self::Vscode | Self::ClaudeCode => {
                 json!({ "type": "stdio", "command": command, "args": [] })
             }
             Self::ClaudeDesktop | Self::Cursor => json!({ "command": command, "args": [] }),
-        }
+        })
     }
 }
 
@@ -66,7 +75,9 @@ pub(crate) fn run(
     name: Option<String>,
     dry_run: bool,
 ) -> CliResult<Verdict> {
+    // Windows names the home USERPROFILE.
     let home = std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
         .ok_or_else(|| CliError::new("HOME is not set: cannot find the client's config"))?;
     let project = std::env::current_dir()
         .map_err(|error| CliError::new(format!("cannot read the current directory: {error}")))?;
@@ -153,7 +164,7 @@ fn plan(client: Client, path: PathBuf, name: &str, executable: &Path) -> CliResu
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
         .ok_or_else(|| malformed(&path, &format!("its `{key}` is not an object")))?;
-    let entry = client.entry(executable);
+    let entry = client.entry(executable)?;
     let plan = match servers.insert(name.to_owned(), entry.clone()) {
         None => Plan::Add,
         Some(old) if old == entry => Plan::AlreadyThere,
@@ -233,4 +244,69 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plans installing `/opt/demo` as `demo` for `client` over a config file holding
+    /// `existing` (none: no file).
+    fn plan_over(
+        client: Client,
+        existing: Option<&str>,
+    ) -> (tempfile::TempDir, CliResult<Installation>) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("mcp.json");
+        if let Some(text) = existing {
+            std::fs::write(&path, text).expect("written");
+        }
+        let planned = plan(client, path, "demo", Path::new("/opt/demo"));
+        (dir, planned)
+    }
+
+    #[test]
+    fn vscode_lists_servers_with_their_type() -> CliResult<()> {
+        let (_dir, planned) = plan_over(Client::Vscode, Some(r#"{"inputs": []}"#));
+        let planned = planned?;
+        assert_eq!(planned.plan, Plan::Add);
+        let written: Value = serde_json::from_str(&planned.new_text).expect("JSON");
+        assert_eq!(
+            written,
+            json!({"inputs": [], "servers": {"demo": {"type": "stdio", "command": "/opt/demo", "args": []}}})
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn an_entry_under_the_same_name_is_replaced_and_shown() -> CliResult<()> {
+        let (_dir, planned) = plan_over(
+            Client::Cursor,
+            Some(r#"{"mcpServers": {"demo": {"command": "/old/demo"}}}"#),
+        );
+        let planned = planned?;
+        assert_eq!(planned.plan, Plan::Replace(json!({"command": "/old/demo"})));
+        assert!(planned.describe(true).starts_with("would replace `demo`"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_config_of_another_shape_is_refused() {
+        for existing in ["[]", r#"{"mcpServers": []}"#, "{"] {
+            let (_dir, planned) = plan_over(Client::ClaudeDesktop, Some(existing));
+            let error = planned
+                .err()
+                .map(|error| error.to_string())
+                .unwrap_or_default();
+            assert!(error.contains("is malformed"), "{existing}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_dry_run_of_a_new_file_writes_nothing() -> CliResult<()> {
+        let (dir, planned) = plan_over(Client::ClaudeCode, None);
+        assert!(planned?.describe(true).starts_with("would add `demo`"));
+        assert!(!dir.path().join("mcp.json").exists());
+        Ok(())
+    }
 }
