@@ -8,6 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use fusion_runtime::contract::CONTRACT_ENV;
 use serde_json::Value;
 
 use crate::error::{CliError, CliResult};
@@ -37,6 +38,9 @@ impl StdioTransport {
     /// When it cannot be started.
     pub(crate) fn start(executable: &Path, name: &str, deadline: Instant) -> CliResult<Self> {
         let mut child = Command::new(executable)
+            // Set in the user's shell, it would make the server print its contract and exit
+            // instead of serving.
+            .env_remove(CONTRACT_ENV)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -137,10 +137,11 @@ fn duration(milliseconds: u64) -> String {
     }
 }
 
-/// The tools as JSON: `{"tools": [..], "total": {bytes, tokens} | null}`, each tool with
-/// its `name`, all four `annotations` (`null` when not given), its `policy` as the contract
-/// has it (`null` on a grouped tool), its `cost` and its `actions` (each like a tool,
-/// without a cost).
+/// The tools as JSON: `{"tools": [..], "total": {bytes, tokens} | null, "tool_search":
+/// bool}`, each tool with its `name`, all four `annotations` (`null` when not given), its
+/// `policy` as the contract has it (`null` on a grouped tool), its `cost` and its
+/// `actions` (each like a tool, without a cost). `tool_search` is true when `tools/list`
+/// lists `search_tools` and `call_tool` in the tools' place.
 fn to_json(contract: &Contract) -> Value {
     let tools: Vec<Value> = contract
         .tools
