@@ -112,8 +112,8 @@ impl DemoOverHttp {
         let built = cargo_fusion(&["tools", "--json", "-p", "fusion-demo"]);
         assert_eq!(built.code, Some(0), "the demo builds: {built:?}");
         // cargo puts the demo's binary beside cargo-fusion's, in the same target directory.
-        let executable =
-            Path::new(env!("CARGO_BIN_EXE_cargo-fusion")).with_file_name("fusion-demo");
+        let executable = Path::new(env!("CARGO_BIN_EXE_cargo-fusion"))
+            .with_file_name(format!("fusion-demo{}", std::env::consts::EXE_SUFFIX));
         let mut child = Command::new(executable)
             .args(["--http", "0"])
             .stdin(Stdio::null())
