@@ -30,6 +30,11 @@ pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// Where the servers `cargo-fusion` builds in these tests go.
+fn builds_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fusion-builds")
+}
+
 /// Runs `cargo-fusion` with `args` from the workspace root.
 pub(crate) fn cargo_fusion(args: &[&str]) -> Run {
     cargo_fusion_with(args, &workspace_root(), &[])
@@ -40,6 +45,11 @@ pub(crate) fn cargo_fusion_with(args: &[&str], dir: &Path, env: &[(&str, OsStrin
     let mut child = Command::new(env!("CARGO_BIN_EXE_cargo-fusion"))
         .args(args)
         .current_dir(dir)
+        // The servers it builds go to a target directory of their own: built into the
+        // workspace's, `-p fusion-demo` alone would rebuild fusion-runtime with the demo's
+        // features only, and replace the demo binary the other tests of a
+        // `cargo test --workspace` run.
+        .env("CARGO_TARGET_DIR", builds_dir())
         .envs(env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -111,9 +121,10 @@ impl DemoOverHttp {
     pub(crate) fn start() -> Self {
         let built = cargo_fusion(&["tools", "--json", "-p", "fusion-demo"]);
         assert_eq!(built.code, Some(0), "the demo builds: {built:?}");
-        // cargo puts the demo's binary beside cargo-fusion's, in the same target directory.
-        let executable = Path::new(env!("CARGO_BIN_EXE_cargo-fusion"))
-            .with_file_name(format!("fusion-demo{}", std::env::consts::EXE_SUFFIX));
+        // Built by the run above, in the tests' own target directory.
+        let executable = builds_dir()
+            .join("debug")
+            .join(format!("fusion-demo{}", std::env::consts::EXE_SUFFIX));
         let mut child = Command::new(executable)
             .args(["--http", "0"])
             .stdin(Stdio::null())
