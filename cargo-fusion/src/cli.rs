@@ -1,0 +1,134 @@
+//! The command line: `cargo fusion <command>`, as clap reads it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::install::Client;
+use crate::server::ServerSelection;
+
+/// The name cargo gives a subcommand's binary as its first argument.
+const SUBCOMMAND_NAME: &str = "fusion";
+
+/// `cargo fusion`: a fusion MCP server's tools, lockfile, calls and client configs, read
+/// from the server binary itself.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo fusion",
+    bin_name = "cargo fusion",
+    version,
+    after_help = "Exit codes: 0 done; 1 the check or the call failed (a BREAKING change, a tool error); 2 cargo fusion could not do it (a build failure, a bad argument, a server that crashed)."
+)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List the server's tools: hints, recovery policy, and what each costs the model.
+    #[command(
+        after_help = "Examples:\n  cargo fusion tools -p fusion-demo\n  cargo fusion tools --json | jq '.tools[].name'"
+    )]
+    Tools {
+        #[command(flatten)]
+        server: ServerSelection,
+        /// Print the data as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the server's fusion.lock from its binary, or check the binary against it.
+    #[command(
+        after_help = "Examples:\n  cargo fusion lock -p fusion-demo\n  cargo fusion lock --check          # exit 1 on a BREAKING change\n  cargo fusion lock --check --strict # exit 1 on a RISKY one too"
+    )]
+    Lock {
+        #[command(flatten)]
+        server: ServerSelection,
+        /// Compare with the committed lockfile instead of writing it.
+        #[arg(long)]
+        check: bool,
+        /// With --check: fail on RISKY changes too, not only on BREAKING ones.
+        #[arg(long, requires = "check")]
+        strict: bool,
+        /// The lockfile (default: fusion.lock in the server's package directory).
+        #[arg(long, value_name = "PATH")]
+        lockfile: Option<PathBuf>,
+    },
+    /// Call one tool on the server (over stdio, or at --url) and print the result.
+    #[command(
+        after_help = "Examples:\n  cargo fusion call -p fusion-demo db_user action=find_many take=2\n  cargo fusion call -p fusion-demo db_user --json '{\"action\": \"find_by_id\", \"id\": 1}'\n  cargo fusion call --url http://127.0.0.1:8931/mcp db_user action=find_many\n\nA value that parses as JSON is that JSON (take=2, active=true); any other is a string (name=Ada)."
+    )]
+    Call {
+        #[command(flatten)]
+        server: ServerSelection,
+        /// The tool to call.
+        tool: String,
+        /// Its arguments, as key=value.
+        #[arg(value_name = "KEY=VALUE")]
+        arguments: Vec<String>,
+        /// Its arguments as a JSON object (key=value pairs override its keys).
+        #[arg(long = "json", value_name = "OBJECT")]
+        json_arguments: Option<String>,
+        /// Call the server at this Streamable HTTP endpoint instead of building one and
+        /// starting it over stdio.
+        #[arg(long, value_name = "URL", conflicts_with_all = ["package", "bin", "example", "release"])]
+        url: Option<String>,
+        /// Give up (and kill the server) after this many seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+        timeout_secs: u64,
+        /// Print the whole result as JSON instead of its text.
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Add the built server to an MCP client's config file (a backup is kept).
+    #[command(
+        after_help = "Examples:\n  cargo fusion install cursor --dry-run -p fusion-demo\n  cargo fusion install claude-desktop --release --name calc"
+    )]
+    Install {
+        #[command(flatten)]
+        server: ServerSelection,
+        /// The client.
+        #[arg(value_enum)]
+        client: Client,
+        /// The server's name in the config (default: the binary's name).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Print the change and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// The arguments without the `fusion` that cargo passes first when it runs
+/// `cargo-fusion` as `cargo fusion`, so both ways of running it read the same.
+pub(crate) fn arguments_from(mut args: Vec<OsString>) -> Vec<OsString> {
+    if args.get(1).is_some_and(|arg| arg == SUBCOMMAND_NAME) {
+        args.remove(1);
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_name_cargo_passes_is_dropped() {
+        let from_cargo = arguments_from(
+            ["cargo-fusion", "fusion", "tools"]
+                .map(OsString::from)
+                .to_vec(),
+        );
+        let direct = arguments_from(["cargo-fusion", "tools"].map(OsString::from).to_vec());
+        assert_eq!(from_cargo, direct);
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,312 @@
+//! `cargo fusion install`: the built server added to an MCP client's config file, next to
+//! what is there, with a backup of the file as it was.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{CliError, CliResult, Verdict};
+use crate::server::ServerSelection;
+
+/// The clients whose config `cargo fusion install` knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Client {
+    /// Claude Desktop: `claude_desktop_config.json`, `mcpServers`.
+    ClaudeDesktop,
+    /// Claude Code, every project: `~/.claude.json`, `mcpServers`.
+    ClaudeCode,
+    /// Cursor, every project: `~/.cursor/mcp.json`, `mcpServers`.
+    Cursor,
+    /// VS Code, this project: `.vscode/mcp.json`, `servers`.
+    Vscode,
+}
+
+impl Client {
+    /// The config file: under `home` for the clients configured per user, under `project`
+    /// (the current directory) for VS Code.
+    fn config_path(self, home: &Path, project: &Path) -> PathBuf {
+        match self {
+            Self::ClaudeDesktop => claude_desktop_dir(home).join("claude_desktop_config.json"),
+            Self::ClaudeCode => home.join(".claude.json"),
+            Self::Cursor => home.join(".cursor").join("mcp.json"),
+            Self::Vscode => project.join(".vscode").join("mcp.json"),
+        }
+    }
+
+    /// The top-level key whose object holds the servers by name.
+    fn servers_key(self) -> &'static str {
+        match self {
+            Self::Vscode => "servers",
+            Self::ClaudeDesktop | Self::ClaudeCode | Self::Cursor => "mcpServers",
+        }
+    }
+
+    /// The entry that starts `executable` over stdio. VS Code and Claude Code read the
+    /// transport from `type`; Claude Desktop and Cursor take a `command` as stdio.
+    ///
+    /// # Errors
+    /// When the path is not UTF-8: JSON could not hold it, and a lossy copy would name
+    /// another file.
+    fn entry(self, executable: &Path) -> CliResult<Value> {
+        let command = executable.to_str().ok_or_else(|| {
+            CliError::new(format!(
+                "the server's path {} is not UTF-8: a config file cannot name it",
+                executable.display()
+            ))
+        })?;
+        Ok(match self {
+            Self::Vscode | Self::ClaudeCode => {
+                json!({ "type": "stdio", "command": command, "args": [] })
+            }
+            Self::ClaudeDesktop | Self::Cursor => json!({ "command": command, "args": [] }),
+        })
+    }
+}
+
+/// `cargo fusion install`: builds the server and adds it to `client`'s config as `name`
+/// (by default the binary's name); with `dry_run`, only says what it would change.
+///
+/// # Errors
+/// When `HOME` is not set, the server cannot be built, or the config is malformed or
+/// cannot be written.
+pub(crate) fn run(
+    server: &ServerSelection,
+    client: Client,
+    name: Option<String>,
+    dry_run: bool,
+) -> CliResult<Verdict> {
+    // Windows names the home USERPROFILE.
+    let home = std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .ok_or_else(|| CliError::new("HOME is not set: cannot find the client's config"))?;
+    let project = std::env::current_dir()
+        .map_err(|error| CliError::new(format!("cannot read the current directory: {error}")))?;
+    let built = server.build()?;
+    let path = client.config_path(Path::new(&home), &project);
+    let name = name.unwrap_or_else(|| built.name.clone());
+    let installation = plan(client, path, &name, &built.executable)?;
+    print!("{}", installation.describe(dry_run));
+    if !dry_run && let Some(backup) = installation.apply()? {
+        println!("the file as it was is in {}", backup.display());
+    }
+    if !server.is_release() && installation.plan != Plan::AlreadyThere {
+        println!(
+            "note: this is a debug build, under target/debug; `--release` installs the optimized one"
+        );
+    }
+    Ok(Verdict::Passed)
+}
+
+/// Where Claude Desktop keeps its config on this system.
+fn claude_desktop_dir(home: &Path) -> PathBuf {
+    if cfg!(target_os = "macos") {
+        home.join("Library/Application Support/Claude")
+    } else if cfg!(windows) {
+        std::env::var_os("APPDATA")
+            .map_or_else(|| home.join("AppData/Roaming"), PathBuf::from)
+            .join("Claude")
+    } else {
+        home.join(".config/Claude")
+    }
+}
+
+/// What installing changes.
+#[derive(Debug, PartialEq)]
+enum Plan {
+    /// The same entry is there already: nothing to write.
+    AlreadyThere,
+    /// A new entry under the name.
+    Add,
+    /// The entry under the name was this, and is replaced.
+    Replace(Value),
+}
+
+/// The config with the server added: the file's text after the change, and what changed.
+struct Installation {
+    /// The config file.
+    path: PathBuf,
+    /// The name the entry has in it.
+    name: String,
+    /// The entry.
+    entry: Value,
+    /// What it changes.
+    plan: Plan,
+    /// The whole file afterwards.
+    new_text: String,
+    /// Whether the file exists (and is then backed up before it is replaced).
+    existed: bool,
+}
+
+/// Works out the change that adds `executable` as `name` to `client`'s config at `path`.
+///
+/// # Errors
+/// When the file exists but cannot be read, is not a JSON object, or its servers key is
+/// not an object: it is then left as it is, for its owner to fix.
+fn plan(client: Client, path: PathBuf, name: &str, executable: &Path) -> CliResult<Installation> {
+    let (mut config, existed) = match std::fs::read_to_string(&path) {
+        Ok(text) if text.trim().is_empty() => (Map::new(), true),
+        Ok(text) => match serde_json::from_str(&text) {
+            Ok(Value::Object(config)) => (config, true),
+            Ok(_) => return Err(malformed(&path, "it is not a JSON object")),
+            Err(error) => return Err(malformed(&path, &format!("it is not valid JSON ({error})"))),
+        },
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => (Map::new(), false),
+        Err(error) => {
+            return Err(CliError::new(format!(
+                "cannot read {}: {error}",
+                path.display()
+            )));
+        }
+    };
+    let key = client.servers_key();
+    let servers = config
+        .entry(key)
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| malformed(&path, &format!("its `{key}` is not an object")))?;
+    let entry = client.entry(executable)?;
+    let plan = match servers.insert(name.to_owned(), entry.clone()) {
+        None => Plan::Add,
+        Some(old) if old == entry => Plan::AlreadyThere,
+        Some(old) => Plan::Replace(old),
+    };
+    let mut new_text = serde_json::to_string_pretty(&config)
+        .map_err(|error| CliError::new(format!("cannot write the config: {error}")))?;
+    new_text.push('\n');
+    Ok(Installation {
+        path,
+        name: name.to_owned(),
+        entry,
+        plan,
+        new_text,
+        existed,
+    })
+}
+
+fn malformed(path: &Path, why: &str) -> CliError {
+    CliError::new(format!(
+        "{} is malformed: {why}; it was left as it is (fix it, or move it away to start a new one)",
+        path.display()
+    ))
+}
+
+impl Installation {
+    /// What the change is, for the user: the entry, and what it replaces.
+    fn describe(&self, dry_run: bool) -> String {
+        let entry = serde_json::to_string_pretty(&self.entry).unwrap_or_default();
+        let path = self.path.display();
+        let name = &self.name;
+        let would = if dry_run { "would " } else { "" };
+        match &self.plan {
+            Plan::AlreadyThere => {
+                format!("`{name}` is already in {path}, as it would be: nothing to change\n")
+            }
+            Plan::Add => format!("{would}add `{name}` to {path}:\n{entry}\n"),
+            Plan::Replace(old) => format!(
+                "{would}replace `{name}` in {path}:\nwas: {}\nnow: {entry}\n",
+                serde_json::to_string_pretty(old).unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Writes the change: the old file to `<file>.bak` first, then the new one beside it and
+    /// renamed over it, so a failure midway leaves the old file whole. Returns the backup's
+    /// path when there was a file to back up.
+    ///
+    /// # Errors
+    /// When a file cannot be written.
+    fn apply(&self) -> CliResult<Option<PathBuf>> {
+        if self.plan == Plan::AlreadyThere {
+            return Ok(None);
+        }
+        let failed = |what: &Path, error: std::io::Error| {
+            CliError::new(format!("cannot write {}: {error}", what.display()))
+        };
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|error| failed(dir, error))?;
+        }
+        let backup = if self.existed {
+            let backup = with_suffix(&self.path, ".bak");
+            std::fs::copy(&self.path, &backup).map_err(|error| failed(&backup, error))?;
+            Some(backup)
+        } else {
+            None
+        };
+        let staged = with_suffix(&self.path, ".tmp");
+        std::fs::write(&staged, &self.new_text).map_err(|error| failed(&staged, error))?;
+        std::fs::rename(&staged, &self.path).map_err(|error| failed(&self.path, error))?;
+        Ok(backup)
+    }
+}
+
+/// `path` with `suffix` added to its file name: `mcp.json` → `mcp.json.bak`.
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plans installing `/opt/demo` as `demo` for `client` over a config file holding
+    /// `existing` (none: no file).
+    fn plan_over(
+        client: Client,
+        existing: Option<&str>,
+    ) -> (tempfile::TempDir, CliResult<Installation>) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("mcp.json");
+        if let Some(text) = existing {
+            std::fs::write(&path, text).expect("written");
+        }
+        let planned = plan(client, path, "demo", Path::new("/opt/demo"));
+        (dir, planned)
+    }
+
+    #[test]
+    fn vscode_lists_servers_with_their_type() -> CliResult<()> {
+        let (_dir, planned) = plan_over(Client::Vscode, Some(r#"{"inputs": []}"#));
+        let planned = planned?;
+        assert_eq!(planned.plan, Plan::Add);
+        let written: Value = serde_json::from_str(&planned.new_text).expect("JSON");
+        assert_eq!(
+            written,
+            json!({"inputs": [], "servers": {"demo": {"type": "stdio", "command": "/opt/demo", "args": []}}})
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn an_entry_under_the_same_name_is_replaced_and_shown() -> CliResult<()> {
+        let (_dir, planned) = plan_over(
+            Client::Cursor,
+            Some(r#"{"mcpServers": {"demo": {"command": "/old/demo"}}}"#),
+        );
+        let planned = planned?;
+        assert_eq!(planned.plan, Plan::Replace(json!({"command": "/old/demo"})));
+        assert!(planned.describe(true).starts_with("would replace `demo`"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_config_of_another_shape_is_refused() {
+        for existing in ["[]", r#"{"mcpServers": []}"#, "{"] {
+            let (_dir, planned) = plan_over(Client::ClaudeDesktop, Some(existing));
+            let error = planned
+                .err()
+                .map(|error| error.to_string())
+                .unwrap_or_default();
+            assert!(error.contains("is malformed"), "{existing}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_dry_run_of_a_new_file_writes_nothing() -> CliResult<()> {
+        let (dir, planned) = plan_over(Client::ClaudeCode, None);
+        assert!(planned?.describe(true).starts_with("would add `demo`"));
+        assert!(!dir.path().join("mcp.json").exists());
+        Ok(())
+    }
+}
