@@ -15,7 +15,8 @@
 //! `--max-sessions N`, `--session-idle-ms N`,
 //! `--max-calls-per-session N`, `--max-queued-per-session N` (the `HttpOptions` of the
 //! same names), `--call-timeout-ms N` (the server's default call deadline,
-//! `ServerBuilder::timeout`) and `--max-output-bytes N` (`ServerBuilder::max_output`).
+//! `ServerBuilder::timeout`), `--heartbeat-ms N` (`ServerBuilder::heartbeat`) and
+//! `--max-output-bytes N` (`ServerBuilder::max_output`).
 
 use fusion_tests::faults::{self, FaultCtx};
 
@@ -98,6 +99,11 @@ const USAGE: cli::Usage = cli::Usage {
         ),
         ("--call-timeout-ms", "N", "the default deadline of a call"),
         (
+            "--heartbeat-ms",
+            "N",
+            "a progress heartbeat after N ms without progress (0: none)",
+        ),
+        (
             "--max-output-bytes",
             "N",
             "the largest result a tool may answer (ServerBuilder::max_output)",
@@ -136,9 +142,17 @@ async fn main() -> std::process::ExitCode {
         builder =
             builder.setup(|| async { Err::<(), _>("the upstream credentials file is unreadable") });
     }
-    match call_timeout(&args) {
-        Ok(Some(limit)) => builder = builder.timeout(limit),
-        Ok(None) => {}
+    let durations = millis(&args, "--call-timeout-ms")
+        .and_then(|timeout| Ok((timeout, millis(&args, "--heartbeat-ms")?)));
+    match durations {
+        Ok((timeout, heartbeat)) => {
+            if let Some(limit) = timeout {
+                builder = builder.timeout(limit);
+            }
+            if let Some(every) = heartbeat {
+                builder = builder.heartbeat(every);
+            }
+        }
         Err(message) => {
             eprintln!("faults: {message}");
             return std::process::ExitCode::from(fusion_runtime::exit::EXIT_CONFIG);
@@ -167,15 +181,15 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-/// `--call-timeout-ms N`, the server's default deadline of a call.
-fn call_timeout(args: &[String]) -> Result<Option<std::time::Duration>, String> {
-    let Some(at) = args.iter().position(|arg| arg == "--call-timeout-ms") else {
+/// The duration a flag such as `--call-timeout-ms N` gives, in milliseconds.
+fn millis(args: &[String], flag: &str) -> Result<Option<std::time::Duration>, String> {
+    let Some(at) = args.iter().position(|arg| arg == flag) else {
         return Ok(None);
     };
-    let text = args.get(at + 1).ok_or("--call-timeout-ms needs a value")?;
+    let text = args.get(at + 1).ok_or(format!("{flag} needs a value"))?;
     text.parse()
         .map(|ms| Some(std::time::Duration::from_millis(ms)))
-        .map_err(|_| format!("--call-timeout-ms takes a number, not {text:?}"))
+        .map_err(|_| format!("{flag} takes a number, not {text:?}"))
 }
 
 /// The HTTP options when `--http PORT` is given.

@@ -18,6 +18,8 @@ pub(crate) const OPEN_WORLD: &str = "open_world";
 pub(crate) const CRATE: &str = "crate";
 /// `#[mcp_tool(timeout = "100ms")]`
 pub(crate) const TIMEOUT: &str = "timeout";
+/// `#[mcp_tool(heartbeat = "5s")]`
+pub(crate) const HEARTBEAT: &str = "heartbeat";
 /// `#[mcp_tool(retry(attempts = 3, backoff = "10ms", max_backoff = "1s"))]`
 pub(crate) const RETRY: &str = "retry";
 /// `retry(attempts = N)`
@@ -73,6 +75,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     IDEMPOTENT,
     OPEN_WORLD,
     TIMEOUT,
+    HEARTBEAT,
     RETRY,
     CIRCUIT,
     RECONNECT,

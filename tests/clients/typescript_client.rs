@@ -3,7 +3,8 @@
 //! as a client that declares roots, sampling and elicitation (as Claude Desktop, VS Code
 //! and Cursor do): a tool asks it mid-call (sampling, elicitation, roots) and gets the
 //! answer, progress reaches it, eight calls asking at once each get their own answer, and
-//! its refusal is the tool's error (`tests/typescript/http_client.mjs`).
+//! its refusal is the tool's error (`tests/typescript/http_client.mjs`); and against the
+//! faults example, a long call kept alive by the heartbeat (`tests/typescript/heartbeat.mjs`).
 //!
 //! Needs Node ≥ 22 with npm (`scripts/node-env`, or `FUSION_NODE_BIN`) and the built
 //! examples; the SDK is installed once into `<target>/typescript-client` (npm's cache makes
@@ -60,8 +61,9 @@ pub(crate) fn installed_client(node_bin: &Path) -> PathBuf {
         );
     }
     // The script runs from beside `node_modules`, where ES modules resolve the SDK.
-    std::fs::copy(source.join("http_client.mjs"), dir.join("http_client.mjs"))
-        .expect("the script copied");
+    for script in ["http_client.mjs", "heartbeat.mjs"] {
+        std::fs::copy(source.join(script), dir.join(script)).expect("the script copied");
+    }
     dir
 }
 
@@ -90,4 +92,32 @@ fn typescript_sdk_answers_a_tools_questions_over_http() {
     );
     // Shown with `--nocapture`.
     println!("{}", out.stdout.trim_end());
+}
+
+/// The heartbeat (issue 60): the faults example's `slow` tool runs 3 s; the client's
+/// request timeout is 1.5 s, reset by progress. With a heartbeat every 300 ms the call is
+/// answered; with none the client gives up at its timeout, as hosts do today.
+#[test]
+fn a_heartbeat_keeps_the_typescript_clients_long_call_alive() {
+    let Some(node_bin) = support::node_bin() else {
+        return;
+    };
+    let dir = installed_client(&node_bin);
+    for (heartbeat_ms, expect) in [("300", "answered"), ("0", "timed-out")] {
+        let mut command = Command::new(support::example_binary("faults"));
+        command.args(["--http", "0", "--heartbeat-ms", heartbeat_ms]);
+        let server = support::HttpServer::start(command, Duration::from_secs(30));
+        let mut client = Command::new(node_bin.join("node"));
+        client
+            .current_dir(&dir)
+            .args(["heartbeat.mjs", server.url(), expect])
+            .env("PATH", support::path_with(&node_bin));
+        let out = support::run_with_timeout(client, RUN_TIMEOUT);
+        assert!(
+            out.success() && out.stdout.contains("ok: all checks passed"),
+            "heartbeat {heartbeat_ms} ms, expected {expect}\n{}\n--- server stderr ---\n{}",
+            out.report(),
+            server.stderr()
+        );
+    }
 }

@@ -11,6 +11,7 @@ mod contract;
 mod failure_meta;
 mod group_hints;
 mod grouped_schema;
+mod heartbeat;
 mod hoisted_schema;
 mod identity;
 mod numbers;

@@ -645,6 +645,7 @@ fn annotations(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
 /// policy (or the runtime's default timeout) applies.
 fn policy(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
     let timeout = option(attrs.timeout.map(duration));
+    let heartbeat = option(attrs.heartbeat.map(duration));
     let retry = option(
         attrs
             .retry
@@ -657,7 +658,7 @@ fn policy(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
             .as_ref()
             .map(|circuit| circuit_policy(private, circuit)),
     );
-    quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit })
+    quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit, heartbeat: #heartbeat })
 }
 
 /// `retry(..)`: the runtime fills in what the attribute leaves out.

@@ -22,6 +22,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) open_world: Option<Flag>,
     pub(crate) krate: Option<Path>,
     pub(crate) timeout: Option<Millis>,
+    /// How long the call may run without progress before fusion sends one: `"0s"` never.
+    pub(crate) heartbeat: Option<Millis>,
     pub(crate) retry: Option<Retry>,
     pub(crate) circuit: Option<CircuitAttr>,
     /// The context field (`db`, `clients.search`) to reconnect before a retry.
@@ -232,6 +234,11 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             symbol::TIMEOUT => {
                 let value = duration_value(&meta, cx)?;
                 set_once(cx, &meta, &mut attrs.timeout, value);
+            }
+            // heartbeat = "5s" ("0s": none)
+            symbol::HEARTBEAT => {
+                let value = duration_value(&meta, cx)?;
+                set_once(cx, &meta, &mut attrs.heartbeat, value);
             }
             // retry(attempts = 3, backoff = "10ms", max_backoff = "1s")
             symbol::RETRY => {

@@ -69,6 +69,8 @@ pub(super) struct Inner {
     /// The idempotency key the request carried in `params._meta`
     /// ([`IDEMPOTENCY_KEY_META_KEY`](crate::meta::IDEMPOTENCY_KEY_META_KEY)).
     request_key: Option<Box<str>>,
+    /// The last progress sent, and when: what a heartbeat repeats (`pipeline/heartbeat.rs`).
+    beat: Mutex<crate::call::progress::LastProgress>,
 }
 
 impl Call {
@@ -101,6 +103,7 @@ impl Call {
                 task_fence: None,
                 handler_started: AtomicBool::new(false),
                 request_key: None,
+                beat: Mutex::default(),
             }),
         }
     }
@@ -266,6 +269,7 @@ impl Call {
                 task_fence: None,
                 handler_started: AtomicBool::new(false),
                 request_key: None,
+                beat: Mutex::default(),
             }),
         }
     }
@@ -301,6 +305,7 @@ impl Call {
                 task_fence: None,
                 handler_started: AtomicBool::new(false),
                 request_key: None,
+                beat: Mutex::default(),
             }),
         }
     }
@@ -351,6 +356,7 @@ impl Call {
                 task_fence: inner.task_fence.clone(),
                 handler_started: AtomicBool::new(false),
                 request_key: None,
+                beat: Mutex::default(),
             }),
         }
     }
@@ -358,6 +364,16 @@ impl Call {
     /// The number literals the transport recorded for the arguments.
     pub(crate) fn number_literals(&self) -> &NumberLiterals {
         &self.inner.numbers
+    }
+
+    /// Whether the client asked for progress (its request carried a progress token).
+    pub(crate) fn wants_progress(&self) -> bool {
+        self.inner.progress_token.is_some()
+    }
+
+    /// The last progress the call sent (`pipeline/heartbeat.rs`).
+    pub(crate) fn last_progress(&self) -> &Mutex<crate::call::progress::LastProgress> {
+        &self.inner.beat
     }
 
     /// Whether the call came over a transport (not from the in-memory tester).
@@ -413,6 +429,7 @@ impl Call {
         if let Some(message) = message {
             param = param.with_message(message);
         }
+        crate::call::progress::sent(&self.inner.beat, done, total);
         if let Some(recorded) = &self.inner.recorded {
             record(recorded, "notifications/progress", &param);
         }

@@ -27,6 +27,7 @@
 pub(crate) mod ask;
 pub(crate) mod client;
 mod handle;
+pub(crate) mod progress;
 
 pub use ask::{Ask, ClientRequestError, Elicitation, ElicitationAction, Root};
 pub use handle::{Call, LogLevel};

@@ -32,6 +32,7 @@ mod admit;
 mod attempts;
 mod cache;
 mod call_log;
+pub(crate) mod heartbeat;
 mod invoke;
 mod output_limit;
 pub(crate) mod render;

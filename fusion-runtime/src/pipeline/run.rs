@@ -5,19 +5,40 @@
 use serde_json::Value;
 
 use crate::{
-    call::Call, failure::Target, lock::LockStore, log::Redactor, setup::registered::RegisteredTool,
-    tool::output::Outcome,
+    call::Call, failure::Target, lock::LockStore, log::Redactor, policy::DEFAULT_HEARTBEAT,
+    setup::registered::RegisteredTool, tool::output::Outcome,
 };
 
 use super::{
     attempts::{Ran, attempts},
+    heartbeat::with_heartbeat,
     invoke::start,
     serialize::{lock_key, locked},
 };
 
 /// The handler under its policy ([`attempts`]) and, for a tool with `serialize`, the lock
-/// of its key from `locks` around all of it.
+/// of its key from `locks` around all of it; a heartbeat while it all runs.
 pub(super) async fn run_policy<C: Send + Sync + 'static>(
+    tool: &RegisteredTool<C>,
+    locks: &dyn LockStore,
+    context: &C,
+    call: &Call,
+    args: &Value,
+    redactor: &Redactor,
+    target: &Target<'_>,
+) -> Ran {
+    let every = Some(tool.policy.heartbeat.unwrap_or(DEFAULT_HEARTBEAT));
+    // Await: the whole run, with its heartbeat (`heartbeat.rs`).
+    with_heartbeat(
+        call,
+        every,
+        run_locked(tool, locks, context, call, args, redactor, target),
+    )
+    .await
+}
+
+/// [`run_policy`] without the heartbeat.
+async fn run_locked<C: Send + Sync + 'static>(
     tool: &RegisteredTool<C>,
     locks: &dyn LockStore,
     context: &C,

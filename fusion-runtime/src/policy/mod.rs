@@ -108,6 +108,12 @@ impl RetryPolicy {
 /// longer says so with its own `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How long a call whose client asked for progress may run without any before fusion sends
+/// one itself, when neither the tool (`#[mcp_tool(heartbeat = "..")]`) nor the server
+/// ([`ServerBuilder::heartbeat`](crate::ServerBuilder::heartbeat)) sets it: 10 s, well
+/// inside the 60 s after which hosts give up on a silent call.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
+
 /// The recovery policy of a tool: each part set on the tool wins over the server's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
@@ -117,6 +123,9 @@ pub struct Policy {
     pub retry: Option<RetryPolicy>,
     /// The circuit breaker.
     pub circuit: Option<CircuitPolicy>,
+    /// How long the call may run without progress before a heartbeat is sent (`ZERO`:
+    /// never); [`DEFAULT_HEARTBEAT`] when neither the tool nor the server sets it.
+    pub heartbeat: Option<Duration>,
 }
 
 impl Policy {
@@ -126,6 +135,7 @@ impl Policy {
             timeout: self.timeout.or(defaults.timeout),
             retry: self.retry.or(defaults.retry),
             circuit: self.circuit.or(defaults.circuit),
+            heartbeat: self.heartbeat.or(defaults.heartbeat),
         }
     }
 }

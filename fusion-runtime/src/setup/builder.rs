@@ -28,7 +28,7 @@ pub struct ServerBuilder<C = ()> {
     context: ContextFactory<C>,
     tools: Vec<ToolDefinition<C>>,
     limits: Limits,
-    policy: Policy,
+    pub(crate) policy: Policy,
     /// The output limit of tools that set none ([`Self::max_output`]).
     max_output: usize,
     /// The start-up checks (`startup.rs`).
