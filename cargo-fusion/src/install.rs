@@ -143,6 +143,18 @@ struct Installation {
 /// When the file exists but cannot be read, is not a JSON object, or its servers key is
 /// not an object: it is then left as it is, for its owner to fix.
 fn plan(client: Client, path: PathBuf, name: &str, executable: &Path) -> CliResult<Installation> {
+    refuse_a_link(&path)?;
+    if let Ok(metadata) = std::fs::metadata(&path)
+        && metadata.len() > MAX_CONFIG_BYTES
+    {
+        return Err(malformed(
+            &path,
+            &format!(
+                "it holds {} bytes, more than a client's config ({MAX_CONFIG_BYTES})",
+                metadata.len()
+            ),
+        ));
+    }
     let (mut config, existed) = match std::fs::read_to_string(&path) {
         Ok(text) if text.trim().is_empty() => (Map::new(), true),
         Ok(text) => match serde_json::from_str(&text) {
@@ -181,6 +193,27 @@ fn plan(client: Client, path: PathBuf, name: &str, executable: &Path) -> CliResu
         new_text,
         existed,
     })
+}
+
+/// A config larger than this is not a client's config: it is refused, not read.
+const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Refuses a path that is a symbolic link. The config would be replaced by a file of its
+/// own (the link, and the dotfiles it points into, lost), and a `.bak` or `.tmp` planted as
+/// a link would have the write go wherever it points.
+fn refuse_a_link(path: &Path) -> CliResult<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            let target = std::fs::read_link(path)
+                .map(|target| format!(" (to {})", target.display()))
+                .unwrap_or_default();
+            Err(CliError::new(format!(
+                "{} is a symbolic link{target}; it was left as it is: install into the file it points to by hand, or replace the link with the file",
+                path.display()
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn malformed(path: &Path, why: &str) -> CliError {
@@ -225,15 +258,34 @@ impl Installation {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(|error| failed(dir, error))?;
         }
+        // Checked again: the file may have become a link since it was read.
+        refuse_a_link(&self.path)?;
         let backup = if self.existed {
             let backup = with_suffix(&self.path, ".bak");
+            refuse_a_link(&backup)?;
             std::fs::copy(&self.path, &backup).map_err(|error| failed(&backup, error))?;
             Some(backup)
         } else {
             None
         };
         let staged = with_suffix(&self.path, ".tmp");
-        std::fs::write(&staged, &self.new_text).map_err(|error| failed(&staged, error))?;
+        refuse_a_link(&staged)?;
+        // A `.tmp` left by a run that died is ours to replace; a new one is created only
+        // where nothing is (`create_new` never follows a link planted meanwhile).
+        match std::fs::remove_file(&staged) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(failed(&staged, error)),
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&staged)
+            .map_err(|error| failed(&staged, error))?;
+        std::io::Write::write_all(&mut file, self.new_text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|error| failed(&staged, error))?;
+        drop(file);
         std::fs::rename(&staged, &self.path).map_err(|error| failed(&self.path, error))?;
         Ok(backup)
     }

@@ -32,6 +32,7 @@ mod budgets;
 mod fuzz_corpus;
 mod http;
 mod inputs;
+mod install;
 mod log_flood;
 mod stdio;
 mod stores;
