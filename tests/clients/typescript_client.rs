@@ -61,7 +61,7 @@ pub(crate) fn installed_client(node_bin: &Path) -> PathBuf {
         );
     }
     // The script runs from beside `node_modules`, where ES modules resolve the SDK.
-    for script in ["http_client.mjs", "heartbeat.mjs"] {
+    for script in ["checks.mjs", "http_client.mjs", "heartbeat.mjs"] {
         std::fs::copy(source.join(script), dir.join(script)).expect("the script copied");
     }
     dir

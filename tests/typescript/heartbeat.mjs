@@ -12,16 +12,7 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-
-function fail(what, seen) {
-  console.error(`FAIL: ${what}${seen === undefined ? "" : `\n  seen: ${JSON.stringify(seen)}`}`);
-  process.exit(1);
-}
-
-function check(condition, what, seen) {
-  if (!condition) fail(what, seen);
-  console.log(`ok: ${what}`);
-}
+import { check, fail } from "./checks.mjs";
 
 async function main() {
   const [url, expect] = process.argv.slice(2);

@@ -18,18 +18,9 @@ import {
   ElicitRequestSchema,
   ListRootsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { check, fail } from "./checks.mjs";
 
 const STEP_TIMEOUT_MS = 20_000;
-
-function fail(what, seen) {
-  console.error(`FAIL: ${what}${seen === undefined ? "" : `\n  seen: ${JSON.stringify(seen)}`}`);
-  process.exit(1);
-}
-
-function check(condition, what, seen) {
-  if (!condition) fail(what, seen);
-  console.log(`ok: ${what}`);
-}
 
 async function step(what, promise) {
   let timer;

@@ -193,6 +193,24 @@ fn replace(schema: &mut Map<String, Value>, spelled: &str, reference: &str, dept
     }
 }
 
+/// The keywords whose value maps names to schemas.
+const NAMED_SCHEMAS: [&str; 3] = ["properties", "patternProperties", "dependentSchemas"];
+/// The keywords whose value is a list of schemas.
+const LISTED_SCHEMAS: [&str; 4] = ["anyOf", "oneOf", "allOf", "prefixItems"];
+/// The keywords whose value is one schema.
+const ONE_SCHEMA: [&str; 10] = [
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
+
 /// The schemas held by the keyword `key` whose value is `value`, each with the property
 /// name it describes, if it describes one. Data keywords (`enum`, `const`, `default`,
 /// `examples`) hold no schemas.
@@ -201,54 +219,30 @@ fn for_each_subschema<'a>(
     value: &'a Value,
     each: &mut dyn FnMut(Option<&'a str>, &'a Value),
 ) {
-    match (key, value) {
-        ("properties" | "patternProperties" | "dependentSchemas", Value::Object(map)) => {
+    match value {
+        Value::Object(map) if NAMED_SCHEMAS.contains(&key) => {
             for (name, schema) in map {
                 each(Some(name), schema);
             }
         }
-        ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(items)) => {
+        Value::Array(items) if LISTED_SCHEMAS.contains(&key) => {
             items.iter().for_each(|item| each(None, item));
         }
-        (
-            "items"
-            | "additionalProperties"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "contains"
-            | "propertyNames"
-            | "unevaluatedProperties"
-            | "unevaluatedItems",
-            Value::Object(_),
-        ) => each(None, value),
+        Value::Object(_) if ONE_SCHEMA.contains(&key) => each(None, value),
         _ => {}
     }
 }
 
 /// [`for_each_subschema`], with each schema mutable.
 fn for_each_subschema_mut(key: &str, value: &mut Value, each: &mut dyn FnMut(&mut Value)) {
-    match (key, value) {
-        ("properties" | "patternProperties" | "dependentSchemas", Value::Object(map)) => {
+    match value {
+        Value::Object(map) if NAMED_SCHEMAS.contains(&key) => {
             map.values_mut().for_each(&mut *each);
         }
-        ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(items)) => {
+        Value::Array(items) if LISTED_SCHEMAS.contains(&key) => {
             items.iter_mut().for_each(&mut *each);
         }
-        (
-            "items"
-            | "additionalProperties"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "contains"
-            | "propertyNames"
-            | "unevaluatedProperties"
-            | "unevaluatedItems",
-            value @ Value::Object(_),
-        ) => each(value),
+        Value::Object(_) if ONE_SCHEMA.contains(&key) => each(value),
         _ => {}
     }
 }
