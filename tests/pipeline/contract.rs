@@ -377,3 +377,23 @@ async fn a_server_pinned_to_another_surface_does_not_start_and_names_what_differ
         "{unreadable:?}"
     );
 }
+
+#[tokio::test]
+async fn a_pinned_server_over_its_token_budget_does_not_start_and_an_unpinned_one_does() {
+    use fusion_runtime::{StartupError, contract::TokenBudget};
+    let tight = TokenBudget::new().per_tool(30);
+    let pinned = server(false).build().contract().to_lockfile();
+    let refused = server(false)
+        .require_surface(&pinned)
+        .token_budget(tight)
+        .start()
+        .await;
+    let Err(StartupError::OverTokenBudget(over)) = refused else {
+        panic!("a pinned server over its budget started");
+    };
+    // Each tool over it is named, with its count.
+    assert!(over.excesses.len() >= 2, "{over}");
+    assert!(over.to_string().contains("`users` costs"), "{over}");
+    // Unpinned, the server starts: its tests hold it to the budget.
+    assert!(server(false).token_budget(tight).start().await.is_ok());
+}

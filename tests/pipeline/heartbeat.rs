@@ -2,8 +2,9 @@
 //! handler sends none for the interval, gets a progress notification from fusion, saying
 //! the tool is still working, each value greater than the last. The handler's own progress
 //! resets the interval; a tool's `heartbeat` wins over the server's; `"0s"` sends none.
-//! The tester's calls carry a progress token, as a client's that asks for progress do.
-//! The clock is paused: minutes pass at once.
+//! The tester's calls carry a progress token, as a client's that asks for progress do; in
+//! the tester only an interval that is set applies (as for `timeout`), so the server here
+//! sets the default's 10 s itself. The clock is paused: minutes pass at once.
 
 use std::time::Duration;
 
@@ -52,6 +53,7 @@ async fn quiet(seconds: u64) -> &'static str {
 fn tester() -> Tester {
     Tester::new(
         Server::builder("long", "1")
+            .heartbeat(fusion_runtime::policy::DEFAULT_HEARTBEAT)
             .tool(silent)
             .tool(chatty)
             .tool(halfway)
@@ -78,7 +80,7 @@ fn progress(notifications: &[Value]) -> Vec<(f64, Option<f64>, Option<String>)> 
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_silent_call_beats_every_ten_seconds_by_default_and_never_after_its_answer() {
+async fn a_silent_call_beats_every_ten_seconds_and_never_after_its_answer() {
     let result = tester().call("silent", json!({"seconds": 35})).await;
     assert!(!result.is_error, "{}", result.text());
     let beats = progress(result.notifications());
@@ -153,4 +155,13 @@ async fn a_tools_heartbeat_wins_over_the_servers_and_zero_sends_none() {
     .call("silent", json!({"seconds": 60}))
     .await;
     assert!(progress(off.notifications()).is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn in_the_tester_only_a_heartbeat_that_is_set_applies() {
+    // No interval set: the tester's call gets none (its runtime may have no timers).
+    let unset = Tester::new(Server::builder("long", "1").tool(silent).build())
+        .call("silent", json!({"seconds": 35}))
+        .await;
+    assert!(progress(unset.notifications()).is_empty());
 }

@@ -350,9 +350,8 @@ fn builder_with_roles(
         // reads as destructive too, because `create` writes. Said here, so it is a choice.
         .allow_mixed_hints("db_user")
         // What the model reads of this surface before its first call, in o200k tokens:
-        // a description or schema that grows past it fails `tests/contract.rs`, and a
-        // server over it does not start. Measured at 661 in all, 478 for `db_user`
-        // (grouped), 797 in all listed flat.
+        // a description or schema that grows past it fails `tests/contract.rs`. Measured
+        // at 661 in all, 478 for `db_user` (grouped), 797 in all listed flat.
         .token_budget(TOKEN_BUDGET)
 }
 

@@ -66,7 +66,8 @@ impl<C> ServerBuilder<C> {
     /// ([`DEFAULT_HEARTBEAT`](crate::policy::DEFAULT_HEARTBEAT), 10 s, by default; a
     /// tool's `#[mcp_tool(heartbeat = "..")]` wins; `Duration::ZERO` sends none). A client
     /// that resets its timeout on progress then waits for a long call instead of giving up
-    /// at its own 60 s.
+    /// at its own 60 s. (In the [`Tester`](crate::testing::Tester), as for `timeout`, only
+    /// an interval that is set applies.)
     ///
     /// ```
     /// use std::time::Duration;

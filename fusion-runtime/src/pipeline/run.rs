@@ -27,7 +27,12 @@ pub(super) async fn run_policy<C: Send + Sync + 'static>(
     redactor: &Redactor,
     target: &Target<'_>,
 ) -> Ran {
-    let every = Some(tool.policy.heartbeat.unwrap_or(DEFAULT_HEARTBEAT));
+    // As with the deadline: the default applies to a served call; in the tester only an
+    // interval that is set does (its runtime may have no timers).
+    let every = tool
+        .policy
+        .heartbeat
+        .or_else(|| call.is_served().then_some(DEFAULT_HEARTBEAT));
     // Await: the whole run, with its heartbeat (`heartbeat.rs`).
     with_heartbeat(
         call,

@@ -134,11 +134,13 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     }
 
     /// Caps what the tool surface costs the model, in tokens (see
-    /// [`TokenBudget`](crate::contract::TokenBudget)): a server over it refuses to start
-    /// ([`StartupError::OverTokenBudget`], exit code 78), and
+    /// [`TokenBudget`](crate::contract::TokenBudget)):
     /// [`Tester::assert_contract`](crate::testing::Tester::assert_contract) fails the test
-    /// that checks its lockfile. So a description that grows past the budget fails CI, not
-    /// the model's context. Measuring loads the tokenizer once at start (about 0.15 s).
+    /// that checks the lockfile, so a description that grows past the budget fails CI, not
+    /// the model's context. A server pinned with
+    /// [`require_surface`](Self::require_surface) also checks it at start and refuses to
+    /// serve over it ([`StartupError::OverTokenBudget`], exit code 78); measuring loads the
+    /// tokenizer once (about 0.15 s), which an unpinned server does not pay on every start.
     ///
     /// ```
     /// use fusion_runtime::{StartupError, contract::TokenBudget, prelude::*};
@@ -150,11 +152,11 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// }
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let roomy = Server::builder("demo", "1").tool(echo).token_budget(TokenBudget::new().per_tool(300));
-    /// assert!(roomy.start().await.is_ok());
+    /// let pinned = Server::builder("demo", "1").tool(echo).build().contract().to_lockfile();
+    /// let pin = |budget| Server::builder("demo", "1").tool(echo).require_surface(&pinned).token_budget(budget);
+    /// assert!(pin(TokenBudget::new().per_tool(300)).start().await.is_ok());
     ///
-    /// let tight = Server::builder("demo", "1").tool(echo).token_budget(TokenBudget::new().total(20));
-    /// let Err(error) = tight.start().await else { panic!("started over budget") };
+    /// let Err(error) = pin(TokenBudget::new().total(20)).start().await else { panic!("started over budget") };
     /// assert!(matches!(error, StartupError::OverTokenBudget(_)));
     /// assert!(error.to_string().contains("over the budget of 20"), "{error}");
     /// # });
@@ -206,7 +208,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 }
             })?;
         }
-        if let Some(budget) = startup.token_budget {
+        // A pinned server is one whose surface is attested at start; the budget is part of
+        // that attestation. Others are held to it by their tests (`assert_contract`).
+        if let (Some(budget), Some(_)) = (startup.token_budget, &startup.surface_pin) {
             budget.check(&server.contract())?;
         }
         for name in startup.required_env {
