@@ -42,6 +42,12 @@ pub(super) const COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
 /// finds the new primary. Beyond it, the next command starts another lookup.
 const RESOLVE_LIMIT: Duration = Duration::from_secs(5);
 
+/// How long a store connecting under Sentinel waits for the sentinels to name a primary:
+/// a failover under way at that moment may run past one `failover-timeout` (its election
+/// retried), and a replica restarted then should wait it out, not exit 78. (Seen in
+/// `tests/fleet/chaos.rs`: 5 s was not always enough.)
+const START_LIMIT: Duration = Duration::from_secs(20);
+
 /// How long a lookup that failed (no sentinel names a live primary yet: a failover in
 /// progress) is the answer for: commands meanwhile fail at once instead of asking the
 /// sentinels again one after the other.
@@ -426,8 +432,8 @@ pub(super) async fn sentinel(
     });
     // A failover under way leaves the sentinels naming no valid primary for a moment (the
     // promoted one not yet confirmed, the old one back as a replica): a store connecting
-    // then waits it out, within RESOLVE_LIMIT, instead of failing its server's start.
-    let deadline = tokio::time::Instant::now() + RESOLVE_LIMIT;
+    // then waits it out, within START_LIMIT, instead of failing its server's start.
+    let deadline = tokio::time::Instant::now() + START_LIMIT;
     loop {
         match bounded(RESOLVE_LIMIT, primary.current()).await {
             Ok(_) => break,
