@@ -65,10 +65,13 @@ mod setup;
 mod suggest;
 pub mod tasks;
 pub mod testing;
-#[cfg(any(feature = "oauth", feature = "otel"))]
+#[cfg(any(feature = "oauth", feature = "otel", feature = "upstream"))]
 mod tls;
 pub mod tool;
 mod transport;
+#[cfg(feature = "upstream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "upstream")))]
+pub mod upstream;
 pub mod validate;
 
 // `prompt` and `resource` live in `setup/`, beside the catalog that holds what they

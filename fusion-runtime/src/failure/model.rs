@@ -135,6 +135,10 @@ pub struct Failure {
     /// How many times the handler ran (more than one after retries). The pipeline counts
     /// them in `pipeline::policy::Ran` and writes the count here once, before rendering.
     pub(crate) attempts: u32,
+    /// The work was certainly not done: the request never left for the service that
+    /// would do it (a connection refused, a process that is not running). A tool unsafe to
+    /// repeat then fails as transient, not as an unknown outcome.
+    pub(crate) not_sent: bool,
 }
 
 impl Failure {
@@ -143,6 +147,7 @@ impl Failure {
             kind,
             chain: Vec::new(),
             attempts: 1,
+            not_sent: false,
         }
     }
 
@@ -162,6 +167,7 @@ impl Failure {
             kind: FailureKind::Handler(classification),
             chain,
             attempts: 1,
+            not_sent: false,
         }
     }
 
@@ -177,6 +183,7 @@ impl Failure {
             kind: FailureKind::Handler(Classification::INTERNAL),
             chain: vec![message.into()],
             attempts: 1,
+            not_sent: false,
         }
     }
 
@@ -189,6 +196,7 @@ impl Failure {
             kind: FailureKind::Panic,
             chain,
             attempts: 1,
+            not_sent: false,
         }
     }
 

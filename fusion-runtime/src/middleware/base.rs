@@ -48,6 +48,7 @@ pub fn refuse(classification: Classification, message: impl Into<String>) -> Fai
         kind: FailureKind::Handler(classification),
         chain: vec![message.into()],
         attempts: 0,
+        not_sent: false,
     }
 }
 

@@ -109,7 +109,8 @@ pub(super) async fn attempts<'a, C: Send + Sync + 'static>(
                 }
             }
         }
-        if unsafe_to_repeat && transient {
+        let not_sent = matches!(&outcome, Outcome::Failure(failure) if failure.not_sent);
+        if unsafe_to_repeat && transient && !not_sent {
             // A timeout or a dropped connection says nothing about whether the effect
             // happened: say so, instead of inviting a retry.
             let check_with = registered.check_with.clone();

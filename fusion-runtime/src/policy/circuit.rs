@@ -196,6 +196,13 @@ impl Circuit {
     }
 
     /// Whether calls are failing fast now.
+    /// Whether calls run as usual: neither open nor waiting on a probe.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state
+            .lock()
+            .is_ok_and(|state| matches!(*state, State::Closed { .. }))
+    }
+
     pub(crate) fn is_open(&self) -> bool {
         self.state
             .lock()

@@ -68,6 +68,8 @@ pub struct ServerBuilder<C = ()> {
     /// When `search_tools` and `call_tool` are listed in place of the tools
     /// (`search/builder.rs`).
     pub(crate) tool_search: Option<crate::search::ToolSearch>,
+    /// The upstreams mounted at start (`upstream/builder.rs`), for `tools/list`.
+    pub(crate) mounts: crate::setup::mounts::Mounts,
 }
 
 /// Where a middleware applies.
@@ -93,6 +95,9 @@ pub(crate) struct Startup {
     pub(crate) surface_pin: Option<String>,
     /// The most tokens the surface may cost ([`ServerBuilder::token_budget`]).
     pub(crate) token_budget: Option<crate::contract::TokenBudget>,
+    /// The upstreams to mount, by prefix ([`ServerBuilder::upstream`]).
+    #[cfg(feature = "upstream")]
+    pub(crate) upstreams: Vec<(String, crate::upstream::Upstream)>,
 }
 
 impl Server<()> {
@@ -141,6 +146,7 @@ impl Server<()> {
             catalog: Catalog::default(),
             revision: crate::tasks::RevisionSettings::default(),
             tool_search: None,
+            mounts: crate::setup::mounts::Mounts::default(),
         }
     }
 }
@@ -232,6 +238,7 @@ impl ServerBuilder<()> {
             catalog: self.catalog,
             revision: self.revision,
             tool_search: self.tool_search,
+            mounts: self.mounts,
         }
     }
 }
@@ -245,7 +252,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     }
 
     /// Registers a definition, or records why its defaults make it unusable.
-    fn add_definition(mut self, definition: ToolDefinition<C>) -> Self {
+    pub(crate) fn add_definition(mut self, definition: ToolDefinition<C>) -> Self {
         if !definition.default_issues.is_empty() {
             let details: Vec<String> = definition
                 .default_issues
@@ -453,6 +460,13 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         if self.startup.context_in_setup {
             errors.push(BuildError::ContextNeedsStart);
         }
+        #[cfg(feature = "upstream")]
+        errors.extend(
+            self.startup
+                .upstreams
+                .iter()
+                .map(|(prefix, _)| BuildError::UpstreamNeedsStart(prefix.clone())),
+        );
         errors.extend(self.catalog.take_errors());
         let mut registry = match Registry::build(
             self.tools,
@@ -570,6 +584,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                     self.visibility_rules,
                 ),
                 tool_search: tool_search.map(crate::search::index::Searching::new),
+                mounts: self.mounts,
             }),
             session_peers: None,
         })

@@ -108,6 +108,12 @@ pub enum BuildError {
         "the context is made from a setup step (`.context_from_setup(..)`), which `build` and `try_build` do not run; build the server with `.start().await` or serve it with a `serve_*` method"
     )]
     ContextNeedsStart,
+    /// Upstreams were mounted ([`ServerBuilder::upstream`](crate::ServerBuilder::upstream)),
+    /// whose tools are listed only when the server starts.
+    #[error(
+        "upstream `{0}` is mounted, and an upstream's tools are had by connecting to it, which `build` and `try_build` do not do; build the server with `.start().await` or serve it with a `serve_*` method"
+    )]
+    UpstreamNeedsStart(String),
     /// `.context(..)` was called after tools were registered for the unit context.
     #[error(
         "`.context(..)` was called after {0} tool(s) were registered; call `.context(..)` first, right after `Server::builder(..)`"
@@ -174,6 +180,17 @@ pub enum StartupError {
     /// [`token_budget`](crate::ServerBuilder::token_budget) allows.
     #[error(transparent)]
     OverTokenBudget(#[from] crate::contract::OverBudget),
+    /// A mounted upstream ([`ServerBuilder::upstream`](crate::ServerBuilder::upstream))
+    /// could not be reached, or did not list its tools, within its connect timeout.
+    #[error("upstream `{prefix}` ({upstream}) cannot be mounted: {reason}")]
+    Upstream {
+        /// Its prefix.
+        prefix: String,
+        /// Its URL or program.
+        upstream: String,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 pub(crate) fn describe_build_errors(errors: &[BuildError]) -> String {

@@ -8,6 +8,7 @@ pub(crate) mod error;
 pub(crate) mod group;
 pub(crate) mod invalidation;
 pub(crate) mod listed_schema;
+pub(crate) mod mounts;
 pub mod prompt;
 pub(crate) mod registered;
 pub(crate) mod registry;

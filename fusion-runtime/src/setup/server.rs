@@ -123,6 +123,8 @@ pub(crate) struct Inner<C> {
     /// Tool search, when the server lists `search_tools` and `call_tool` in place of its
     /// tools (`search/`).
     pub(crate) tool_search: Option<crate::search::index::Searching>,
+    /// The mounted upstreams, whose tools are listed only while they are up.
+    pub(crate) mounts: crate::setup::mounts::Mounts,
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -200,7 +202,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         if let Some(search) = &self.inner.tool_search {
             return std::borrow::Cow::Borrowed(search.listed());
         }
-        match self.shown(request) {
+        let listed = match self.shown(request) {
             None => std::borrow::Cow::Borrowed(self.tools()),
             Some(shown) => {
                 let registry = &self.inner.registry;
@@ -210,7 +212,8 @@ impl<C: Send + Sync + 'static> Server<C> {
                     .list(&shown, || registry.shown_wire(&shown));
                 std::borrow::Cow::Owned(list.to_vec())
             }
-        }
+        };
+        self.inner.mounts.listed(listed)
     }
 
     /// The tools as `tools/list` describes them.

@@ -197,6 +197,11 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         // Kept on the server too, for the banner's client configuration.
         self.startup.required_env = startup.required_env.clone();
         self.startup.token_budget = startup.token_budget;
+        // Each upstream's tools join the server's before it is built.
+        #[cfg(feature = "upstream")]
+        {
+            self = crate::upstream::mount_all(self, startup.upstreams).await?;
+        }
         let server = self.try_build().map_err(StartupError::Build)?;
         if let Some(pin) = &startup.surface_pin {
             let pin = crate::contract::Pin::parse(pin).map_err(StartupError::InvalidSurfacePin)?;

@@ -9,11 +9,11 @@
 
 mod call_answer;
 mod choice;
-mod decode;
+pub(crate) mod decode;
 #[cfg(feature = "http")]
 mod http;
 mod signals;
-mod stdio;
+pub(crate) mod stdio;
 
 use std::{io::IsTerminal as _, process::ExitCode, sync::Arc, time::Duration};
 

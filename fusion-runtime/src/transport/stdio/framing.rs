@@ -6,8 +6,8 @@ use super::stream::READ_CHUNK;
 use crate::transport::decode::{self, ErrorReply};
 
 /// The lines of the input, split out of one growing buffer.
-pub(super) struct Lines {
-    pub(super) buffer: Vec<u8>,
+pub(crate) struct Lines {
+    pub(crate) buffer: Vec<u8>,
     /// Where the current, unfinished line starts.
     pub(super) start: usize,
     /// How far past `start` is known to hold no newline, so no byte is scanned twice.
@@ -18,7 +18,7 @@ pub(super) struct Lines {
 }
 
 /// The next thing in the buffer.
-pub(super) enum Next<'a> {
+pub(crate) enum Next<'a> {
     Line(&'a [u8]),
     /// A line over the limit: its start (up to the limit), to read its id from.
     TooLong(&'a [u8]),
@@ -27,7 +27,7 @@ pub(super) enum Next<'a> {
 }
 
 impl Lines {
-    pub(super) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         Self {
             buffer: Vec::new(),
             start: 0,
@@ -37,7 +37,7 @@ impl Lines {
         }
     }
 
-    pub(super) fn next(&mut self) -> Next<'_> {
+    pub(crate) fn next(&mut self) -> Next<'_> {
         loop {
             let Some(offset) = memchr::memchr(b'\n', &self.buffer[self.scanned..]) else {
                 self.scanned = self.buffer.len();
@@ -69,7 +69,7 @@ impl Lines {
     }
 
     /// Drops the lines already taken, before reading more.
-    pub(super) fn compact(&mut self) {
+    pub(crate) fn compact(&mut self) {
         if self.start > 0 {
             self.buffer.drain(..self.start);
             self.scanned -= self.start;

@@ -58,7 +58,7 @@ use tokio::{
 use super::decode::{self, ClientMessage, Decoded, ErrorReply};
 
 mod direct;
-mod framing;
+pub(crate) mod framing;
 pub(crate) mod message;
 mod options;
 pub(crate) mod process;

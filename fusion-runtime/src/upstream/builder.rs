@@ -1,0 +1,70 @@
+//! [`ServerBuilder::upstream`], and the mounting of every upstream when the server starts.
+
+use std::sync::Arc;
+
+use super::{Upstream, mount};
+use crate::{ServerBuilder, StartupError};
+
+impl<C: Send + Sync + 'static> ServerBuilder<C> {
+    /// Serves every tool of another MCP server as this server's own, named
+    /// `<prefix>_<name>` (as a flat group's actions are), under this server's policies:
+    /// the upstream's [`policy`](Upstream::policy) (a timeout, retries of what is safe to
+    /// repeat, one breaker), its [`cache`](Upstream::cache), this server's middleware,
+    /// visibility rules, output limit, call log and metrics. Its tools carry the tags
+    /// `upstream` and `prefix`, for [`visibility`](Self::visibility) rules.
+    ///
+    /// The upstream is connected to when the server starts ([`start`](Self::start) and the
+    /// `serve_*` methods; [`build`](Self::build) refuses a server with upstreams): its tools
+    /// are listed then, and a start that cannot reach it within its
+    /// [`connect_timeout`](Upstream::connect_timeout) fails with
+    /// [`StartupError::Upstream`]. While its breaker is open, its tools are left out of
+    /// `tools/list` and their calls answered at once with when to retry.
+    ///
+    /// What the upstream answers is passed on: its results as they came, its error
+    /// results as the tool's errors (transient when a fusion upstream marks them so). What
+    /// goes wrong on the way is told as fusion tells its own tools' failures: a call that
+    /// could not be sent is transient; one that may have reached the upstream and got no
+    /// answer is retried only when the tool is read-only or idempotent, and otherwise
+    /// answered as an unknown outcome, never sent twice.
+    ///
+    /// ```no_run
+    /// use fusion_runtime::{prelude::*, upstream::Upstream};
+    ///
+    /// # async fn run() {
+    /// let server = Server::builder("gateway", "1")
+    ///     .upstream("billing", Upstream::http("https://billing.internal/mcp").bearer_token("s3cr3t"))
+    ///     .upstream("notes", Upstream::stdio("python3", ["notes_server.py"]))
+    ///     .start()
+    ///     .await
+    ///     .expect("both upstreams answer");
+    /// assert!(server.tool_names().iter().any(|name| name.starts_with("billing_")));
+    /// # }
+    /// ```
+    pub fn upstream(mut self, prefix: impl Into<String>, upstream: Upstream) -> Self {
+        self.startup.upstreams.push((prefix.into(), upstream));
+        self
+    }
+}
+
+/// Mounts every upstream on `builder`: its tools added, its health given to the listing.
+pub(crate) async fn mount_all<C: Send + Sync + 'static>(
+    mut builder: ServerBuilder<C>,
+    upstreams: Vec<(String, Upstream)>,
+) -> Result<ServerBuilder<C>, StartupError> {
+    for (prefix, upstream) in upstreams {
+        let (definitions, mounted) =
+            mount::mount::<C>(&prefix, &upstream)
+                .await
+                .map_err(|reason| StartupError::Upstream {
+                    prefix: prefix.clone(),
+                    upstream: upstream.describe().to_owned(),
+                    reason,
+                })?;
+        tracing::info!(target: "fusion::upstream", prefix = %prefix, upstream = upstream.describe(), tools = definitions.len(), "upstream mounted");
+        for definition in definitions {
+            builder = builder.add_definition(definition);
+        }
+        builder.mounts.0.push(Arc::clone(&mounted) as _);
+    }
+    Ok(builder)
+}

@@ -1,0 +1,229 @@
+//! Other MCP servers' tools, served as this server's own under its policies
+//! ([`ServerBuilder::upstream`](crate::ServerBuilder::upstream), feature `upstream`).
+//!
+//! An [`Upstream`] says where a server is (a URL for Streamable HTTP, or a program fusion
+//! starts and talks to over stdio) and how its tools are called: the policy (timeout,
+//! retries, circuit breaker), the cache of its read-only tools, the credentials, the
+//! largest answer read. When the server starts, it connects to each upstream, lists its
+//! tools and registers each one as `<prefix>_<name>`, with the upstream's description,
+//! schemas and annotations. From there an upstream's tool is called through the same
+//! pipeline as a local one: validation of the call's shape, middleware, visibility, the
+//! timeout, retries of transient failures, the breaker, the cache with stale answers, the
+//! output limit, the call log and the metrics.
+//!
+//! Inside:
+//! - `link.rs`: one connection to an upstream, whichever transport, and what can go wrong
+//!   on it ([`LinkError`](link::LinkError));
+//! - `rpc.rs`: the JSON-RPC messages a gateway sends and reads;
+//! - `stdio.rs`: a child process, restarted when it dies;
+//! - `http.rs`: Streamable HTTP, JSON or SSE answers, the session and its renewal;
+//! - `mount.rs`: an upstream's tools as tool definitions, and their answers as outcomes;
+//! - `builder.rs`: [`ServerBuilder::upstream`](crate::ServerBuilder::upstream), and the
+//!   mounting at start.
+
+mod builder;
+pub(crate) use builder::mount_all;
+mod http;
+pub(crate) mod link;
+mod mount;
+mod rpc;
+mod stdio;
+
+use std::{collections::HashMap, time::Duration};
+
+use crate::policy::{CircuitPolicy, Policy, RetryPolicy, cache::CachePolicy};
+
+/// The largest answer read from an upstream unless [`Upstream::max_message`] says
+/// otherwise: 16 MiB, the limit fusion's own transports put on a message.
+pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// How long a server's start waits for an upstream to answer `initialize` and
+/// `tools/list` unless [`Upstream::connect_timeout`] says otherwise: 10 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The policy of an upstream's tools unless [`Upstream::policy`] says otherwise: a
+/// 60 s timeout, 3 runs with backoff from 100 ms for a tool safe to repeat (a read-only or
+/// idempotent one; fusion never repeats any other), and a breaker for the whole upstream
+/// that opens after 5 transport failures within 30 s, for 10 s.
+pub const DEFAULT_POLICY: Policy = Policy {
+    timeout: Some(Duration::from_secs(60)),
+    retry: Some(RetryPolicy::new(3, Duration::from_millis(100))),
+    circuit: Some(CircuitPolicy {
+        failures: 5,
+        window: CircuitPolicy::DEFAULT_WINDOW,
+        cooldown: CircuitPolicy::DEFAULT_COOLDOWN,
+    }),
+    heartbeat: None,
+};
+
+/// Another MCP server whose tools this server serves as its own (feature `upstream`).
+///
+/// Made with [`Upstream::http`] or [`Upstream::stdio`], then mounted under a prefix with
+/// [`ServerBuilder::upstream`](crate::ServerBuilder::upstream).
+///
+/// ```
+/// use std::time::Duration;
+/// use fusion_runtime::{policy::Policy, upstream::Upstream};
+///
+/// let billing = Upstream::http("https://billing.internal/mcp")
+///     .bearer_token("s3cr3t")
+///     .header("X-Tenant", "acme")
+///     .policy(Policy { timeout: Some(Duration::from_secs(20)), ..Default::default() });
+/// let notes = Upstream::stdio("python3", ["notes_server.py"]).env("NOTES_DIR", "/srv/notes");
+/// # let _ = (billing, notes);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    pub(crate) endpoint: Endpoint,
+    pub(crate) policy: Policy,
+    pub(crate) tool_policies: HashMap<String, Policy>,
+    pub(crate) cache: Option<CachePolicy>,
+    pub(crate) max_message: usize,
+    pub(crate) connect_timeout: Duration,
+}
+
+/// Where an upstream is, and what is sent along with every request.
+#[derive(Clone)]
+pub(crate) enum Endpoint {
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+        bearer: Option<String>,
+    },
+    Stdio {
+        program: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+}
+
+// By hand: a header's value or a token is a credential, never printed.
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Http { url, headers, .. } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field(
+                    "headers",
+                    &headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+                )
+                .finish_non_exhaustive(),
+            Self::Stdio { program, args, .. } => f
+                .debug_struct("Stdio")
+                .field("program", program)
+                .field("args", args)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+impl Upstream {
+    fn at(endpoint: Endpoint) -> Self {
+        Self {
+            endpoint,
+            policy: DEFAULT_POLICY,
+            tool_policies: HashMap::new(),
+            cache: None,
+            max_message: DEFAULT_MAX_MESSAGE,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+
+    /// A server reached over Streamable HTTP at `url` (its MCP endpoint, such as
+    /// `https://host/mcp`).
+    pub fn http(url: impl Into<String>) -> Self {
+        Self::at(Endpoint::Http {
+            url: url.into(),
+            headers: Vec::new(),
+            bearer: None,
+        })
+    }
+
+    /// A server that fusion runs as a child process, `program` with `args`, and talks to
+    /// over its stdin and stdout (its stderr is this process's). It is started when this
+    /// server starts, started again by the next call after it dies, and ends when this
+    /// process does (its stdin closes) or when the server is dropped.
+    pub fn stdio<I, S>(program: impl Into<String>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::at(Endpoint::Stdio {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+        })
+    }
+
+    /// A header sent with every HTTP request (an API key, a tenant). No effect on a stdio
+    /// upstream.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Endpoint::Http { headers, .. } = &mut self.endpoint {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// A static credential, sent as `Authorization: Bearer <token>` with every HTTP
+    /// request. The callers' own tokens are never sent on. No effect on a stdio upstream.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        if let Endpoint::Http { bearer, .. } = &mut self.endpoint {
+            *bearer = Some(token.into());
+        }
+        self
+    }
+
+    /// An environment variable of the child process. No effect on an HTTP upstream.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Endpoint::Stdio { env, .. } = &mut self.endpoint {
+            env.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// The policy of every tool of this upstream: the parts it sets replace
+    /// [`DEFAULT_POLICY`]'s. Its `circuit` is the upstream's one breaker: transport
+    /// failures of any of its tools open it, and while it is open its tools are left out
+    /// of `tools/list` and their calls answered at once with when to retry.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy.or(DEFAULT_POLICY);
+        self
+    }
+
+    /// The timeout and retries of one tool, by its name upstream, over the upstream's.
+    pub fn tool_policy(mut self, tool: impl Into<String>, policy: Policy) -> Self {
+        self.tool_policies.insert(tool.into(), policy);
+        self
+    }
+
+    /// Caches the answers of the upstream's read-only tools (those it annotates
+    /// `readOnlyHint: true`), with stale answers while it fails (see
+    /// [`cache`](crate::cache)).
+    pub fn cache(mut self, cache: CachePolicy) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The largest answer read from the upstream, in bytes ([`DEFAULT_MAX_MESSAGE`]). A
+    /// larger one is not read further, and the call fails with the limit named.
+    pub fn max_message(mut self, bytes: usize) -> Self {
+        self.max_message = bytes;
+        self
+    }
+
+    /// How long the server's start waits for the upstream's `initialize` and `tools/list`
+    /// ([`DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The name of the upstream in messages and logs: its URL, or its program.
+    pub(crate) fn describe(&self) -> &str {
+        match &self.endpoint {
+            Endpoint::Http { url, .. } => url,
+            Endpoint::Stdio { program, .. } => program,
+        }
+    }
+}
