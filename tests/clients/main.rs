@@ -1,4 +1,4 @@
-//! Real clients against real servers: the official Python SDK, the MCP Inspector CLI, the conformance suite, and the script that finds them Node.
+//! Real clients against real servers: the official Python SDK (the gateway too), the MCP Inspector CLI, the conformance suite, and the script that finds them Node.
 //!
 //! One module a file; `tests/README.md` says what each holds.
 
@@ -6,6 +6,7 @@
 mod support;
 
 mod conformance;
+mod gateway;
 mod inspector;
 mod node_env;
 mod python_client;
