@@ -22,6 +22,9 @@
 //! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
 //!   bounded inputs only, secrets of every length that never leak into messages, `_meta` or
 //!   logs; hostile tool searches (a regex bomb, a megabyte's query, a huge limit).
+//! - `upstream`: mounted upstreams that hang, flood, send 50 MB, answer another id, send
+//!   garbage, ask for sampling, die mid-call, or answer `503`/`429`/`404` over HTTP: each
+//!   caller gets a clear `isError` in bounded time, the rest goes on.
 //! - `fuzz_corpus`: the fuzz targets' committed corpus and their findings, replayed on
 //!   stable.
 
@@ -37,3 +40,4 @@ mod log_flood;
 mod stdio;
 mod stores;
 mod streams;
+mod upstream;

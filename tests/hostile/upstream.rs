@@ -1,0 +1,272 @@
+//! Upstreams that misbehave (`ServerBuilder::upstream`): each costs a bounded amount of time
+//! and memory, gets its caller a clear `isError`, and leaves the other upstream and the local
+//! tools answering.
+//!
+//! - over stdio, `tests/python/hostile_upstream.py`: a call that never returns, 200,000
+//!   notifications before the answer, a 50 MB result, an answer to another id, a line that
+//!   is not JSON, a request for sampling this gateway never declared, a process that dies
+//!   mid-call;
+//! - over Streamable HTTP, an axum server: a body over the limit with and without a
+//!   `Content-Length`, an SSE stream that never ends, `503` and `429` with `Retry-After`,
+//!   a session the upstream forgets.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use axum::{
+    Router,
+    body::{Body, Bytes},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use fusion_runtime::{
+    policy::{CircuitPolicy, Policy, RetryPolicy},
+    prelude::*,
+    testing::Tester,
+    upstream::Upstream,
+};
+use serde_json::{Value, json};
+
+use crate::support::{self, axum_thread::AxumThread};
+
+/// The most any one hostile call may take: the upstream's timeout (2 s) and some.
+const BOUND: Duration = Duration::from_secs(10);
+
+/// The largest answer read from a hostile upstream.
+const MAX_MESSAGE: usize = 1024 * 1024;
+
+/// A local tool, to show the server goes on.
+#[mcp_tool(read_only)]
+async fn local(text: String) -> String {
+    text
+}
+
+/// A short timeout, no retries, and a breaker that a test's few failures do not open.
+fn strict() -> Policy {
+    Policy {
+        timeout: Some(Duration::from_secs(2)),
+        retry: Some(RetryPolicy::NONE),
+        circuit: Some(CircuitPolicy {
+            failures: 1000,
+            window: CircuitPolicy::DEFAULT_WINDOW,
+            cooldown: CircuitPolicy::DEFAULT_COOLDOWN,
+        }),
+        heartbeat: None,
+    }
+}
+
+async fn bounded_call(
+    tester: &Tester,
+    tool: &str,
+    args: Value,
+) -> fusion_runtime::testing::TestResult {
+    let started = Instant::now();
+    let result = tokio::time::timeout(BOUND, tester.call(tool, args))
+        .await
+        .unwrap_or_else(|_| panic!("{tool} was not answered within {BOUND:?}"));
+    assert!(
+        started.elapsed() < BOUND,
+        "{tool} took {:?}",
+        started.elapsed()
+    );
+    result
+}
+
+/// After each misbehaviour: the upstream's good tool and the local tool still answer.
+async fn still_serving(tester: &Tester, good: &str, after: &str) {
+    let echoed = bounded_call(tester, good, json!({"text": "still here"})).await;
+    assert!(
+        !echoed.is_error && echoed.text() == "still here",
+        "after {after}, the upstream's {good} failed: {}",
+        echoed.text()
+    );
+    let answered = bounded_call(tester, "local", json!({"text": "local"})).await;
+    assert_eq!(
+        answered.text(),
+        "local",
+        "after {after}, the local tool failed"
+    );
+}
+
+#[tokio::test]
+async fn a_hostile_stdio_upstream_gets_each_caller_a_clear_error_and_harms_nothing_else() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hostile_upstream.py");
+    let upstream = Upstream::stdio(python.to_string_lossy(), [script.to_string_lossy()])
+        .policy(strict())
+        .max_message(MAX_MESSAGE);
+    let server = Server::builder("gateway", "1")
+        .tool(local)
+        .upstream("bad", upstream)
+        .start()
+        .await
+        .expect("the hostile upstream lists its tools");
+    let tester = Tester::new(server);
+
+    let cases: &[(&str, &[&str])] = &[
+        ("bad_hang", &["did not finish within 2 s"]),
+        ("bad_huge", &["larger than 1048576 bytes"]),
+        ("bad_wrong_id", &["did not finish within 2 s"]),
+        ("bad_garbage", &["internal error", "reference"]),
+        ("bad_sampling", &["sampling answered with error -32601"]),
+        ("bad_flood", &["flooded"]),
+        ("bad_die", &["may or may not have completed"]),
+    ];
+    for (tool, said) in cases {
+        let result = bounded_call(&tester, tool, json!({})).await;
+        let text = result.text();
+        assert!(
+            said.iter().all(|words| text.contains(words)),
+            "{tool}: expected {said:?} in {text:?}"
+        );
+        let expect_error = !matches!(*tool, "bad_sampling" | "bad_flood");
+        assert_eq!(
+            result.is_error, expect_error,
+            "{tool}: isError, in {text:?}"
+        );
+        still_serving(&tester, "bad_ok", tool).await;
+    }
+}
+
+/// What the hostile HTTP upstream does for each tool.
+async fn hostile_http(headers: HeaderMap, body: Bytes, forgotten: Arc<AtomicUsize>) -> Response {
+    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let json = |result: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("mcp-session-id", "s-1")
+            .body(Body::from(body))
+            .unwrap_or_default()
+    };
+    let text = |text: &str| json(json!({"content": [{"type": "text", "text": text}]}));
+    match message.get("method").and_then(Value::as_str) {
+        Some("initialize") => json(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hostile-http", "version": "1"},
+        })),
+        Some("notifications/initialized") | Some("notifications/cancelled") => {
+            StatusCode::ACCEPTED.into_response()
+        }
+        Some("tools/list") => {
+            let tools: Vec<Value> = ["ok", "sized", "chunked", "endless", "unavailable", "limited", "forgets"]
+                .iter()
+                .map(|name| json!({"name": name, "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}))
+                .collect();
+            json(json!({"tools": tools}))
+        }
+        Some("tools/call") => match message.pointer("/params/name").and_then(Value::as_str) {
+            Some("ok") => text(
+                message
+                    .pointer("/params/arguments/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ok"),
+            ),
+            Some("sized") => text(&"z".repeat(2 * MAX_MESSAGE)),
+            Some("chunked") => {
+                // 50 MB in chunks, with no Content-Length to refuse it by.
+                let chunks = futures_util::stream::iter((0..50).map(|_| {
+                    Ok::<_, std::convert::Infallible>(Bytes::from(vec![b' '; 1024 * 1024]))
+                }));
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(Body::from_stream(chunks))
+                    .unwrap_or_default()
+            }
+            Some("endless") => {
+                // Notifications for ever, and never the answer.
+                let note = Bytes::from_static(b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n");
+                let chunks = futures_util::stream::repeat_with(move || {
+                    Ok::<_, std::convert::Infallible>(note.clone())
+                });
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "text/event-stream")
+                    .body(Body::from_stream(chunks))
+                    .unwrap_or_default()
+            }
+            Some("unavailable") => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "7")],
+            )
+                .into_response(),
+            Some("limited") => {
+                (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "3")]).into_response()
+            }
+            Some("forgets") => {
+                // The first time, the session is unknown; the gateway makes a new one and
+                // sends the call again, which then answers.
+                if headers.contains_key("mcp-session-id")
+                    && forgotten.fetch_add(1, Ordering::SeqCst) == 0
+                {
+                    StatusCode::NOT_FOUND.into_response()
+                } else {
+                    text("remembered")
+                }
+            }
+            _ => text("unknown tool"),
+        },
+        _ => json(json!({})),
+    }
+}
+
+#[tokio::test]
+async fn a_hostile_http_upstream_gets_each_caller_a_clear_error_and_harms_nothing_else() {
+    let forgotten = Arc::new(AtomicUsize::new(0));
+    let upstream_server = AxumThread::start("hostile-upstream", |_| {
+        Router::new().route(
+            "/mcp",
+            post(move |headers: HeaderMap, body: Bytes| {
+                hostile_http(headers, body, Arc::clone(&forgotten))
+            }),
+        )
+    });
+    let url = format!("{}/mcp", upstream_server.url());
+    let upstream = Upstream::http(url)
+        .policy(strict())
+        .max_message(MAX_MESSAGE);
+    let server = Server::builder("gateway", "1")
+        .tool(local)
+        .upstream("web", upstream)
+        .start()
+        .await
+        .expect("the hostile upstream lists its tools");
+    let tester = Tester::new(server);
+
+    let cases: &[(&str, &[&str])] = &[
+        ("web_sized", &["larger than 1048576 bytes"]),
+        ("web_chunked", &["larger than 1048576 bytes"]),
+        ("web_endless", &["larger than 1048576 bytes"]),
+        ("web_unavailable", &["HTTP 503", "Retry after 7"]),
+        ("web_limited", &["Rate limited", "Retry after 3"]),
+    ];
+    for (tool, said) in cases {
+        let result = bounded_call(&tester, tool, json!({})).await;
+        let text = result.text();
+        assert!(result.is_error, "{tool}: isError, in {text:?}");
+        assert!(
+            said.iter().all(|words| text.contains(words)),
+            "{tool}: expected {said:?} in {text:?}"
+        );
+        still_serving(&tester, "web_ok", tool).await;
+    }
+    let remembered = bounded_call(&tester, "web_forgets", json!({})).await;
+    assert_eq!(
+        remembered.text(),
+        "remembered",
+        "a forgotten session is made again"
+    );
+    drop(upstream_server);
+}
