@@ -1,7 +1,10 @@
 """A notes server written with the official MCP Python SDK (mcp==2.3.0, its `MCPServer`),
 served over stdio: the Python upstream that `examples/gateway.rs` mounts.
 
-Usage: python notes_upstream.py
+Usage: python notes_upstream.py [--http PORT]
+
+With `--http PORT` it serves Streamable HTTP at http://127.0.0.1:PORT/mcp instead (SSE answers,
+sessions), and prints "serving on PORT" to stderr once it listens.
 
 Environment:
   NOTES_LOG       a file to which each `add_note` appends one line with its text, so that a
@@ -13,6 +16,7 @@ Environment:
 from __future__ import annotations
 
 import os
+import sys
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -52,4 +56,9 @@ if __name__ == "__main__":
     if pid_file:
         with open(pid_file, "w", encoding="utf-8") as out:
             out.write(str(os.getpid()))
-    server.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        port = int(sys.argv[2])
+        print(f"serving on {port}", file=sys.stderr, flush=True)
+        server.run("streamable-http", port=port)
+    else:
+        server.run("stdio")

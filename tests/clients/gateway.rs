@@ -92,3 +92,99 @@ fn the_gateway_loses_no_read_and_repeats_no_write_while_its_upstreams_die() {
     drop(gateway);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A child process killed (with its group) when the test ends, however it ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        support::process::kill_tree(&mut self.0);
+    }
+}
+
+/// Servers that no one here wrote the serving loop of, mounted in memory: the Python SDK's
+/// `MCPServer` over Streamable HTTP (SSE answers, sessions), and an rmcp server over stdio
+/// (`examples/rmcp_existing.rs`: rmcp's service loop and stdio transport, with a tool of its
+/// own beside fusion's).
+#[tokio::test]
+async fn the_python_sdks_http_server_and_an_rmcp_server_are_mounted_and_called() {
+    use fusion_runtime::{prelude::*, testing::Tester, upstream::Upstream};
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut command = Command::new(&python);
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _python_server = Child(support::process::spawn_in_group(&mut command));
+
+    // The start waits for the Python server to listen (within the connect timeout).
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "py",
+            Upstream::http(format!("http://127.0.0.1:{port}/mcp"))
+                .connect_timeout(Duration::from_secs(60)),
+        )
+        .upstream(
+            "rmcp",
+            Upstream::stdio(
+                support::example_binary("rmcp_existing").to_string_lossy(),
+                Vec::<String>::new(),
+            ),
+        )
+        .start()
+        .await
+        .expect("both upstreams list their tools");
+    let tester = Tester::new(server);
+    let mut names = tester.tools().await;
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "py_add_note",
+            "py_read_note",
+            "py_shout",
+            "rmcp_divide",
+            "rmcp_version"
+        ],
+        "every tool of both upstreams, under its prefix"
+    );
+    let call = |tool: &'static str, args| {
+        let tester = &tester;
+        async move {
+            tokio::time::timeout(TIMEOUT, tester.call(tool, args))
+                .await
+                .unwrap_or_else(|_| panic!("{tool} was not answered within {TIMEOUT:?}"))
+        }
+    };
+    let shouted = call("py_shout", json!({"text": "over http"})).await;
+    assert_eq!(
+        shouted.text(),
+        "OVER HTTP",
+        "the Python server over HTTP answers"
+    );
+    let missing = call("py_read_note", json!({"id": 99})).await;
+    assert!(
+        // The SDK's own words for a tool that raised ("Error executing tool read_note"),
+        // passed on as they came.
+        missing.is_error && missing.text().contains("Error executing tool read_note"),
+        "the Python tool's own error is the tool's error: {}",
+        missing.text()
+    );
+    let version = call("rmcp_version", json!({})).await;
+    assert_eq!(version.text(), "existing 2.4.1", "rmcp's own tool answers");
+    let divided = call("rmcp_divide", json!({"dividend": 1, "divisor": 0})).await;
+    assert!(
+        divided.is_error,
+        "a fusion tool inside rmcp keeps its error through two hops: {}",
+        divided.text()
+    );
+}

@@ -142,7 +142,7 @@ pub(crate) fn run_with_timeout(mut command: Command, timeout: Duration) -> RunOu
 /// Spawns `command` with stdin null and stderr piped (stdout as the caller set it) as the
 /// leader of its own process group on Unix, so that [`kill_tree`] ends what it spawns too.
 /// Panics when it cannot be spawned.
-pub(super) fn spawn_in_group(command: &mut Command) -> Child {
+pub(crate) fn spawn_in_group(command: &mut Command) -> Child {
     command.stdin(Stdio::null()).stderr(Stdio::piped());
     #[cfg(unix)]
     {
@@ -225,7 +225,7 @@ pub(crate) fn send_signal(pid: u32, signal: &str) {
 }
 
 /// Kills `child` and, on Unix, its whole process group (it must lead one), then reaps it.
-pub(super) fn kill_tree(child: &mut Child) {
+pub(crate) fn kill_tree(child: &mut Child) {
     #[cfg(unix)]
     {
         // The child leads its own process group (process_group(0) above).

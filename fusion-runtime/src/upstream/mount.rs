@@ -82,10 +82,7 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
 ) -> Result<(Vec<ToolDefinition<C>>, Arc<Mount>), String> {
     check_prefix(prefix)?;
     let link = Link::new(upstream)?;
-    let listed = tokio::time::timeout(upstream.connect_timeout, list_tools(&link))
-        .await
-        .map_err(|_| format!("no tool list within {:?}", upstream.connect_timeout))?
-        .map_err(|error| error.to_string())?;
+    let listed = until_listed(&link, upstream.connect_timeout).await?;
     let mut tools = Vec::new();
     for tool in listed {
         match serde_json::from_value::<rmcp::model::Tool>(tool) {
@@ -129,6 +126,29 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
         .collect();
     Ok((definitions, mount))
 }
+
+/// The upstream's tools, asked for again while it cannot be reached (an upstream started
+/// beside this server may not listen yet), until `within` runs out.
+async fn until_listed(link: &Link, within: Duration) -> Result<Vec<Value>, String> {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut last = String::from("no answer");
+    loop {
+        match tokio::time::timeout_at(deadline, list_tools(link)).await {
+            Ok(Ok(listed)) => return Ok(listed),
+            // Not reached: worth another try. Anything else is the upstream's answer.
+            Ok(Err(LinkError::NotSent(why))) => last = why,
+            Ok(Err(error)) => return Err(error.to_string()),
+            Err(_) => return Err(format!("no tool list within {within:?} ({last})")),
+        }
+        if tokio::time::Instant::now() + RETRY_CONNECT >= deadline {
+            return Err(format!("not reached within {within:?}: {last}"));
+        }
+        tokio::time::sleep(RETRY_CONNECT).await;
+    }
+}
+
+/// How long a start waits between two tries to reach an upstream.
+const RETRY_CONNECT: Duration = Duration::from_millis(200);
 
 /// Every tool the upstream lists, page after page, up to [`MAX_TOOLS`].
 async fn list_tools(link: &Link) -> Result<Vec<Value>, LinkError> {
