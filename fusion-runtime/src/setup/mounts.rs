@@ -11,6 +11,8 @@ pub(crate) trait MountHealth: Send + Sync {
     fn is_down(&self) -> bool;
     /// Whether the listed tool `name` is one of its tools.
     fn owns(&self, name: &str) -> bool;
+    /// The prefix its tools are listed under.
+    fn prefix(&self) -> &str;
 }
 
 /// Every mounted upstream of a server.
@@ -18,6 +20,18 @@ pub(crate) trait MountHealth: Send + Sync {
 pub(crate) struct Mounts(pub(crate) Vec<Arc<dyn MountHealth>>);
 
 impl Mounts {
+    /// A line for each upstream, as `/readyz` reports them: `upstream <prefix> up` (or
+    /// `down`). A server with an upstream down is still ready: its other tools answer.
+    pub(crate) fn report(&self) -> String {
+        self.0
+            .iter()
+            .map(|mount| {
+                let state = if mount.is_down() { "down" } else { "up" };
+                format!("upstream {} {state}\n", mount.prefix())
+            })
+            .collect()
+    }
+
     /// `tools` without the tools of the upstreams that are down: borrowed as it is while
     /// none is (the usual case costs one look at each breaker).
     pub(crate) fn listed<'a>(

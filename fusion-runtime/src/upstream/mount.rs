@@ -56,6 +56,10 @@ impl crate::setup::mounts::MountHealth for Mount {
     fn owns(&self, name: &str) -> bool {
         self.listed.contains(name)
     }
+
+    fn prefix(&self) -> &str {
+        &self.prefix
+    }
 }
 
 /// Whether `prefix` can begin tool names: letters, digits, `_` and `-`, 1 to 64 of them.

@@ -446,7 +446,12 @@ impl<C: Send + Sync + 'static> Server<C> {
                 get(move |State(state): State<Arc<HttpState>>| {
                     // The surface's digest on its own line, so a probe or a deploy script
                     // sees which contract each replica serves.
-                    let surface = format!("surface {}\n", readiness_server.surface_digest());
+                    // Then a line for each mounted upstream, up or down.
+                    let surface = format!(
+                        "surface {}\n{}",
+                        readiness_server.surface_digest(),
+                        readiness_server.inner.mounts.report()
+                    );
                     async move {
                         if state.draining.load(Ordering::SeqCst) {
                             (

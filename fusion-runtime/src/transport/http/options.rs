@@ -21,7 +21,7 @@ pub struct HttpConfigError(pub(super) String);
 /// | `POST`/`GET`/`DELETE /mcp` | MCP (the path is [`path`](Self::path)) | Host, Origin, bearer token or OAuth access token, body size |
 /// | `GET /metrics` | [`Server::metrics`](crate::Server::metrics) in Prometheus text | Host, Origin, bearer token or OAuth access token |
 /// | `GET /healthz` | `200` while the process serves | none |
-/// | `GET /readyz` | `200` once started, `503` while draining after SIGTERM; the body says `surface <digest>` ([`Server::surface_digest`](crate::Server::surface_digest)) | none |
+/// | `GET /readyz` | `200` once started, `503` while draining after SIGTERM; the body says `surface <digest>` ([`Server::surface_digest`](crate::Server::surface_digest)), then `upstream <prefix> up` (or `down`) for each mounted upstream | none |
 /// | `GET /.well-known/oauth-protected-resource[/mcp]` | with `HttpOptions::oauth` (feature `oauth`): the RFC 9728 metadata | none |
 ///
 /// A body that is not JSON gets `400` with a JSON-RPC `-32700` error, JSON that is not a
