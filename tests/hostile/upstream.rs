@@ -162,7 +162,7 @@ async fn hostile_http(headers: HeaderMap, body: Bytes, forgotten: Arc<AtomicUsiz
             StatusCode::ACCEPTED.into_response()
         }
         Some("tools/list") => {
-            let tools: Vec<Value> = ["ok", "sized", "chunked", "endless", "unavailable", "limited", "forgets"]
+            let tools: Vec<Value> = ["ok", "sized", "chunked", "endless", "unavailable", "limited", "forgets", "whoami"]
                 .iter()
                 .map(|name| json!({"name": name, "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}))
                 .collect();
@@ -216,6 +216,12 @@ async fn hostile_http(headers: HeaderMap, body: Bytes, forgotten: Arc<AtomicUsiz
                     text("remembered")
                 }
             }
+            Some("whoami") => text(
+                headers
+                    .get(header::AUTHORIZATION)
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or("nobody"),
+            ),
             _ => text("unknown tool"),
         },
         _ => json(json!({})),
@@ -268,5 +274,122 @@ async fn a_hostile_http_upstream_gets_each_caller_a_clear_error_and_harms_nothin
         "remembered",
         "a forgotten session is made again"
     );
+    drop(upstream_server);
+}
+
+/// Three upstreams on one server, told apart by path: the caller's own token goes only to
+/// the one whose audience it names, an exchanged token to the one with the hook, the
+/// gateway's own credential to the third; a caller whose token names another audience, or
+/// was never verified, is refused before anything is sent.
+#[tokio::test]
+async fn a_callers_token_reaches_only_the_upstream_it_was_issued_for() {
+    use axum::extract::Path;
+    use fusion_runtime::identity::{Claims, RequestInfo};
+
+    let seen: Arc<std::sync::Mutex<Vec<(String, String)>>> = Arc::default();
+    let forgotten = Arc::new(AtomicUsize::new(0));
+    let record = Arc::clone(&seen);
+    let upstream_server = AxumThread::start("identity-upstream", move |_| {
+        Router::new().route(
+            "/{upstream}/mcp",
+            post(
+                move |Path(upstream): Path<String>, headers: HeaderMap, body: Bytes| {
+                    let authorization = headers
+                        .get(header::AUTHORIZATION)
+                        .and_then(|value| value.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    if let Ok(mut seen) = record.lock() {
+                        seen.push((upstream, authorization));
+                    }
+                    hostile_http(headers, body, Arc::clone(&forgotten))
+                },
+            ),
+        )
+    });
+    let base = upstream_server.url();
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "billing",
+            Upstream::http(format!("{base}/billing/mcp")).callers_token("https://billing.example"),
+        )
+        .upstream(
+            "other",
+            Upstream::http(format!("{base}/other/mcp")).bearer_token("gateway-own"),
+        )
+        .upstream(
+            "exchanged",
+            Upstream::http(format!("{base}/exchanged/mcp")).token_exchange(|caller| async move {
+                caller
+                    .subject()
+                    .map(|subject| format!("exchanged-for-{subject}"))
+                    .ok_or_else(|| "no verified caller".to_owned())
+            }),
+        )
+        .start()
+        .await
+        .expect("the upstreams list their tools");
+    let tester = Tester::new(server);
+    let caller = |aud: &str, subject: &str| {
+        tester.as_caller(
+            RequestInfo::in_memory()
+                .with_claims(Claims::from_json(json!({"sub": subject, "aud": aud})))
+                .with_header("authorization", &format!("Bearer tok-{subject}")),
+        )
+    };
+
+    let ann = caller("https://billing.example", "ann");
+    let said = |result: fusion_runtime::testing::TestResult| result.text();
+    assert_eq!(
+        said(bounded_call(&ann, "billing_whoami", json!({})).await),
+        "Bearer tok-ann"
+    );
+    assert_eq!(
+        said(bounded_call(&ann, "other_whoami", json!({})).await),
+        "Bearer gateway-own"
+    );
+    assert_eq!(
+        said(bounded_call(&ann, "exchanged_whoami", json!({})).await),
+        "Bearer exchanged-for-ann"
+    );
+
+    let bob = caller("https://elsewhere.example", "bob");
+    let refused = bounded_call(&bob, "billing_whoami", json!({})).await;
+    assert!(
+        refused.is_error
+            && refused.text().contains("Unauthorized")
+            && refused.text().contains("no verified token issued for it"),
+        "a token for another audience is refused: {}",
+        refused.text()
+    );
+    let forged = tester
+        .as_caller(RequestInfo::in_memory().with_header("authorization", "Bearer tok-forged"));
+    let refused = bounded_call(&forged, "billing_whoami", json!({})).await;
+    assert!(
+        refused.is_error,
+        "an unverified header is never passed on: {}",
+        refused.text()
+    );
+    let refused = bounded_call(&forged, "exchanged_whoami", json!({})).await;
+    assert!(
+        refused.is_error,
+        "an exchange that refuses refuses the call: {}",
+        refused.text()
+    );
+
+    let seen = seen.lock().map(|seen| seen.clone()).unwrap_or_default();
+    for (upstream, authorization) in &seen {
+        assert!(
+            !authorization.contains("tok-ann") || upstream == "billing",
+            "Ann's token reached `{upstream}`"
+        );
+        assert!(
+            !authorization.contains("tok-bob") && !authorization.contains("tok-forged"),
+            "a token that may not be passed on reached `{upstream}`: {authorization}"
+        );
+    }
+    assert!(seen.iter().any(
+        |(upstream, authorization)| upstream == "billing" && authorization == "Bearer tok-ann"
+    ));
     drop(upstream_server);
 }

@@ -8,6 +8,7 @@
 //! answer; its notifications are read and dropped.
 
 use std::{
+    collections::HashMap,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -34,21 +35,32 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest `Retry-After` believed: an upstream cannot park calls for a day.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
+/// The most sessions kept, one per credential the calls were sent with (callers' tokens);
+/// past it one is forgotten to make room.
+const MAX_SESSIONS: usize = 1024;
+
+/// Which session a call goes on: the configured credential's (`None`), or the SHA-256 of
+/// the token it carries, so that no two callers share a session and no token is kept as
+/// a key.
+type SessionKey = Option<[u8; 32]>;
+
 pub(crate) struct HttpLink {
     client: Client,
     url: Url,
     headers: HeaderMap,
     max_message: usize,
     next: AtomicU64,
-    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    sessions: tokio::sync::Mutex<HashMap<SessionKey, Arc<Session>>>,
 }
 
 /// What `initialize` gave: the session's id (none from a stateless server), the revision
-/// to name in each request, and the result itself.
+/// to name in each request, and the result itself; and the `Authorization` of its calls
+/// when it is a caller's (the configured one otherwise).
 struct Session {
     id: Option<HeaderValue>,
     version: HeaderValue,
     init: Value,
+    authorization: Option<HeaderValue>,
 }
 
 /// A POST's failure, or the upstream no longer knowing the session.
@@ -99,23 +111,29 @@ impl HttpLink {
             headers: map,
             max_message,
             next: AtomicU64::new(1),
-            session: tokio::sync::Mutex::new(None),
+            sessions: tokio::sync::Mutex::new(HashMap::new()),
         })
     }
 
     pub(crate) async fn connect(&self) -> Result<Value, LinkError> {
-        Ok(self.session().await?.init.clone())
+        Ok(self.session(None).await?.init.clone())
     }
 
-    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
-        let session = self.session().await?;
+    /// One request, sent with `token` as its bearer credential (`None`: the configured one).
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        token: Option<&str>,
+    ) -> Result<Value, LinkError> {
+        let session = self.session(token).await?;
         match self.post(&session, method, &params).await {
             Posted::Answer(answer) => answer,
             // The upstream did not know the session, so it did not act on the request:
             // sending it once more, on a new session, cannot repeat an effect.
             Posted::SessionGone => {
                 self.forget(&session).await;
-                let session = self.session().await?;
+                let session = self.session(token).await?;
                 match self.post(&session, method, &params).await {
                     Posted::Answer(answer) => answer,
                     Posted::SessionGone => Err(LinkError::NotSent(
@@ -127,22 +145,35 @@ impl HttpLink {
     }
 
     async fn forget(&self, gone: &Arc<Session>) {
-        let mut slot = self.session.lock().await;
-        if slot
-            .as_ref()
-            .is_some_and(|session| Arc::ptr_eq(session, gone))
-        {
-            *slot = None;
-        }
+        self.sessions
+            .lock()
+            .await
+            .retain(|_, session| !Arc::ptr_eq(session, gone));
     }
 
-    /// The session, made with `initialize` if there is none.
-    async fn session(&self) -> Result<Arc<Session>, LinkError> {
-        let mut slot = self.session.lock().await;
-        if let Some(session) = &*slot {
+    /// The session of calls sent with `token`, made with `initialize` if there is none.
+    async fn session(&self, token: Option<&str>) -> Result<Arc<Session>, LinkError> {
+        let key: SessionKey = token.map(|token| {
+            use sha2::Digest as _;
+            sha2::Sha256::digest(token.as_bytes()).into()
+        });
+        let authorization = match token {
+            Some(token) => {
+                let mut value = HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
+                    LinkError::NotSent(
+                        "the caller's token holds characters a header cannot".to_owned(),
+                    )
+                })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
+        let mut sessions = self.sessions.lock().await;
+        if let Some(session) = sessions.get(&key) {
             return Ok(Arc::clone(session));
         }
-        let made = tokio::time::timeout(CONNECT_TIMEOUT, self.initialize())
+        let made = tokio::time::timeout(CONNECT_TIMEOUT, self.initialize(authorization))
             .await
             .unwrap_or_else(|_| {
                 Err(LinkError::NotSent(format!(
@@ -150,11 +181,16 @@ impl HttpLink {
                 )))
             })?;
         let session = Arc::new(made);
-        *slot = Some(Arc::clone(&session));
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(old) = sessions.keys().find(|old| old.is_some()).copied()
+        {
+            sessions.remove(&old);
+        }
+        sessions.insert(key, Arc::clone(&session));
         Ok(session)
     }
 
-    async fn initialize(&self) -> Result<Session, LinkError> {
+    async fn initialize(&self, authorization: Option<HeaderValue>) -> Result<Session, LinkError> {
         // Only `initialize` goes out here: whatever fails, no call reached the upstream.
         let not_sent = |error: LinkError| match error {
             LinkError::NotSent(why) => LinkError::NotSent(why),
@@ -162,7 +198,10 @@ impl HttpLink {
         };
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let body = rpc::request(id, "initialize", &rpc::initialize_params());
-        let response = self.send(None, None, body).await.map_err(not_sent)?;
+        let response = self
+            .send(None, None, authorization.as_ref(), body)
+            .await
+            .map_err(not_sent)?;
         let session_id = response.headers().get(SESSION_ID).cloned();
         let init = match self.answer(response, id, None).await {
             Posted::Answer(answer) => answer.map_err(not_sent)?,
@@ -181,10 +220,16 @@ impl HttpLink {
             id: session_id,
             version,
             init,
+            authorization,
         };
         let initialized = rpc::notification("notifications/initialized", &json!({}));
         let response = self
-            .send(session.id.as_ref(), Some(&session.version), initialized)
+            .send(
+                session.id.as_ref(),
+                Some(&session.version),
+                session.authorization.as_ref(),
+                initialized,
+            )
             .await
             .map_err(not_sent)?;
         if !response.status().is_success() {
@@ -206,7 +251,12 @@ impl HttpLink {
             armed: true,
         };
         let posted = match self
-            .send(session.id.as_ref(), Some(&session.version), body)
+            .send(
+                session.id.as_ref(),
+                Some(&session.version),
+                session.authorization.as_ref(),
+                body,
+            )
             .await
         {
             Ok(response) => self.answer(response, id, Some(session)).await,
@@ -220,12 +270,13 @@ impl HttpLink {
         &self,
         session: Option<&HeaderValue>,
         version: Option<&HeaderValue>,
+        authorization: Option<&HeaderValue>,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, LinkError> {
         let mut request = self
             .client
             .post(self.url.clone())
-            .headers(self.headers.clone())
+            .headers(self.headers_with(authorization))
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(body);
@@ -243,6 +294,16 @@ impl HttpLink {
                 LinkError::Lost(why)
             }
         })
+    }
+
+    /// The configured headers, with a caller's `Authorization` in place of the configured
+    /// one when the call is sent as that caller.
+    fn headers_with(&self, authorization: Option<&HeaderValue>) -> HeaderMap {
+        let mut headers = self.headers.clone();
+        if let Some(authorization) = authorization {
+            headers.insert(AUTHORIZATION, authorization.clone());
+        }
+        headers
     }
 
     /// The answer to request `id` in `response`.
@@ -383,6 +444,7 @@ impl HttpLink {
             .send(
                 session.and_then(|session| session.id.as_ref()),
                 session.map(|session| &session.version),
+                session.and_then(|session| session.authorization.as_ref()),
                 answer,
             )
             .await;
@@ -426,7 +488,7 @@ impl Drop for Withdraw<'_> {
             .link
             .client
             .post(self.link.url.clone())
-            .headers(self.link.headers.clone())
+            .headers(self.link.headers_with(self.session.authorization.as_ref()))
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .header(PROTOCOL_VERSION_HEADER, self.session.version.clone())

@@ -84,9 +84,20 @@ impl Link {
     /// Sends one request and waits for its answer's `result`. Dropping the future withdraws
     /// the request: the upstream is sent `notifications/cancelled` for it.
     pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
+        self.request_as(method, params, None).await
+    }
+
+    /// [`request`](Self::request), sent with `token` as the bearer credential (`None`: the
+    /// configured one). A stdio upstream has no credentials: `token` is not sent.
+    pub(crate) async fn request_as(
+        &self,
+        method: &str,
+        params: Value,
+        token: Option<&str>,
+    ) -> Result<Value, LinkError> {
         match self {
             Self::Stdio(link) => link.request(method, params).await,
-            Self::Http(link) => link.request(method, params).await,
+            Self::Http(link) => link.request(method, params, token).await,
         }
     }
 

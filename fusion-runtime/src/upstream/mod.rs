@@ -18,12 +18,15 @@
 //! - `stdio.rs`: a child process, restarted when it dies;
 //! - `http.rs`: Streamable HTTP, JSON or SSE answers, the session and its renewal;
 //! - `mount.rs`: an upstream's tools as tool definitions, and their answers as outcomes;
+//! - `identity.rs`: who the upstream is told calls (the configured credential, the caller's
+//!   own token for its audience, or an exchanged one);
 //! - `builder.rs`: [`ServerBuilder::upstream`](crate::ServerBuilder::upstream), and the
 //!   mounting at start.
 
 mod builder;
 pub(crate) use builder::mount_all;
 mod http;
+mod identity;
 pub(crate) mod link;
 mod mount;
 mod rpc;
@@ -80,6 +83,7 @@ pub struct Upstream {
     pub(crate) cache: Option<CachePolicy>,
     pub(crate) max_message: usize,
     pub(crate) connect_timeout: Duration,
+    pub(crate) identity: identity::Identity,
 }
 
 /// Where an upstream is, and what is sent along with every request.
@@ -127,6 +131,7 @@ impl Upstream {
             cache: None,
             max_message: DEFAULT_MAX_MESSAGE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            identity: identity::Identity::Configured,
         }
     }
 

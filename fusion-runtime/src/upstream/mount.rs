@@ -43,6 +43,8 @@ pub(crate) struct Mount {
     cooldown: Duration,
     /// Whether a task pings the upstream until it is up (one at most).
     probing: AtomicBool,
+    /// Who the upstream is told calls.
+    identity: super::identity::Identity,
     listed: HashSet<String>,
 }
 
@@ -105,6 +107,7 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
             .circuit
             .map_or(Duration::ZERO, |circuit| circuit.cooldown),
         probing: AtomicBool::new(false),
+        identity: upstream.identity.clone(),
         listed: HashSet::new(),
     };
     let mut specs = Vec::new();
@@ -260,16 +263,22 @@ impl<C: Send + Sync + 'static> Invoke<C> for Forward {
     fn invoke<'a>(
         &'a self,
         _ctx: &'a C,
-        _call: &'a Call,
+        call: &'a Call,
         args: &Value,
         _validator: &Validator,
     ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>> {
         let params = json!({"name": &*self.tool, "arguments": args});
-        Ok(Box::pin(forward(Arc::clone(&self.mount), params)))
+        Ok(Box::pin(forward(Arc::clone(&self.mount), params, call)))
     }
 }
 
-async fn forward(mount: Arc<Mount>, params: Value) -> Outcome {
+async fn forward(mount: Arc<Mount>, params: Value, call: &Call) -> Outcome {
+    // Who calls, as the upstream is to be told: settled before anything is sent.
+    let token =
+        match super::identity::token_for(&mount.identity, &mount.prefix, call.request()).await {
+            Ok(token) => token,
+            Err(refused) => return Outcome::Failure(refused),
+        };
     let _probe = match mount.circuit.as_ref().map(Circuit::admit) {
         Some(Admission::Reject(retry_after)) => {
             let mut failure = Failure::new(FailureKind::CircuitOpen { retry_after });
@@ -280,7 +289,10 @@ async fn forward(mount: Arc<Mount>, params: Value) -> Outcome {
         Some(Admission::Probe(guard)) => Some(guard),
         Some(Admission::Run) | None => None,
     };
-    let answer = mount.link.request("tools/call", params).await;
+    let answer = mount
+        .link
+        .request_as("tools/call", params, token.as_deref())
+        .await;
     if let Some(circuit) = &mount.circuit {
         let transition = match &answer {
             Err(error) if error.is_unwell() => circuit.failure(),
