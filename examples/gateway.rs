@@ -35,7 +35,7 @@ const USAGE: cli::Usage = cli::Usage {
         (
             "--python-server",
             "PATH",
-            "the notes server's script (examples/support/notes_upstream.py)",
+            "the notes server's script (examples/support/notes_upstream.py), mounted as `notes`",
         ),
         (
             "--app-url",
@@ -52,6 +52,7 @@ const USAGE: cli::Usage = cli::Usage {
             "PORT",
             "serve Streamable HTTP on 127.0.0.1:PORT instead of stdio (0: a free port, printed on stderr)",
         ),
+        ("--stateless", "", "with --http: serve without sessions"),
     ],
     env: &[],
 };
@@ -70,10 +71,12 @@ async fn main() -> std::process::ExitCode {
     }
     fusion_runtime::log::init();
     let args: Vec<String> = std::env::args().collect();
-    let Some(script) = value(&args, "--python-server") else {
-        eprintln!("gateway: --python-server PATH is required (see --help)");
+    let script = value(&args, "--python-server");
+    let app_url = value(&args, "--app-url");
+    if script.is_none() && app_url.is_none() {
+        eprintln!("gateway: --python-server PATH or --app-url URL, or both (see --help)");
         return std::process::ExitCode::from(cli::EXIT_USAGE);
-    };
+    }
     let cooldown = match value(&args, "--cooldown-ms").map(str::parse::<u64>) {
         None => CircuitPolicy::DEFAULT_COOLDOWN,
         Some(Ok(millis)) => Duration::from_millis(millis),
@@ -93,16 +96,19 @@ async fn main() -> std::process::ExitCode {
         }),
         heartbeat: None,
     };
-    let python = value(&args, "--python").unwrap_or("python3");
-    let notes = Upstream::stdio(python, [script])
-        .policy(policy)
-        .cache(CachePolicy {
-            ttl: Duration::from_millis(500),
-            stale_if_error: Duration::from_secs(600),
-            scope: CacheScope::Public,
-        });
-    let mut gateway = Server::builder("gateway", "1.0.0").upstream("notes", notes);
-    if let Some(url) = value(&args, "--app-url") {
+    let mut gateway = Server::builder("gateway", "1.0.0");
+    if let Some(script) = script {
+        let python = value(&args, "--python").unwrap_or("python3");
+        let notes = Upstream::stdio(python, [script])
+            .policy(policy)
+            .cache(CachePolicy {
+                ttl: Duration::from_millis(500),
+                stale_if_error: Duration::from_secs(600),
+                scope: CacheScope::Public,
+            });
+        gateway = gateway.upstream("notes", notes);
+    }
+    if let Some(url) = app_url {
         gateway = gateway.upstream("app", Upstream::http(url).policy(policy));
     }
     gateway.serve().await

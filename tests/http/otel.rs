@@ -151,3 +151,75 @@ fn prompts_and_resources_are_server_spans_and_measured() {
         .expect("the list's duration");
     assert_eq!(list.count, 1);
 }
+
+/// A call through the gateway (`examples/gateway.rs`) is one trace: the gateway's server
+/// span under the client's `traceparent`, its CLIENT span for the upstream's call under that,
+/// and the upstream's own server span (another process, exporting to the same receiver)
+/// under the CLIENT span, continued from the `_meta` of the request the gateway sent.
+#[test]
+fn a_call_through_the_gateway_is_one_trace_across_both_servers() {
+    let receiver = OtlpReceiver::start();
+    let mut command = Command::new(support::example_binary("quickstart"));
+    command
+        .args(["--http", "0", "--stateless"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_SERVICE_NAME", "upstream-under-test");
+    let mut upstream = HttpServer::start(command, Duration::from_secs(30));
+    let mut command = Command::new(support::example_binary("gateway"));
+    command
+        .args(["--http", "0", "--stateless", "--app-url", upstream.url()])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_SERVICE_NAME", "gateway-under-test");
+    let mut gateway = HttpServer::start(command, Duration::from_secs(30));
+    let traceparent = format!("00-{TRACE_ID}-{CLIENT_SPAN_ID}-01");
+    let answered = support::post_mcp(
+        gateway.addr(),
+        &[("traceparent", traceparent.as_str())],
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"app_add","arguments":{"a":2,"b":3}}}"#,
+        Duration::from_secs(10),
+    );
+    assert_eq!(answered.status, 200, "{answered:?}");
+    assert_eq!(
+        answered.message()["result"]["structuredContent"]["result"],
+        5,
+        "{answered:?}"
+    );
+    for server in [&mut gateway, &mut upstream] {
+        server.signal("TERM");
+        let status = server.wait_exit(Duration::from_secs(20));
+        assert!(
+            status.is_some_and(|status| status.success()),
+            "a server did not end cleanly on SIGTERM: {status:?}\n{}",
+            server.stderr()
+        );
+    }
+    let stderr = format!("{}\n{}", gateway.stderr(), upstream.stderr());
+    let served = receiver.span_named("tools/call app_add", Duration::from_secs(10), &stderr);
+    assert_eq!(served.trace_id(), TRACE_ID);
+    assert_eq!(served.parent_span_id(), CLIENT_SPAN_ID);
+    let wait = |kind: i32| {
+        receiver
+            .wait_for(Duration::from_secs(10), |span| {
+                span.span.name == "tools/call add" && span.span.kind == kind
+            })
+            .unwrap_or_else(|| panic!("no `tools/call add` span of kind {kind}\n{stderr}"))
+    };
+    let client = wait(3);
+    let upstream_served = wait(2);
+    assert_eq!(
+        client.trace_id(),
+        TRACE_ID,
+        "the CLIENT span is in the caller's trace"
+    );
+    assert_eq!(
+        upstream_served.trace_id(),
+        TRACE_ID,
+        "so is the upstream's own span"
+    );
+    assert_eq!(
+        upstream_served.parent_span_id(),
+        client.span_id(),
+        "the upstream's span continues the gateway's CLIENT span"
+    );
+    assert_eq!(client.attribute("server.address").as_deref(), Some("app"));
+}

@@ -267,8 +267,39 @@ impl<C: Send + Sync + 'static> Invoke<C> for Forward {
         args: &Value,
         _validator: &Validator,
     ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>> {
-        let params = json!({"name": &*self.tool, "arguments": args});
+        #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+        let mut params = json!({"name": &*self.tool, "arguments": args});
+        #[cfg(feature = "otel")]
+        if crate::log::otel::active() {
+            // A CLIENT span around the upstream's call, whose context the upstream's own
+            // server span continues.
+            let span = crate::log::otel::client_span(&self.tool, &self.mount.prefix);
+            if let Some(context) = crate::log::otel::trace_context_of(&span) {
+                with_trace_context(&mut params, context);
+            }
+            let forwarded = forward(Arc::clone(&self.mount), params, call);
+            return Ok(Box::pin(tracing::Instrument::instrument(forwarded, span)));
+        }
+        // Without a tracer of this server's, the caller's own trace context goes on, so
+        // that the upstream's spans still join the caller's trace (kept with `otel` only).
+        #[cfg(feature = "otel")]
+        if let Some((parent, state)) = call.trace_context() {
+            with_trace_context(&mut params, (parent.to_owned(), state.map(str::to_owned)));
+        }
         Ok(Box::pin(forward(Arc::clone(&self.mount), params, call)))
+    }
+}
+
+/// Puts W3C trace context in the request's `_meta`, as MCP carries it.
+#[cfg(feature = "otel")]
+fn with_trace_context(params: &mut Value, (parent, state): (String, Option<String>)) {
+    let mut meta = Map::new();
+    meta.insert("traceparent".to_owned(), Value::String(parent));
+    if let Some(state) = state {
+        meta.insert("tracestate".to_owned(), Value::String(state));
+    }
+    if let Value::Object(params) = params {
+        params.insert("_meta".to_owned(), Value::Object(meta));
     }
 }
 

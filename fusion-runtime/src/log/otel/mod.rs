@@ -26,6 +26,6 @@ pub(crate) use install::{OtelLayer, active, flush, layer};
 pub(crate) use instruments::{OTHER, record_call, record_circuit, record_operation};
 pub use spans::OTEL_TARGET;
 pub(crate) use spans::{
-    Operation, Origin, attempt_span, current_ids, error_type, record_arguments, record_error_code,
-    record_failure, server_span,
+    Operation, Origin, attempt_span, client_span, current_ids, error_type, record_arguments,
+    record_error_code, record_failure, server_span, trace_context_of,
 };

@@ -4,7 +4,7 @@
 //! each attempt of a call's handler.
 
 use opentelemetry::{
-    propagation::{Extractor, TextMapPropagator as _},
+    propagation::{Extractor, Injector, TextMapPropagator as _},
     trace::TraceContextExt as _,
 };
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -181,6 +181,42 @@ pub(crate) fn record_error_code(code: i32) {
 pub(crate) fn record_arguments(args: &serde_json::Value, redactor: &crate::log::Redactor) {
     let shown = crate::log::args::LoggedArgs { args, redactor }.to_string();
     tracing::Span::current().record("gen_ai.tool.call.arguments", shown.as_str());
+}
+
+/// The CLIENT span of a call this server makes to another MCP server (a mounted
+/// upstream's tool), a child of the current span, by the MCP conventions' client side.
+pub(crate) fn client_span(tool: &str, upstream: &str) -> tracing::Span {
+    if tracing::Span::current().is_none() {
+        return tracing::Span::none();
+    }
+    tracing::info_span!(
+        target: OTEL_TARGET,
+        "mcp.client",
+        "otel.name" = format!("tools/call {}", crate::limits::name(tool)),
+        "otel.kind" = "client",
+        "mcp.method.name" = "tools/call",
+        "gen_ai.tool.name" = crate::limits::name(tool).as_ref(),
+        "gen_ai.operation.name" = "execute_tool",
+        "server.address" = upstream,
+    )
+}
+
+/// `span`'s W3C trace context (`traceparent`, and `tracestate` when there is one), for the
+/// `_meta` of a request that continues the trace elsewhere.
+pub(crate) fn trace_context_of(span: &tracing::Span) -> Option<(String, Option<String>)> {
+    struct Carrier(Option<String>, Option<String>);
+    impl Injector for Carrier {
+        fn set(&mut self, key: &str, value: String) {
+            match key {
+                "traceparent" => self.0 = Some(value),
+                "tracestate" if !value.is_empty() => self.1 = Some(value),
+                _ => {}
+            }
+        }
+    }
+    let mut carrier = Carrier(None, None);
+    TraceContextPropagator::new().inject_context(&span.context(), &mut carrier);
+    carrier.0.map(|parent| (parent, carrier.1))
 }
 
 /// The trace and span ids of the current span, when it is in a trace: what the call log's
