@@ -162,7 +162,7 @@ async fn hostile_http(headers: HeaderMap, body: Bytes, forgotten: Arc<AtomicUsiz
             StatusCode::ACCEPTED.into_response()
         }
         Some("tools/list") => {
-            let tools: Vec<Value> = ["ok", "sized", "chunked", "endless", "unavailable", "limited", "forgets", "whoami"]
+            let tools: Vec<Value> = ["ok", "sized", "chunked", "endless", "unavailable", "limited", "forgets", "whoami", "steps"]
                 .iter()
                 .map(|name| json!({"name": name, "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}))
                 .collect();
@@ -215,6 +215,25 @@ async fn hostile_http(headers: HeaderMap, body: Bytes, forgotten: Arc<AtomicUsiz
                 } else {
                     text("remembered")
                 }
+            }
+            Some("steps") => {
+                // Progress on the call's own stream, then the answer.
+                let token = message
+                    .pointer("/params/_meta/progressToken")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let mut events = String::new();
+                for step in 1..=3 {
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": step, "total": 3, "message": format!("step {step}")}});
+                    events.push_str(&format!("data: {note}\n\n"));
+                }
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "three steps"}]}});
+                events.push_str(&format!("data: {answer}\n\n"));
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "text/event-stream")
+                    .body(Body::from(events))
+                    .unwrap_or_default()
             }
             Some("whoami") => text(
                 headers
@@ -391,5 +410,64 @@ async fn a_callers_token_reaches_only_the_upstream_it_was_issued_for() {
     assert!(seen.iter().any(
         |(upstream, authorization)| upstream == "billing" && authorization == "Bearer tok-ann"
     ));
+    drop(upstream_server);
+}
+
+/// The upstream's progress reaches the caller, over both transports, under the caller's own
+/// token (the upstream is sent one of the gateway's).
+#[tokio::test]
+async fn an_upstreams_progress_reaches_the_caller() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hostile_upstream.py");
+    let forgotten = Arc::new(AtomicUsize::new(0));
+    let upstream_server = AxumThread::start("progress-upstream", |_| {
+        Router::new().route(
+            "/mcp",
+            post(move |headers: HeaderMap, body: Bytes| {
+                hostile_http(headers, body, Arc::clone(&forgotten))
+            }),
+        )
+    });
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "bad",
+            Upstream::stdio(python.to_string_lossy(), [script.to_string_lossy()]).policy(strict()),
+        )
+        .upstream(
+            "web",
+            Upstream::http(format!("{}/mcp", upstream_server.url())).policy(strict()),
+        )
+        .start()
+        .await
+        .expect("both upstreams list their tools");
+    let tester = Tester::new(server);
+    for tool in ["bad_steps", "web_steps"] {
+        let handle = tester.start(tool, json!({}));
+        let result = tokio::time::timeout(BOUND, async {
+            while handle.progress().len() < 3 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let progress = handle.progress();
+            (progress, handle.result().await)
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{tool} did not pass its progress on"));
+        let (progress, answered) = result;
+        let steps: Vec<(f64, Option<f64>, Option<String>)> = progress
+            .into_iter()
+            .map(|made| (made.progress, made.total, made.message))
+            .collect();
+        assert_eq!(
+            steps,
+            (1..=3)
+                .map(|step| (f64::from(step), Some(3.0), Some(format!("step {step}"))))
+                .collect::<Vec<_>>(),
+            "{tool}: the upstream's progress, in order"
+        );
+        assert_eq!(answered.text(), "three steps");
+    }
     drop(upstream_server);
 }

@@ -3,7 +3,8 @@ tests/hostile/upstream.rs. Plain JSON-RPC lines, the standard library only.
 
 Usage: python hostile_upstream.py
 
-Tools: `ok` (echoes `text`), `hang` (never answers), `flood` (200,000 notifications, then
+Tools: `ok` (echoes `text`), `steps` (three progress notifications on the request's
+progressToken, then the answer; not misbehaving: the progress a gateway passes on), `hang` (never answers), `flood` (200,000 notifications, then
 the answer), `huge` (a 50 MB result), `wrong_id` (answers another id), `garbage` (a line
 that is not JSON, then an answer with neither result nor error), `sampling` (asks the
 client for sampling, then says what came back), `die` (exits mid-call).
@@ -15,8 +16,8 @@ import json
 import os
 import sys
 
-TOOLS = ["ok", "hang", "flood", "huge", "wrong_id", "garbage", "sampling", "die"]
-READ_ONLY = {"ok", "hang", "flood", "huge", "wrong_id", "garbage", "sampling"}
+TOOLS = ["ok", "hang", "flood", "huge", "wrong_id", "garbage", "sampling", "die", "steps"]
+READ_ONLY = {"ok", "hang", "flood", "huge", "wrong_id", "garbage", "sampling", "steps"}
 
 
 def send(message: dict) -> None:
@@ -37,8 +38,15 @@ def tool(name: str) -> dict:
     }
 
 
-def call(request_id, name: str, arguments: dict) -> None:
-    if name == "ok":
+def call(request_id, name: str, arguments: dict, meta: dict) -> None:
+    if name == "steps":
+        token = meta.get("progressToken")
+        for step in (1, 2, 3):
+            if token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": step, "total": 3, "message": f"step {step}"}})
+        answer(request_id, "three steps" if token is not None else "no progress token")
+    elif name == "ok":
         answer(request_id, arguments.get("text", "ok"))
     elif name == "hang":
         pass
@@ -79,7 +87,7 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [tool(name) for name in TOOLS]}})
         elif method == "tools/call":
             params = message.get("params", {})
-            call(request_id, params.get("name"), params.get("arguments") or {})
+            call(request_id, params.get("name"), params.get("arguments") or {}, params.get("_meta") or {})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": request_id, "result": {}})
 

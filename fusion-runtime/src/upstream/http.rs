@@ -24,7 +24,10 @@ use reqwest::{
 };
 use serde_json::{Value, json};
 
-use super::{link::LinkError, rpc};
+use super::{
+    link::{LinkError, ProgressRoute},
+    rpc,
+};
 
 const SESSION_ID: &str = "mcp-session-id";
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
@@ -125,16 +128,17 @@ impl HttpLink {
         method: &str,
         params: Value,
         token: Option<&str>,
+        progress: Option<&ProgressRoute>,
     ) -> Result<Value, LinkError> {
         let session = self.session(token).await?;
-        match self.post(&session, method, &params).await {
+        match self.post(&session, method, &params, progress).await {
             Posted::Answer(answer) => answer,
             // The upstream did not know the session, so it did not act on the request:
             // sending it once more, on a new session, cannot repeat an effect.
             Posted::SessionGone => {
                 self.forget(&session).await;
                 let session = self.session(token).await?;
-                match self.post(&session, method, &params).await {
+                match self.post(&session, method, &params, progress).await {
                     Posted::Answer(answer) => answer,
                     Posted::SessionGone => Err(LinkError::NotSent(
                         "the upstream forgot a session it had just made".to_owned(),
@@ -203,7 +207,7 @@ impl HttpLink {
             .await
             .map_err(not_sent)?;
         let session_id = response.headers().get(SESSION_ID).cloned();
-        let init = match self.answer(response, id, None).await {
+        let init = match self.answer(response, id, None, None).await {
             Posted::Answer(answer) => answer.map_err(not_sent)?,
             Posted::SessionGone => {
                 return Err(LinkError::NotSent(
@@ -241,7 +245,13 @@ impl HttpLink {
         Ok(session)
     }
 
-    async fn post(&self, session: &Arc<Session>, method: &str, params: &Value) -> Posted {
+    async fn post(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        params: &Value,
+        progress: Option<&ProgressRoute>,
+    ) -> Posted {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let body = rpc::request(id, method, params);
         let mut withdraw = Withdraw {
@@ -259,7 +269,7 @@ impl HttpLink {
             )
             .await
         {
-            Ok(response) => self.answer(response, id, Some(session)).await,
+            Ok(response) => self.answer(response, id, Some(session), progress).await,
             Err(error) => Posted::Answer(Err(error)),
         };
         withdraw.armed = false;
@@ -312,6 +322,7 @@ impl HttpLink {
         response: reqwest::Response,
         id: u64,
         session: Option<&Session>,
+        progress: Option<&ProgressRoute>,
     ) -> Posted {
         let status = response.status();
         if status == StatusCode::NOT_FOUND && session.is_some_and(|session| session.id.is_some()) {
@@ -343,7 +354,7 @@ impl HttpLink {
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
         Posted::Answer(if is_stream {
-            self.stream_answer(response, id, session).await
+            self.stream_answer(response, id, session, progress).await
         } else {
             self.json_answer(response, id).await
         })
@@ -383,6 +394,7 @@ impl HttpLink {
         response: reqwest::Response,
         id: u64,
         session: Option<&Session>,
+        progress: Option<&ProgressRoute>,
     ) -> Result<Value, LinkError> {
         let limit = self.max_message;
         let chunks = futures_util::stream::unfold(
@@ -428,6 +440,14 @@ impl HttpLink {
                 } if answered == id => return outcome,
                 rpc::Incoming::Request { id: asked, method } => {
                     self.reply(session, rpc::answer_to(&asked, &method)).await;
+                }
+                rpc::Incoming::Progress {
+                    token,
+                    progress: made,
+                } => {
+                    if let Some(route) = progress.filter(|route| route.token == token) {
+                        let _ = route.sender.try_send(made);
+                    }
                 }
                 _ => {}
             }

@@ -4,7 +4,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Endpoint, Upstream, http::HttpLink, stdio::StdioLink};
+use super::{Endpoint, Upstream, http::HttpLink, rpc::Progress, stdio::StdioLink};
+
+/// Where the upstream's progress on one request goes: the token the request carries in
+/// `_meta.progressToken`, and a bounded queue to the call (full: a notification is
+/// dropped, as the caller would lose one on a slow link anyway).
+pub(crate) struct ProgressRoute {
+    pub(crate) token: String,
+    pub(crate) sender: tokio::sync::mpsc::Sender<Progress>,
+}
 
 /// Why a request to an upstream got no usable answer. What the caller is told, whether the
 /// call is retried, and whether the upstream's breaker counts it, follow from the variant
@@ -84,20 +92,22 @@ impl Link {
     /// Sends one request and waits for its answer's `result`. Dropping the future withdraws
     /// the request: the upstream is sent `notifications/cancelled` for it.
     pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
-        self.request_as(method, params, None).await
+        self.request_as(method, params, None, None).await
     }
 
     /// [`request`](Self::request), sent with `token` as the bearer credential (`None`: the
-    /// configured one). A stdio upstream has no credentials: `token` is not sent.
+    /// configured one). A stdio upstream has no credentials: `token` is not sent. The
+    /// upstream's progress on it goes to `progress`.
     pub(crate) async fn request_as(
         &self,
         method: &str,
         params: Value,
         token: Option<&str>,
+        progress: Option<&ProgressRoute>,
     ) -> Result<Value, LinkError> {
         match self {
-            Self::Stdio(link) => link.request(method, params).await,
-            Self::Http(link) => link.request(method, params, token).await,
+            Self::Stdio(link) => link.request(method, params, progress).await,
+            Self::Http(link) => link.request(method, params, token, progress).await,
         }
     }
 

@@ -7,7 +7,7 @@ use std::{
     collections::HashSet,
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Upstream,
-    link::{Link, LinkError},
+    link::{Link, LinkError, ProgressRoute},
 };
 use crate::{
     call::Call,
@@ -303,7 +303,13 @@ fn with_trace_context(params: &mut Value, (parent, state): (String, Option<Strin
     }
 }
 
-async fn forward(mount: Arc<Mount>, params: Value, call: &Call) -> Outcome {
+/// Numbers the progress tokens this server sends upstreams.
+static PROGRESS_TOKENS: AtomicU64 = AtomicU64::new(0);
+
+/// How many of the upstream's progress notifications may wait for the caller's link.
+const QUEUED_PROGRESS: usize = 16;
+
+async fn forward(mount: Arc<Mount>, mut params: Value, call: &Call) -> Outcome {
     // Who calls, as the upstream is to be told: settled before anything is sent.
     let token =
         match super::identity::token_for(&mount.identity, &mount.prefix, call.request()).await {
@@ -320,10 +326,53 @@ async fn forward(mount: Arc<Mount>, params: Value, call: &Call) -> Outcome {
         Some(Admission::Probe(guard)) => Some(guard),
         Some(Admission::Run) | None => None,
     };
-    let answer = mount
+    // A caller that asked for progress gets the upstream's, under its own token.
+    let (route, progress) = if call.wants_progress() {
+        let (sender, progress) = tokio::sync::mpsc::channel(QUEUED_PROGRESS);
+        let route = ProgressRoute {
+            token: format!(
+                "fusion-progress-{}",
+                PROGRESS_TOKENS.fetch_add(1, Ordering::Relaxed)
+            ),
+            sender,
+        };
+        if let Value::Object(params) = &mut params
+            && let Value::Object(meta) = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()))
+        {
+            meta.insert(
+                "progressToken".to_owned(),
+                Value::String(route.token.clone()),
+            );
+        }
+        (Some(route), Some(progress))
+    } else {
+        (None, None)
+    };
+    let request = mount
         .link
-        .request_as("tools/call", params, token.as_deref())
-        .await;
+        .request_as("tools/call", params, token.as_deref(), route.as_ref());
+    let answer = match progress {
+        None => request.await,
+        Some(mut progress) => {
+            let mut request = std::pin::pin!(request);
+            let answer = loop {
+                tokio::select! {
+                    biased;
+                    Some(made) = progress.recv() => {
+                        call.progress(made.done, made.total, made.message).await;
+                    }
+                    answer = &mut request => break answer,
+                }
+            };
+            // What came with the answer, read in the same poll, came before it.
+            while let Ok(made) = progress.try_recv() {
+                call.progress(made.done, made.total, made.message).await;
+            }
+            answer
+        }
+    };
     if let Some(circuit) = &mount.circuit {
         let transition = match &answer {
             Err(error) if error.is_unwell() => circuit.failure(),

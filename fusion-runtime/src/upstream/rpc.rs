@@ -59,7 +59,9 @@ pub(super) enum Incoming {
     },
     /// A request to this gateway.
     Request { id: Value, method: String },
-    /// A notification.
+    /// Progress on the request whose `_meta.progressToken` was `token`.
+    Progress { token: String, progress: Progress },
+    /// Another notification.
     Notification { method: String },
     /// Not a JSON-RPC message, or an answer to an id this gateway never sent.
     Unreadable(String),
@@ -75,6 +77,30 @@ struct Message {
     result: Option<Value>,
     #[serde(default)]
     error: Option<ErrorBody>,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+/// What a gateway reads of a notification's params: a progress notification's.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProgressParams {
+    #[serde(default)]
+    progress_token: Option<Value>,
+    #[serde(default)]
+    progress: Option<f64>,
+    #[serde(default)]
+    total: Option<f64>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// One progress notification of the upstream's, to pass on to the caller.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Progress {
+    pub(crate) done: f64,
+    pub(crate) total: Option<f64>,
+    pub(crate) message: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -92,7 +118,28 @@ pub(super) fn read(bytes: &[u8]) -> Incoming {
     };
     match (message.method, message.id) {
         (Some(method), Some(id)) => Incoming::Request { id, method },
-        (Some(method), None) => Incoming::Notification { method },
+        (Some(method), None) => {
+            let progress = (method == "notifications/progress")
+                .then_some(message.params)
+                .flatten()
+                .and_then(|params| serde_json::from_value::<ProgressParams>(params).ok());
+            match progress {
+                Some(ProgressParams {
+                    progress_token: Some(Value::String(token)),
+                    progress: Some(done),
+                    total,
+                    message,
+                }) => Incoming::Progress {
+                    token,
+                    progress: Progress {
+                        done,
+                        total,
+                        message,
+                    },
+                },
+                _ => Incoming::Notification { method },
+            }
+        }
         (None, Some(Value::Number(id))) => {
             let Some(id) = id.as_u64() else {
                 return Incoming::Unreadable(format!("an answer to id {id}, never sent"));

@@ -25,7 +25,10 @@ use tokio::{
     time::Instant,
 };
 
-use super::{link::LinkError, rpc};
+use super::{
+    link::{LinkError, ProgressRoute},
+    rpc,
+};
 use crate::transport::stdio::framing::{Lines, Next};
 
 /// Lines queued for the child's stdin: the calls in flight, and the answers to its own
@@ -80,8 +83,14 @@ impl StdioLink {
         Ok(self.live().await?.init.clone())
     }
 
-    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        progress: Option<&ProgressRoute>,
+    ) -> Result<Value, LinkError> {
         let live = self.live().await?;
+        let _routed = progress.map(|route| live.waiting.route(route));
         send(&live, method, &params).await
     }
 
@@ -300,6 +309,7 @@ fn take(bytes: &[u8], waiting: &Waiting, replies: &mpsc::Sender<Vec<u8>>) {
         rpc::Incoming::Request { id, method } => {
             let _ = replies.try_send(line(rpc::answer_to(&id, &method)));
         }
+        rpc::Incoming::Progress { token, progress } => waiting.progress(&token, progress),
         rpc::Incoming::Notification { method } => {
             tracing::trace!(target: "fusion::upstream", method = %crate::limits::name(&method), "notification");
         }
@@ -322,6 +332,22 @@ struct Waiting {
 struct WaitState {
     closed: Option<String>,
     calls: HashMap<u64, AnswerSender>,
+    /// Where the progress of each call that asked for it goes, by its token.
+    progress: HashMap<String, mpsc::Sender<rpc::Progress>>,
+}
+
+/// A call's progress route, removed when the call ends however it ends.
+struct Routed<'a> {
+    waiting: &'a Waiting,
+    token: String,
+}
+
+impl Drop for Routed<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.waiting.state.lock() {
+            state.progress.remove(&self.token);
+        }
+    }
 }
 
 impl Waiting {
@@ -347,6 +373,31 @@ impl Waiting {
             .ok()
             .and_then(|mut state| state.calls.remove(&id));
         sender.is_some_and(|sender| sender.send(outcome).is_ok())
+    }
+
+    fn route(&self, route: &ProgressRoute) -> Routed<'_> {
+        if let Ok(mut state) = self.state.lock() {
+            state
+                .progress
+                .insert(route.token.clone(), route.sender.clone());
+        }
+        Routed {
+            waiting: self,
+            token: route.token.clone(),
+        }
+    }
+
+    /// Passes `progress` to the call that asked for it with `token`, if it still waits and
+    /// its queue has room.
+    fn progress(&self, token: &str, progress: rpc::Progress) {
+        let sender = self
+            .state
+            .lock()
+            .ok()
+            .and_then(|state| state.progress.get(token).cloned());
+        if let Some(sender) = sender {
+            let _ = sender.try_send(progress);
+        }
     }
 
     fn forget(&self, id: u64) {
