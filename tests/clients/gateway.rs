@@ -6,7 +6,8 @@
 //! - no read-only call is lost while the notes process restarts (retried, or a cached answer);
 //! - no `add_note` reaches the notes server twice (its own log counts them);
 //! - the dead fusion upstream's tools leave `tools/list`, its calls say when to retry, and
-//!   its tools come back when it does.
+//!   its tools come back when it does; each time the session is told
+//!   (`notifications/tools/list_changed`).
 
 use std::{
     path::Path,
@@ -80,14 +81,34 @@ fn the_gateway_loses_no_read_and_repeats_no_write_while_its_upstreams_die() {
     drop(app);
     phase(&python, "app-down", gateway.url(), &env, &gateway);
 
-    // The same port again, once the old listener is gone.
-    let deadline = Instant::now() + TIMEOUT;
-    while std::net::TcpListener::bind(("127.0.0.1", app_port)).is_err() {
-        assert!(Instant::now() < deadline, "port {app_port} stayed taken");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _app = quickstart(app_port);
+    // The last phase runs while the upstream is started again, on the same port, once the
+    // script has seen it gone (and said so with the file).
+    let waiting = dir.join("waiting");
+    let mut env = env.to_vec();
+    env.push(("GATEWAY_WAITING", waiting.as_path()));
+    let marker = waiting.clone();
+    let restart = std::thread::spawn(move || {
+        let deadline = Instant::now() + TIMEOUT;
+        while !marker.exists() {
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        while std::net::TcpListener::bind(("127.0.0.1", app_port)).is_err() {
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(quickstart(app_port))
+    });
     phase(&python, "app-up", gateway.url(), &env, &gateway);
+    let _app = restart
+        .join()
+        .ok()
+        .flatten()
+        .expect("the upstream was started again");
 
     drop(gateway);
     let _ = std::fs::remove_dir_all(&dir);

@@ -12,7 +12,8 @@ fusion upstream (`app`):
            once for each call that answered success);
   app-down the `app` upstream was killed: its calls fail with when to retry, and its tools
            leave tools/list while the notes' stay;
-  app-up   it was started again: its tools come back, and its calls answer.
+  app-up   waits (writing the file GATEWAY_WAITING) for the test to start it again: its tools
+           come back, the session is told, and its calls answer.
 Prints one "ok: ..." line per check; on the first failure prints "FAIL: ..." to stderr and
 exits 1. Every wait is bounded.
 """
@@ -100,6 +101,23 @@ async def load(session: ClientSession) -> None:
     check(not unclear, f"each of the {len(failed)} add_note calls that failed says so clearly", unclear)
 
 
+LIST_CHANGED: list[str] = []
+"""The `notifications/tools/list_changed` the session received."""
+
+
+async def on_message(message: Any) -> None:
+    method = getattr(message, "method", None) or getattr(getattr(message, "root", None), "method", None)
+    if method == "notifications/tools/list_changed":
+        LIST_CHANGED.append(method)
+
+
+async def told_the_list_changed(what: str) -> None:
+    with anyio.fail_after(STEP_TIMEOUT):
+        while not LIST_CHANGED:
+            await anyio.sleep(0.05)
+    check(True, f"the session was told its tool list changed ({what})")
+
+
 async def app_down(session: ClientSession) -> None:
     # Calls that fail open the app's breaker; each says when to retry.
     with anyio.fail_after(STEP_TIMEOUT):
@@ -112,13 +130,20 @@ async def app_down(session: ClientSession) -> None:
     check("notes_shout" in names, "the other upstream's tools stay listed", sorted(names))
     shout = await step("shout", session.call_tool("notes_shout", {"text": "still here"}))
     check(text_of(shout) == "STILL HERE", "the other upstream still answers", text_of(shout))
+    await told_the_list_changed("an upstream went down")
 
 
 async def app_up(session: ClientSession) -> None:
-    with anyio.fail_after(STEP_TIMEOUT):
+    names = await tool_names(session)
+    check(not any(name.startswith("app_") for name in names), "before the restart, the dead upstream is not listed", sorted(names))
+    # The test restarts the upstream once this file exists.
+    with open(os.environ["GATEWAY_WAITING"], "w", encoding="utf-8") as waiting:
+        waiting.write("waiting\n")
+    with anyio.fail_after(STEP_TIMEOUT * 2):
         while "app_greet" not in await tool_names(session):
             await anyio.sleep(0.2)
     check(True, "the restarted upstream's tools are listed again")
+    await told_the_list_changed("an upstream came back")
     greeted = await step("app_greet", session.call_tool("app_greet", {"name": "Ann"}))
     check(not greeted.is_error and "Ann" in text_of(greeted), "the restarted upstream answers", text_of(greeted))
 
@@ -128,8 +153,10 @@ PHASES = {"load": load, "app-down": app_down, "app-up": app_up}
 
 async def run(url: str) -> None:
     async with streamable_http_client(url) as (read, write):
-        async with ClientSession(read, write) as session:
-            await step("initialize", session.initialize())
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            init = await step("initialize", session.initialize())
+            tools = init.capabilities.tools
+            check(tools is not None and tools.list_changed is True, "the gateway declares tools.listChanged", tools)
             await PHASES[PHASE](session)
 
 

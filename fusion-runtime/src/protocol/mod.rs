@@ -152,8 +152,9 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
             .enable_tools()
             .enable_logging()
             .build();
-        // What a caller is shown can change within its session (`tools_changed.rs`).
-        if self.inner.visibility.depends_on_caller()
+        // What a caller is shown can change within its session (`tools_changed.rs`), and
+        // so can the list while a mounted upstream is down (`setup/mounts.rs`).
+        if (self.inner.visibility.depends_on_caller() || !self.inner.mounts.is_empty())
             && let Some(tools) = capabilities.tools.as_mut()
         {
             tools.list_changed = Some(true);

@@ -1,7 +1,8 @@
 //! The health of the upstream servers whose tools are mounted (`upstream/`), as `tools/list`
 //! needs it: the tools of an upstream that is down are left out of the list, and come back
 //! when it recovers. Their calls still reach the pipeline, which answers them with when to
-//! retry. Compiled without the `upstream` feature too, as an empty list.
+//! retry. The sessions' clients are told (`notifications/tools/list_changed`) each time.
+//! Compiled without the `upstream` feature too, as an empty list.
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -11,19 +12,56 @@ pub(crate) trait MountHealth: Send + Sync {
     fn is_down(&self) -> bool;
     /// Whether the listed tool `name` is one of its tools.
     fn owns(&self, name: &str) -> bool;
-    /// The prefix its tools are listed under.
+    /// The prefix its tools are listed under (`/readyz`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     fn prefix(&self) -> &str;
 }
 
-/// Every mounted upstream of a server.
+/// Every mounted upstream of a server, and who is told when one goes down or up.
 #[derive(Clone, Default)]
-pub(crate) struct Mounts(pub(crate) Vec<Arc<dyn MountHealth>>);
+pub(crate) struct Mounts {
+    pub(crate) upstreams: Vec<Arc<dyn MountHealth>>,
+    pub(crate) changed: Arc<ToolsChanged>,
+}
+
+/// What tells each session's client that its tool list changed
+/// (`notifications/tools/list_changed`): one listener a transport serving the server,
+/// added when it starts serving.
+#[derive(Default)]
+pub(crate) struct ToolsChanged(std::sync::Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>);
+
+impl ToolsChanged {
+    pub(crate) fn listen(&self, listener: Arc<dyn Fn() + Send + Sync>) {
+        if let Ok(mut listeners) = self.0.lock() {
+            listeners.push(listener);
+        }
+    }
+
+    /// Tells every listener; each sends its notifications on tasks of its own.
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+    pub(crate) fn notify(&self) {
+        let listeners = self
+            .0
+            .lock()
+            .map(|listeners| listeners.clone())
+            .unwrap_or_default();
+        for listener in listeners {
+            listener();
+        }
+    }
+}
 
 impl Mounts {
+    /// Whether the server mounts no upstream.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.upstreams.is_empty()
+    }
+
     /// A line for each upstream, as `/readyz` reports them: `upstream <prefix> up` (or
     /// `down`). A server with an upstream down is still ready: its other tools answer.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn report(&self) -> String {
-        self.0
+        self.upstreams
             .iter()
             .map(|mount| {
                 let state = if mount.is_down() { "down" } else { "up" };
@@ -38,8 +76,11 @@ impl Mounts {
         &self,
         tools: Cow<'a, [rmcp::model::Tool]>,
     ) -> Cow<'a, [rmcp::model::Tool]> {
-        let down: Vec<&Arc<dyn MountHealth>> =
-            self.0.iter().filter(|mount| mount.is_down()).collect();
+        let down: Vec<&Arc<dyn MountHealth>> = self
+            .upstreams
+            .iter()
+            .filter(|mount| mount.is_down())
+            .collect();
         if down.is_empty() {
             return tools;
         }

@@ -119,6 +119,18 @@ impl<C: Send + Sync + 'static> Server<C> {
         let code = match served {
             Ok(service) => {
                 handle.serve_calls_directly(direct_calls(&watched, &service));
+                // An upstream going down or up changes the client's tool list.
+                if !watched.inner.mounts.is_empty() {
+                    let peer = service.peer().clone();
+                    watched.inner.mounts.changed.listen(std::sync::Arc::new(move || {
+                        let peer = peer.clone();
+                        tokio::spawn(async move {
+                            if let Err(error) = peer.notify_tool_list_changed().await {
+                                tracing::debug!(target: "fusion::server", %error, "tools/list_changed not sent");
+                            }
+                        });
+                    }));
+                }
                 let code = wait_or_abandon(service, &watched, &handle, &options, signals).await;
                 // Tasks still running go to other replicas (a shared task store).
                 watched

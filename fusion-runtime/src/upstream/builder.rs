@@ -52,19 +52,19 @@ pub(crate) async fn mount_all<C: Send + Sync + 'static>(
     upstreams: Vec<(String, Upstream)>,
 ) -> Result<ServerBuilder<C>, StartupError> {
     for (prefix, upstream) in upstreams {
-        let (definitions, mounted) =
-            mount::mount::<C>(&prefix, &upstream)
-                .await
-                .map_err(|reason| StartupError::Upstream {
-                    prefix: prefix.clone(),
-                    upstream: upstream.describe().to_owned(),
-                    reason,
-                })?;
+        let changed = Arc::clone(&builder.mounts.changed);
+        let (definitions, mounted) = mount::mount::<C>(&prefix, &upstream, changed)
+            .await
+            .map_err(|reason| StartupError::Upstream {
+                prefix: prefix.clone(),
+                upstream: upstream.describe().to_owned(),
+                reason,
+            })?;
         tracing::info!(target: "fusion::upstream", prefix = %prefix, upstream = upstream.describe(), tools = definitions.len(), "upstream mounted");
         for definition in definitions {
             builder = builder.add_definition(definition);
         }
-        builder.mounts.0.push(Arc::clone(&mounted) as _);
+        builder.mounts.upstreams.push(Arc::clone(&mounted) as _);
     }
     Ok(builder)
 }

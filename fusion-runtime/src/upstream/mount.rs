@@ -23,6 +23,7 @@ use crate::{
     failure::{Classification, ErrorClass, ErrorCode, Failure, FailureKind},
     future::BoxFuture,
     policy::{Admission, Circuit, Transition},
+    setup::mounts::ToolsChanged,
     tool::{Annotations, Invoke, Outcome, ToolDefinition, ToolOutput, ToolSpec},
     validate::{ArgIssue, Validator},
 };
@@ -45,6 +46,8 @@ pub(crate) struct Mount {
     probing: AtomicBool,
     /// Who the upstream is told calls.
     identity: super::identity::Identity,
+    /// Told when the upstream goes down or comes back.
+    changed: Arc<ToolsChanged>,
     listed: HashSet<String>,
 }
 
@@ -85,6 +88,7 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<(), String> {
 pub(crate) async fn mount<C: Send + Sync + 'static>(
     prefix: &str,
     upstream: &Upstream,
+    changed: Arc<ToolsChanged>,
 ) -> Result<(Vec<ToolDefinition<C>>, Arc<Mount>), String> {
     check_prefix(prefix)?;
     let link = Link::new(upstream)?;
@@ -108,6 +112,7 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
             .map_or(Duration::ZERO, |circuit| circuit.cooldown),
         probing: AtomicBool::new(false),
         identity: upstream.identity.clone(),
+        changed,
         listed: HashSet::new(),
     };
     let mut specs = Vec::new();
@@ -381,12 +386,14 @@ async fn forward(mount: Arc<Mount>, mut params: Value, call: &Call) -> Outcome {
         match transition {
             Some(Transition::Opened) => {
                 tracing::warn!(target: "fusion::upstream", prefix = %mount.prefix, "upstream is down: its tools are left out of tools/list until it answers again");
+                mount.changed.notify();
                 if !mount.probing.swap(true, Ordering::AcqRel) {
                     tokio::spawn(probe_until_up(Arc::clone(&mount)));
                 }
             }
             Some(Transition::Closed) => {
                 tracing::info!(target: "fusion::upstream", prefix = %mount.prefix, "upstream is up again");
+                mount.changed.notify();
             }
             None => {}
         }
@@ -425,6 +432,7 @@ async fn probe(mount: &Mount) {
         if matches!(pinged, Ok(Ok(_))) {
             if circuit.success() == Some(Transition::Closed) {
                 tracing::info!(target: "fusion::upstream", prefix = %mount.prefix, "upstream is up again");
+                mount.changed.notify();
             }
             drop(probe);
             return;

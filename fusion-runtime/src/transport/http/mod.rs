@@ -390,6 +390,14 @@ impl<C: Send + Sync + 'static> Server<C> {
             #[cfg(feature = "oauth")]
             oauth,
         });
+        // An upstream going down or up changes every session's tool list.
+        if !self.inner.mounts.is_empty() {
+            let sessions = Arc::clone(&session_manager);
+            self.inner
+                .mounts
+                .changed
+                .listen(Arc::new(move || sessions.tools_changed()));
+        }
         // Each session's service tells the sessions its peer, for the calls served past
         // rmcp (`direct.rs`).
         let factory = self.with_session_peers(Arc::clone(&session_manager) as _);

@@ -108,6 +108,23 @@ impl Sessions {
         self.entries().get(id).cloned()
     }
 
+    /// Tells the client of every session that said it is initialized that its tool list
+    /// changed, each on a task of its own (a slow client delays no other).
+    pub(super) fn tools_changed(&self) {
+        let peers: Vec<rmcp::Peer<RoleServer>> = self
+            .entries()
+            .values()
+            .filter_map(|entry| entry.peer().cloned())
+            .collect();
+        for peer in peers {
+            tokio::spawn(async move {
+                if let Err(error) = peer.notify_tool_list_changed().await {
+                    tracing::debug!(target: "fusion::server", %error, "tools/list_changed not sent");
+                }
+            });
+        }
+    }
+
     /// The session `id`, if it exists now.
     pub(super) fn named(&self, id: &str) -> Option<Arc<Entry>> {
         self.entry(id)
