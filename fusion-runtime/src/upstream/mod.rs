@@ -13,7 +13,7 @@
 //!
 //! Inside:
 //! - `link.rs`: one connection to an upstream, whichever transport, and what can go wrong
-//!   on it ([`LinkError`](link::LinkError));
+//!   on it (`LinkError`);
 //! - `rpc.rs`: the JSON-RPC messages a gateway sends and reads;
 //! - `stdio.rs`: a child process, restarted when it dies;
 //! - `http.rs`: Streamable HTTP, JSON or SSE answers, the session and its renewal;
