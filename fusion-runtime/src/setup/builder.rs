@@ -461,12 +461,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
             errors.push(BuildError::ContextNeedsStart);
         }
         #[cfg(feature = "upstream")]
-        errors.extend(
-            self.startup
-                .upstreams
-                .iter()
-                .map(|(prefix, _)| BuildError::UpstreamNeedsStart(prefix.clone())),
-        );
+        errors.extend(self.startup.unstarted_upstreams());
         errors.extend(self.catalog.take_errors());
         let mut registry = match Registry::build(
             self.tools,

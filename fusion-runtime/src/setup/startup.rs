@@ -200,7 +200,7 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         // Each upstream's tools join the server's before it is built.
         #[cfg(feature = "upstream")]
         {
-            self = crate::upstream::mount_all(self, startup.upstreams).await?;
+            self = crate::upstream::builder::mount_all(self, startup.upstreams).await?;
         }
         let server = self.try_build().map_err(StartupError::Build)?;
         if let Some(pin) = &startup.surface_pin {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::{Upstream, mount};
-use crate::{ServerBuilder, StartupError};
+use crate::{BuildError, ServerBuilder, StartupError};
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Serves every tool of another MCP server as this server's own, named
@@ -43,6 +43,16 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     pub fn upstream(mut self, prefix: impl Into<String>, upstream: Upstream) -> Self {
         self.startup.upstreams.push((prefix.into(), upstream));
         self
+    }
+}
+
+impl crate::setup::builder::Startup {
+    /// What `build` says of each upstream, whose tools only `start` lists (`start` takes
+    /// them out first).
+    pub(crate) fn unstarted_upstreams(&self) -> impl Iterator<Item = BuildError> + '_ {
+        self.upstreams
+            .iter()
+            .map(|(prefix, _)| BuildError::UpstreamNeedsStart(prefix.clone()))
     }
 }
 

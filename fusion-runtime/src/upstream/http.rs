@@ -25,8 +25,8 @@ use reqwest::{
 use serde_json::{Value, json};
 
 use super::{
-    link::{LinkError, ProgressRoute},
-    rpc,
+    link_error::LinkError,
+    rpc::{self, ProgressRoute},
 };
 
 const SESSION_ID: &str = "mcp-session-id";

@@ -4,9 +4,8 @@
 //! upstream it was not issued for: without a verified token naming the upstream in `aud`,
 //! the call is refused before anything is sent.
 
-use std::{future::Future, sync::Arc};
+use std::sync::Arc;
 
-use super::Upstream;
 use crate::{
     failure::{Classification, ErrorClass, ErrorCode, Failure, FailureKind},
     future::BoxFuture,
@@ -39,46 +38,6 @@ impl std::fmt::Debug for Identity {
                 .finish(),
             Self::Exchanged(_) => f.write_str("Exchanged"),
         }
-    }
-}
-
-impl Upstream {
-    /// Sends each call with the caller's own bearer token, which must have been verified
-    /// by this server's OAuth guard and name `audience` (the upstream's resource
-    /// identifier) in its `aud` claim. A call whose caller has no such token is refused
-    /// (`unauthorized`) before anything is sent: a token is never passed to a server it was
-    /// not issued for. Streamable HTTP only. The tools are listed at start with the
-    /// configured credential ([`bearer_token`](Self::bearer_token), if any).
-    pub fn callers_token(mut self, audience: impl Into<String>) -> Self {
-        self.identity = Identity::CallersToken {
-            audience: audience.into(),
-        };
-        self
-    }
-
-    /// Sends each call with the token `exchange` returns for its caller (an RFC 8693 token
-    /// exchange at the application's authorization server, or a lookup): a token issued
-    /// for the upstream, never the caller's own. An `Err` refuses the call
-    /// (`unauthorized`, its text in the log) before anything is sent. Streamable HTTP only.
-    ///
-    /// ```
-    /// use fusion_runtime::upstream::Upstream;
-    ///
-    /// let billing = Upstream::http("https://billing.internal/mcp").token_exchange(|caller| async move {
-    ///     match caller.subject() {
-    ///         Some(subject) => Ok(format!("token-for-{subject}")),
-    ///         None => Err("the caller has no verified token".to_owned()),
-    ///     }
-    /// });
-    /// # let _ = billing;
-    /// ```
-    pub fn token_exchange<F, Fut>(mut self, exchange: F) -> Self
-    where
-        F: Fn(RequestInfo) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<String, String>> + Send + 'static,
-    {
-        self.identity = Identity::Exchanged(Arc::new(move |request| Box::pin(exchange(request))));
-        self
     }
 }
 

@@ -1,65 +1,10 @@
-//! One connection to an upstream, whichever its transport, and what can go wrong on it.
-
-use std::time::Duration;
+//! One connection to an upstream, whichever its transport.
 
 use serde_json::Value;
 
-use super::{Endpoint, Upstream, http::HttpLink, rpc::Progress, stdio::StdioLink};
-
-/// Where the upstream's progress on one request goes: the token the request carries in
-/// `_meta.progressToken`, and a bounded queue to the call (full: a notification is
-/// dropped, as the caller would lose one on a slow link anyway).
-pub(crate) struct ProgressRoute {
-    pub(crate) token: String,
-    pub(crate) sender: tokio::sync::mpsc::Sender<Progress>,
-}
-
-/// Why a request to an upstream got no usable answer. What the caller is told, whether the
-/// call is retried, and whether the upstream's breaker counts it, follow from the variant
-/// (`mount.rs`).
-#[derive(Debug, Clone, thiserror::Error)]
-pub(crate) enum LinkError {
-    /// The request never left: the upstream cannot have acted on it (a connection refused,
-    /// a process that would not start).
-    #[error("{0}")]
-    NotSent(String),
-    /// The request may have reached the upstream, and no answer came (a connection reset,
-    /// a process that died mid-call).
-    #[error("{0}")]
-    Lost(String),
-    /// [`Lost`](Self::Lost), in the same failure as another call's (one process death
-    /// with several calls in flight): told as `Lost`, counted once by the breaker.
-    #[error("{0}")]
-    AlsoLost(String),
-    /// The upstream's HTTP server answered with an error status.
-    #[error("HTTP {status}")]
-    Status {
-        status: u16,
-        /// Its `Retry-After`, in seconds.
-        retry_after: Option<Duration>,
-    },
-    /// The upstream answered the request with a JSON-RPC error.
-    #[error("{message} (JSON-RPC error {code})")]
-    Rpc { code: i64, message: String },
-    /// The answer was larger than the upstream's `max_message`; it was not read further.
-    #[error("the answer is larger than {limit} bytes")]
-    TooLarge { limit: usize },
-    /// The answer was not the JSON-RPC expected.
-    #[error("{0}")]
-    Garbage(String),
-}
-
-impl LinkError {
-    /// Whether the failure says the upstream is unwell (what its breaker counts), rather
-    /// than that this one request was wrong.
-    pub(crate) fn is_unwell(&self) -> bool {
-        match self {
-            Self::NotSent(_) | Self::Lost(_) | Self::Garbage(_) => true,
-            Self::Status { status, .. } => *status == 429 || *status >= 500,
-            Self::AlsoLost(_) | Self::Rpc { .. } | Self::TooLarge { .. } => false,
-        }
-    }
-}
+use super::{
+    Endpoint, Upstream, http::HttpLink, link_error::LinkError, rpc::ProgressRoute, stdio::StdioLink,
+};
 
 /// A connection to one upstream.
 pub(crate) enum Link {

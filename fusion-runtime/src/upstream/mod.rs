@@ -12,8 +12,8 @@
 //! output limit, the call log and the metrics.
 //!
 //! Inside:
-//! - `link.rs`: one connection to an upstream, whichever transport, and what can go wrong
-//!   on it (`LinkError`);
+//! - `link_error.rs`: what can go wrong on a connection (`LinkError`);
+//! - `link.rs`: one connection to an upstream, whichever transport;
 //! - `rpc.rs`: the JSON-RPC messages a gateway sends and reads;
 //! - `stdio.rs`: a child process, restarted when it dies;
 //! - `http.rs`: Streamable HTTP, JSON or SSE answers, the session and its renewal;
@@ -23,11 +23,11 @@
 //! - `builder.rs`: [`ServerBuilder::upstream`](crate::ServerBuilder::upstream), and the
 //!   mounting at start.
 
-mod builder;
-pub(crate) use builder::mount_all;
+pub(crate) mod builder;
 mod http;
 mod identity;
 pub(crate) mod link;
+mod link_error;
 mod mount;
 mod rpc;
 mod stdio;
@@ -230,5 +230,48 @@ impl Upstream {
             Endpoint::Http { url, .. } => url,
             Endpoint::Stdio { program, .. } => program,
         }
+    }
+}
+
+/// Who the upstream is told calls (`identity.rs`).
+impl Upstream {
+    /// Sends each call with the caller's own bearer token, which must have been verified
+    /// by this server's OAuth guard and name `audience` (the upstream's resource
+    /// identifier) in its `aud` claim. A call whose caller has no such token is refused
+    /// (`unauthorized`) before anything is sent: a token is never passed to a server it was
+    /// not issued for. Streamable HTTP only. The tools are listed at start with the
+    /// configured credential ([`bearer_token`](Self::bearer_token), if any).
+    pub fn callers_token(mut self, audience: impl Into<String>) -> Self {
+        self.identity = identity::Identity::CallersToken {
+            audience: audience.into(),
+        };
+        self
+    }
+
+    /// Sends each call with the token `exchange` returns for its caller (an RFC 8693 token
+    /// exchange at the application's authorization server, or a lookup): a token issued
+    /// for the upstream, never the caller's own. An `Err` refuses the call
+    /// (`unauthorized`, its text in the log) before anything is sent. Streamable HTTP only.
+    ///
+    /// ```
+    /// use fusion_runtime::upstream::Upstream;
+    ///
+    /// let billing = Upstream::http("https://billing.internal/mcp").token_exchange(|caller| async move {
+    ///     match caller.subject() {
+    ///         Some(subject) => Ok(format!("token-for-{subject}")),
+    ///         None => Err("the caller has no verified token".to_owned()),
+    ///     }
+    /// });
+    /// # let _ = billing;
+    /// ```
+    pub fn token_exchange<F, Fut>(mut self, exchange: F) -> Self
+    where
+        F: Fn(crate::identity::RequestInfo) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<String, String>> + Send + 'static,
+    {
+        self.identity = identity::Identity::Exchanged(std::sync::Arc::new(move |request| {
+            Box::pin(exchange(request))
+        }));
+        self
     }
 }

@@ -14,10 +14,7 @@ use std::{
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    Upstream,
-    link::{Link, LinkError, ProgressRoute},
-};
+use super::{Upstream, link::Link, link_error::LinkError, rpc::ProgressRoute};
 use crate::{
     call::Call,
     failure::{Classification, ErrorClass, ErrorCode, Failure, FailureKind},

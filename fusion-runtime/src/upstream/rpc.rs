@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::link::LinkError;
+use super::link_error::LinkError;
 
 /// The revision asked for in `initialize`; the upstream answers with the one it serves.
 pub(super) const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -93,6 +93,14 @@ struct ProgressParams {
     total: Option<f64>,
     #[serde(default)]
     message: Option<String>,
+}
+
+/// Where the upstream's progress on one request goes: the token the request carries in
+/// `_meta.progressToken`, and a bounded queue to the call (full: a notification is
+/// dropped, as the caller would lose one on a slow link anyway).
+pub(crate) struct ProgressRoute {
+    pub(crate) token: String,
+    pub(crate) sender: tokio::sync::mpsc::Sender<Progress>,
 }
 
 /// One progress notification of the upstream's, to pass on to the caller.

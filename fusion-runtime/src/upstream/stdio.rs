@@ -26,8 +26,8 @@ use tokio::{
 };
 
 use super::{
-    link::{LinkError, ProgressRoute},
-    rpc,
+    link_error::LinkError,
+    rpc::{self, ProgressRoute},
 };
 use crate::transport::stdio::framing::{Lines, Next};
 
