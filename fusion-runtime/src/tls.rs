@@ -1,5 +1,6 @@
-//! TLS for the HTTP clients fusion makes (the OAuth issuer's fetcher, the OTLP exporter):
-//! rustls with the *ring* provider and the platform's root certificates, one setup for both.
+//! The HTTP clients fusion makes (the OAuth issuer's fetcher, the OTLP exporter, a mounted
+//! upstream): their TLS, rustls with the *ring* provider and the platform's root
+//! certificates, one setup for all; and the words of their errors.
 
 use std::sync::Arc;
 
@@ -13,4 +14,21 @@ pub(crate) fn client_config() -> Result<rustls::ClientConfig, String> {
         })
         .map_err(|error| format!("cannot set up TLS: {error}"))?
         .with_no_client_auth())
+}
+
+/// reqwest's error text without the URL it repeats (which may carry credentials in its
+/// query; the caller names the URL once, or not at all), with its causes.
+#[cfg(any(feature = "oauth", feature = "upstream"))]
+pub(crate) fn without_url(error: &reqwest::Error) -> String {
+    let mut reason = error.to_string();
+    if let Some(url) = error.url() {
+        reason = reason.replace(&format!(" ({url})"), "");
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        reason.push_str(": ");
+        reason.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    reason
 }

@@ -297,7 +297,7 @@ impl HttpLink {
             request = request.header(PROTOCOL_VERSION_HEADER, version);
         }
         request.send().await.map_err(|error| {
-            let why = without_url(&error);
+            let why = crate::tls::without_url(&error);
             if error.is_connect() {
                 LinkError::NotSent(format!("cannot connect: {why}"))
             } else {
@@ -410,7 +410,10 @@ impl HttpLink {
                         Some((Ok(chunk), (Some(response), read)))
                     }
                     Ok(None) => None,
-                    Err(error) => Some((Err(BodyError::Read(without_url(&error))), (None, read))),
+                    Err(error) => Some((
+                        Err(BodyError::Read(crate::tls::without_url(&error))),
+                        (None, read),
+                    )),
                 }
             },
         );
@@ -525,21 +528,5 @@ impl Drop for Withdraw<'_> {
 }
 
 fn lost(error: reqwest::Error) -> LinkError {
-    LinkError::Lost(without_url(&error))
-}
-
-/// reqwest's error text without the URL it repeats (which may carry credentials in its
-/// query), with its causes.
-fn without_url(error: &reqwest::Error) -> String {
-    let mut reason = error.to_string();
-    if let Some(url) = error.url() {
-        reason = reason.replace(&format!(" ({url})"), "");
-    }
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        reason.push_str(": ");
-        reason.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    reason
+    LinkError::Lost(crate::tls::without_url(&error))
 }

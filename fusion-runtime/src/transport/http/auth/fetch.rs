@@ -132,7 +132,7 @@ async fn read_limited(url: &str, request: RequestBuilder) -> Result<Vec<u8>, Fet
         } else {
             FetchError::Unreachable {
                 url: url.to_owned(),
-                reason: without_url(&error),
+                reason: crate::tls::without_url(&error),
             }
         }
     };
@@ -161,19 +161,4 @@ async fn read_limited(url: &str, request: RequestBuilder) -> Result<Vec<u8>, Fet
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-/// reqwest's error text without the URL it repeats (ours names it once).
-fn without_url(error: &reqwest::Error) -> String {
-    let mut reason = error.to_string();
-    if let Some(url) = error.url() {
-        reason = reason.replace(&format!(" ({url})"), "");
-    }
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        reason.push_str(": ");
-        reason.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    reason
 }
