@@ -233,10 +233,16 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// server, write its contract (the lockfile's text, token counts included) to stdout
     /// and exit 0, so that a tool reads the surface of the binary itself, not its source.
     /// The `require_env` checks and `setup` steps do not run (there is nothing to serve),
-    /// unless the context is made by one.
+    /// unless the context is made by one or upstreams are mounted (their tools are listed by
+    /// connecting to them).
     async fn print_contract(self) -> std::process::ExitCode {
         let name = self.name.clone();
-        let built = if self.startup.context_in_setup {
+        // Upstreams' tools are had only by connecting to them, as a start does.
+        #[cfg(feature = "upstream")]
+        let needs_start = self.startup.context_in_setup || !self.startup.upstreams.is_empty();
+        #[cfg(not(feature = "upstream"))]
+        let needs_start = self.startup.context_in_setup;
+        let built = if needs_start {
             self.start().await.map_err(|error| error.to_string())
         } else {
             self.try_build()
