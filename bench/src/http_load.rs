@@ -44,10 +44,12 @@ pub enum Mode {
     Stateless2026,
 }
 
-/// A server under load: its process (killed on drop), address and pid.
+/// A server under load: its process (killed on drop), address and pid, and the server it
+/// forwards to when it is a gateway (killed after it).
 pub struct HttpServer {
     child: Child,
     addr: SocketAddr,
+    upstream: Option<Box<HttpServer>>,
 }
 
 impl HttpServer {
@@ -82,6 +84,7 @@ impl HttpServer {
         let mut server = Self {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            upstream: None,
         };
         server.addr = address
             .recv_timeout(timeout)
@@ -98,6 +101,13 @@ impl HttpServer {
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// This server (a gateway) with the server it forwards to: that one's CPU time is
+    /// measured beside it ([`HttpReport::upstream_cpu`]), and it is stopped after it.
+    pub fn with_upstream(mut self, upstream: HttpServer) -> Self {
+        self.upstream = Some(Box::new(upstream));
+        self
+    }
 }
 
 impl Drop for HttpServer {
@@ -107,8 +117,12 @@ impl Drop for HttpServer {
     }
 }
 
-/// The address in a line such as `serving at http://127.0.0.1:8080/mcp`.
+/// The address in a line such as `serving at http://127.0.0.1:8080/mcp`. Not in a JSON
+/// line: a record of the server's log may name another server (a gateway's upstream).
 fn address_in(line: &str) -> Option<SocketAddr> {
+    if line.trim_start().starts_with('{') {
+        return None;
+    }
     let rest = &line[line.find("http://")? + "http://".len()..];
     let end = rest.find(['/', ' ']).unwrap_or(rest.len());
     rest[..end].parse().ok()
@@ -127,6 +141,8 @@ pub struct HttpReport {
     pub p99: Duration,
     /// The server's CPU time (all threads) in the window.
     pub server_cpu: Duration,
+    /// A gateway's upstream's CPU time in the window (zero without one).
+    pub upstream_cpu: Duration,
     /// The server's peak resident memory at the end, in KiB.
     pub peak_rss_kib: u64,
     /// Calls answered wrongly, or not at all.
@@ -145,10 +161,15 @@ impl HttpReport {
     pub fn cpu_us_per_call(&self) -> f64 {
         self.server_cpu.as_secs_f64() * 1e6 / (self.calls.max(1) as f64)
     }
+
+    /// A gateway's upstream's CPU per call, in µs (zero without one).
+    pub fn upstream_cpu_us_per_call(&self) -> f64 {
+        self.upstream_cpu.as_secs_f64() * 1e6 / (self.calls.max(1) as f64)
+    }
 }
 
-/// Drives `server` with `concurrency` connections for `warmup` (not counted), then for
-/// `measure`.
+/// Drives `server` with `concurrency` connections calling `echo` for `warmup` (not
+/// counted), then for `measure`.
 pub fn run(
     server: &HttpServer,
     mode: Mode,
@@ -156,7 +177,36 @@ pub fn run(
     warmup: Duration,
     measure: Duration,
 ) -> Result<HttpReport, String> {
-    runtime()?.block_on(drive(server, mode, concurrency.max(1), warmup, measure))
+    run_tool(server, mode, "echo", concurrency, warmup, measure)
+}
+
+/// [`run`], calling `tool` (an echo under another name, such as a gateway's `app_echo`)
+/// with `{"text":"hi"}`.
+pub fn run_tool(
+    server: &HttpServer,
+    mode: Mode,
+    tool: &str,
+    concurrency: usize,
+    warmup: Duration,
+    measure: Duration,
+) -> Result<HttpReport, String> {
+    let run = Run {
+        mode,
+        tool,
+        concurrency: concurrency.max(1),
+        warmup,
+        measure,
+    };
+    runtime()?.block_on(drive(server, run))
+}
+
+/// What one run does.
+struct Run<'a> {
+    mode: Mode,
+    tool: &'a str,
+    concurrency: usize,
+    warmup: Duration,
+    measure: Duration,
 }
 
 /// The driver's runtime: one thread, so that it takes at most one core from the server.
@@ -172,6 +222,9 @@ struct Shared {
     addr: SocketAddr,
     session: Option<String>,
     mode: Mode,
+    /// The tool called, its name as a JSON string and as the `Mcp-Name` header.
+    tool: String,
+    tool_json: String,
     next_id: AtomicU64,
     warm_until: Instant,
     until: Instant,
@@ -185,13 +238,14 @@ struct Tally {
     example: Option<String>,
 }
 
-async fn drive(
-    server: &HttpServer,
-    mode: Mode,
-    concurrency: usize,
-    warmup: Duration,
-    measure: Duration,
-) -> Result<HttpReport, String> {
+async fn drive(server: &HttpServer, run: Run<'_>) -> Result<HttpReport, String> {
+    let Run {
+        mode,
+        tool,
+        concurrency,
+        warmup,
+        measure,
+    } = run;
     let session = match mode {
         Mode::Sessions => Some(open_session(server.addr(), "{}").await?),
         Mode::SessionsAskable => Some(
@@ -208,6 +262,8 @@ async fn drive(
         addr: server.addr(),
         session,
         mode,
+        tool: tool.to_owned(),
+        tool_json: serde_json::to_string(tool).map_err(|error| error.to_string())?,
         next_id: AtomicU64::new(1),
         warm_until: start + warmup,
         until: start + warmup + measure,
@@ -215,13 +271,25 @@ async fn drive(
     let tasks: Vec<_> = (0..concurrency)
         .map(|_| tokio::spawn(connection(Arc::clone(&shared))))
         .collect();
+    let upstream = server.upstream.as_deref();
+    let cpu = |server: Option<&HttpServer>| match server {
+        Some(server) => process_stats::cpu_ticks(Some(server.pid()))
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        None => Ok(None),
+    };
     tokio::time::sleep_until(shared.warm_until.into()).await;
-    let cpu_before = process_stats::cpu_ticks(Some(server.pid())).map_err(|e| e.to_string())?;
+    let (cpu_before, upstream_before) = (cpu(Some(server))?, cpu(upstream)?);
     tokio::time::sleep_until(shared.until.into()).await;
-    let cpu_after = process_stats::cpu_ticks(Some(server.pid())).map_err(|e| e.to_string())?;
+    let (cpu_after, upstream_after) = (cpu(Some(server))?, cpu(upstream)?);
+    let since = |after: Option<process_stats::CpuTicks>, before| match (after, before) {
+        (Some(after), Some(before)) => after.since(before),
+        _ => Duration::ZERO,
+    };
     let mut report = HttpReport {
         window: measure,
-        server_cpu: cpu_after.since(cpu_before),
+        server_cpu: since(cpu_after, cpu_before),
+        upstream_cpu: since(upstream_after, upstream_before),
         peak_rss_kib: process_stats::peak_rss_kib(Some(server.pid())).unwrap_or(0),
         ..HttpReport::default()
     };
@@ -269,16 +337,17 @@ async fn connection(shared: Arc<Shared>) -> Tally {
             return tally;
         }
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let tool = &shared.tool_json;
         let (body, revision) = match shared.mode {
             Mode::Stateless2026 => (
                 format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"compare","version":"0"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":{tool},"arguments":{{"text":"hi"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"compare","version":"0"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
                 ),
                 Some("2026-07-28"),
             ),
             Mode::Sessions | Mode::SessionsAskable | Mode::Stateless => (
                 format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":{tool},"arguments":{{"text":"hi"}}}}}}"#
                 ),
                 None,
             ),
@@ -287,6 +356,7 @@ async fn connection(shared: Arc<Shared>) -> Tally {
             addr: shared.addr,
             session: shared.session.as_deref(),
             revision,
+            tool: &shared.tool,
         };
         let answered = post(&mut sender, &target, body).await;
         let checked = answered.and_then(|(_, body)| check_answer(&body, id));
@@ -329,9 +399,10 @@ pub async fn connect(addr: SocketAddr) -> Result<Sender, String> {
 struct Target<'a> {
     addr: SocketAddr,
     session: Option<&'a str>,
-    /// A 2026-07-28 call without a session: its revision, and `tools/call echo` in the
+    /// A 2026-07-28 call without a session: its revision, and `tools/call <tool>` in the
     /// `Mcp-Method` and `Mcp-Name` headers.
     revision: Option<&'a str>,
+    tool: &'a str,
 }
 
 /// POSTs `body` to `/mcp`; the answer's `Mcp-Session-Id` (if any) and body.
@@ -348,7 +419,7 @@ async fn post(
     if let Some(revision) = target.revision {
         headers.push(("mcp-protocol-version", revision));
         headers.push(("mcp-method", "tools/call"));
-        headers.push(("mcp-name", "echo"));
+        headers.push(("mcp-name", target.tool));
     }
     post_with(sender, target.addr, &headers, body).await
 }
@@ -442,6 +513,7 @@ async fn open_session(addr: SocketAddr, capabilities: &str) -> Result<String, St
         addr,
         session: None,
         revision: None,
+        tool: "echo",
     };
     let (session, _) = post(&mut sender, &target, initialize).await?;
     let session = session.ok_or("initialize answered without an Mcp-Session-Id")?;
@@ -479,6 +551,13 @@ mod tests {
             Some(SocketAddr::from(([127, 0, 0, 1], 41000)))
         );
         assert_eq!(address_in("no address here"), None);
+        // A gateway's log names its upstream before it serves.
+        assert_eq!(
+            address_in(
+                r#"{"level":"INFO","fields":{"message":"upstream mounted","upstream":"http://127.0.0.1:41001/mcp"}}"#
+            ),
+            None
+        );
     }
 
     #[test]

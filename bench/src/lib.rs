@@ -10,6 +10,7 @@
 //! | `floor-echo` (bin) | the floor: a synchronous serde_json line responder, one thread |
 //! | `faulty-echo` (bin) | a deliberately broken server, for the driver's own tests |
 //! | `compare --http` | fusion's quickstart over Streamable HTTP (sessions and none) against `rmcp-http-echo` in both modes and `floor-http-echo` ([`http_compare`], driven by [`http_load`]) |
+//! | `compare --http --gateway` | the quickstart's `echo` directly against the same call through `gateway-http-echo` (`Upstream::http`), with and without policies (issue 59) |
 //! | `compare --otel` | fusion's quickstart with the call log and OTLP export on (every call a span, and sampled out) against the log alone and both off, exporting to [`otlp_sink`] |
 //! | `rmcp-http-echo` (bin) | `echo` over rmcp's `StreamableHttpService` as its docs mount it, plus TCP_NODELAY |
 //! | `floor-http-echo` (bin) | the HTTP floor: hyper and serde_json, no MCP |

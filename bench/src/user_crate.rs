@@ -36,8 +36,25 @@ pub fn build_baselines(cargo: &std::ffi::OsStr, who: &str, bins: &[&str]) -> Res
         args.extend(["--bin", bin]);
     }
     eprintln!("{who}: cargo {}", args.join(" "));
-    let status = Command::new(cargo)
-        .args(&args)
+    let mut command = Command::new(cargo);
+    command.args(&args);
+    // `cargo run` gives this program its package's variables (`CARGO_PKG_NAME`,
+    // `CARGO_MANIFEST_DIR`, ...). Build scripts that read them (ring's, under the gateway's
+    // TLS) would be rerun by this build and again by the next `cargo run`, and everything
+    // above them rebuilt both times: they are left out, as the shell had them.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        let from_cargo_run = name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                &*name,
+                "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+            );
+        if from_cargo_run {
+            command.env_remove(&*name);
+        }
+    }
+    let status = command
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
