@@ -53,7 +53,11 @@ pub(crate) struct HttpLink {
     headers: HeaderMap,
     max_message: usize,
     next: AtomicU64,
-    sessions: tokio::sync::Mutex<HashMap<SessionKey, Arc<Session>>>,
+    /// The sessions made, looked up without waiting (a std mutex held for a look-up).
+    sessions: std::sync::Mutex<HashMap<SessionKey, Arc<Session>>>,
+    /// Held while a session is made, so that two calls do not make the same one; a call
+    /// whose session exists never waits for it.
+    making: tokio::sync::Mutex<()>,
 }
 
 /// What `initialize` gave: the session's id (none from a stateless server), the revision
@@ -114,7 +118,8 @@ impl HttpLink {
             headers: map,
             max_message,
             next: AtomicU64::new(1),
-            sessions: tokio::sync::Mutex::new(HashMap::new()),
+            sessions: std::sync::Mutex::new(HashMap::new()),
+            making: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -136,7 +141,7 @@ impl HttpLink {
             // The upstream did not know the session, so it did not act on the request:
             // sending it once more, on a new session, cannot repeat an effect.
             Posted::SessionGone => {
-                self.forget(&session).await;
+                self.forget(&session);
                 let session = self.session(token).await?;
                 match self.post(&session, method, &params, progress).await {
                     Posted::Answer(answer) => answer,
@@ -148,11 +153,14 @@ impl HttpLink {
         }
     }
 
-    async fn forget(&self, gone: &Arc<Session>) {
-        self.sessions
-            .lock()
-            .await
-            .retain(|_, session| !Arc::ptr_eq(session, gone));
+    fn forget(&self, gone: &Arc<Session>) {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.retain(|_, session| !Arc::ptr_eq(session, gone));
+        }
+    }
+
+    fn made(&self, key: &SessionKey) -> Option<Arc<Session>> {
+        self.sessions.lock().ok()?.get(key).cloned()
     }
 
     /// The session of calls sent with `token`, made with `initialize` if there is none.
@@ -173,9 +181,12 @@ impl HttpLink {
             }
             None => None,
         };
-        let mut sessions = self.sessions.lock().await;
-        if let Some(session) = sessions.get(&key) {
-            return Ok(Arc::clone(session));
+        if let Some(session) = self.made(&key) {
+            return Ok(session);
+        }
+        let _making = self.making.lock().await;
+        if let Some(session) = self.made(&key) {
+            return Ok(session);
         }
         let made = tokio::time::timeout(CONNECT_TIMEOUT, self.initialize(authorization))
             .await
@@ -185,12 +196,14 @@ impl HttpLink {
                 )))
             })?;
         let session = Arc::new(made);
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(old) = sessions.keys().find(|old| old.is_some()).copied()
-        {
-            sessions.remove(&old);
+        if let Ok(mut sessions) = self.sessions.lock() {
+            if sessions.len() >= MAX_SESSIONS
+                && let Some(old) = sessions.keys().find(|old| old.is_some()).copied()
+            {
+                sessions.remove(&old);
+            }
+            sessions.insert(key, Arc::clone(&session));
         }
-        sessions.insert(key, Arc::clone(&session));
         Ok(session)
     }
 

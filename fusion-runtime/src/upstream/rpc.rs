@@ -21,7 +21,22 @@ pub(super) fn initialize_params() -> Value {
 
 /// A request, as one line of JSON.
 pub(super) fn request(id: u64, method: &str, params: &Value) -> Vec<u8> {
-    to_bytes(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    /// Borrowed, so that the arguments are not copied once more on their way out.
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        params: &'a Value,
+    }
+    let request = Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    };
+    // Strings, numbers and a `Value` always serialize.
+    serde_json::to_vec(&request).unwrap_or_default()
 }
 
 /// A notification, as one line of JSON.
