@@ -92,8 +92,10 @@ struct Message {
     result: Option<Value>,
     #[serde(default)]
     error: Option<ErrorBody>,
+    /// Kept as text: only a progress notification's are read (a flood of other
+    /// notifications costs no tree each).
     #[serde(default)]
-    params: Option<Value>,
+    params: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// What a gateway reads of a notification's params: a progress notification's.
@@ -145,7 +147,7 @@ pub(super) fn read(bytes: &[u8]) -> Incoming {
             let progress = (method == "notifications/progress")
                 .then_some(message.params)
                 .flatten()
-                .and_then(|params| serde_json::from_value::<ProgressParams>(params).ok());
+                .and_then(|params| serde_json::from_str::<ProgressParams>(params.get()).ok());
             match progress {
                 Some(ProgressParams {
                     progress_token: Some(Value::String(token)),
