@@ -31,7 +31,10 @@
 //! transient error on a replica started with `--price-feed-down`), `quick_price` (the
 //! same, fresh for one second only: a `quick-price-run` line) and `set_price` (writes a
 //! `set-price SYMBOL PRICE` line, the price book both read, and invalidates both caches on
-//! every replica).
+//! every replica). `restock` tells the subscribers of `stock://ITEM` (the resources
+//! `stock://apples` and `stock://pears`) that it changed, on every replica: a client
+//! subscribed on one replica hears of a restock made through another, once
+//! (`.change_bus(redis)`).
 //! `--lease-ms N` shortens the leases of claims and tasks (10 s by default), `--lock-lease-ms N`
 //! the lease of `deposit`'s lock (30 s by default); `--grace-ms N`
 //! sets the shutdown grace; `--state-key HEX` (64 hex digits) is the key the fleet seals
@@ -54,6 +57,8 @@ struct Ctx {
     effects: Option<PathBuf>,
     /// `--price-feed-down`: every run of `price` fails, as an upstream that is down.
     feed_down: bool,
+    /// Tells the subscribers of the whole fleet of a change (`restock`).
+    notifier: fusion_runtime::changes::Notifier,
 }
 
 impl Ctx {
@@ -298,6 +303,19 @@ async fn set_price(
     let new_price = new_price.split_whitespace().collect::<Vec<_>>().join("_");
     ctx.record(&format!("set-price {symbol} {new_price}"))?;
     Ok(format!("{symbol} set to {new_price}"))
+}
+
+/// Restock an item: every client subscribed to `stock://ITEM`, on any replica, is told.
+#[mcp_tool(idempotent)]
+async fn restock(
+    #[ctx] ctx: &Ctx,
+    /// The item restocked: `apples` or `pears`.
+    item: String,
+) -> String {
+    ctx.notifier
+        .resource_updated(&format!("stock://{item}"))
+        .await;
+    format!("restocked {item}")
 }
 
 /// Answer `pong`; limited across the fleet.
@@ -566,10 +584,12 @@ async fn main() -> ExitCode {
         (Some(key), None) => builder.request_state_key(key),
         (None, _) => builder,
     };
+    let notifier = builder.notifier();
     builder
         .context(move || Ctx {
             effects: effects.clone(),
             feed_down,
+            notifier: notifier.clone(),
         })
         .task_tool(place_order, Tasking::optional())
         .task_tool(ship_order, Tasking::optional())
@@ -582,10 +602,18 @@ async fn main() -> ExitCode {
         .tool(price)
         .tool(quick_price)
         .tool(set_price)
+        .tool(restock)
+        .resource("stock://apples", "apples", "text/plain", || async {
+            "in stock"
+        })
+        .resource("stock://pears", "pears", "text/plain", || async {
+            "in stock"
+        })
         .tool_middleware("ping", redis.rate_limit(rate, 1))
         .task_store(redis.clone())
         .lock_store(redis.clone())
         .cache_store(redis.clone())
+        .change_bus(redis.clone())
         .idempotency_store(redis)
         .serve_http_with(options)
         .await

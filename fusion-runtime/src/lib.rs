@@ -36,6 +36,7 @@ mod autoref;
 pub mod cache;
 pub mod call;
 mod canonical_json;
+pub mod changes;
 pub mod contract;
 pub mod exit;
 pub mod failure;

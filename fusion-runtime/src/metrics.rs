@@ -266,6 +266,10 @@ pub struct MetricsSnapshot {
     /// `fusion_surface_info{digest=".."} 1` so that replicas serving different surfaces
     /// show in one query.
     pub surface_digest: String,
+    /// Change notifications dropped because a subscriber did not read them: the oldest of
+    /// a full queue ([`changes`](crate::changes)), exposed as
+    /// `fusion_notifications_dropped_total`.
+    pub notifications_dropped: u64,
 }
 
 impl MetricsSnapshot {
@@ -393,6 +397,14 @@ impl Collector for Exposition {
             )?
             .encode_family(&[("digest", self.0.surface_digest.as_str())])?
             .encode_gauge(&1_i64)?;
+        encoder
+            .encode_descriptor(
+                "fusion_notifications_dropped",
+                "Change notifications dropped, oldest first, for subscribers that did not read them.",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<NoLabelSet, _, u64>(&self.0.notifications_dropped, None)?;
         Ok(())
     }
 }

@@ -6,6 +6,7 @@
 mod support;
 
 mod caching;
+mod changes;
 mod chaos;
 mod cluster;
 mod fencing;

@@ -88,9 +88,20 @@ impl Fleet {
 
     /// One replica of `examples/fleet.rs`, stateless, on a free port, with `extra` flags.
     pub(crate) fn replica(&self, extra: &[&str]) -> HttpServer {
+        self.replica_serving(true, extra)
+    }
+
+    /// [`replica`](Self::replica), with sessions for the clients before 2026-07-28 (their
+    /// `resources/subscribe`, their notifications).
+    pub(crate) fn replica_with_sessions(&self, extra: &[&str]) -> HttpServer {
+        self.replica_serving(false, extra)
+    }
+
+    fn replica_serving(&self, stateless: bool, extra: &[&str]) -> HttpServer {
         let mut command = Command::new(super::example_binary("fleet"));
         command
-            .args(["--http", "0", "--stateless"])
+            .args(["--http", "0"])
+            .args(stateless.then_some("--stateless"))
             .args(self.redis_args())
             .arg("--effects")
             .arg(&self.effects)

@@ -86,6 +86,15 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         Some(requested.clone())
     }
 
+    /// Sends the stream every change it accepted, from this replica and the others
+    /// (`changes/`), until the client ends it.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        let hub = std::sync::Arc::clone(&self.catalog().changes);
+        hub.listen(context.sink().clone(), context.cancelled())
+            .await;
+        Ok(())
+    }
+
     /// `initialize` as rmcp's default answers it (the peer's info kept, the version
     /// negotiated), inside its server span.
     async fn initialize(
@@ -152,22 +161,23 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
             .enable_tools()
             .enable_logging()
             .build();
-        // What a caller is shown can change within its session (`tools_changed.rs`), and
-        // so can the list while a mounted upstream is down (`setup/mounts.rs`).
-        if (self.inner.visibility.depends_on_caller() || !self.inner.mounts.is_empty())
-            && let Some(tools) = capabilities.tools.as_mut()
-        {
+        // The lists may change while a client is connected: what a caller is shown
+        // (`tools_changed.rs`), a mounted upstream going down (`setup/mounts.rs`), and
+        // whatever the application tells through its `Notifier` (`changes/`).
+        if let Some(tools) = capabilities.tools.as_mut() {
             tools.list_changed = Some(true);
         }
         let catalog = self.catalog();
         if catalog.resources.has_resources() {
-            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
-            if let Some(resources) = capabilities.resources.as_mut() {
-                resources.subscribe = Some(true);
-            }
+            let mut resources = rmcp::model::ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            resources.list_changed = Some(true);
+            capabilities.resources = Some(resources);
         }
         if catalog.prompts.has_prompts() {
-            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
+            let mut prompts = rmcp::model::PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
         }
         if catalog.prompts.has_completions() {
             capabilities.completions = Some(Default::default());
@@ -330,7 +340,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         let watch = observed::Watch::start(read, &context);
         watch.answered(self.require_resources().map(|()| {
             self.catalog()
-                .resources
+                .changes
                 .unsubscribe(&request.uri, &context.peer);
         }))
     }
@@ -425,8 +435,8 @@ impl<C: Send + Sync + 'static> Server<C> {
             ));
         }
         self.catalog()
-            .resources
-            .subscribe(&request.uri, context.peer);
+            .changes
+            .subscribe(&request.uri, &context.peer);
         Ok(())
     }
 

@@ -45,10 +45,12 @@
 //! ```
 
 mod cache;
+mod changes;
 mod connection;
 mod lock;
 mod rate;
 mod store;
+mod subscription;
 mod tasks;
 mod topology;
 

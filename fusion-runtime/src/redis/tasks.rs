@@ -24,7 +24,6 @@
 
 use std::{collections::BTreeMap, fmt::Write as _, time::Duration};
 
-use futures_util::StreamExt as _;
 use redis::Script;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -34,9 +33,6 @@ use crate::{
     future::BoxFuture,
     tasks::{SignalListener, TaskRecord, TaskSignal, TaskSignals, TaskStore, TaskStoreError},
 };
-
-/// How long the subscription waits before connecting again after it failed.
-const RESUBSCRIBE: Duration = Duration::from_millis(500);
 
 /// Inserts a task held by its runner, within the caps. -1: full of running tasks; -2: the
 /// caller is full. A store full in all forgets the task that finished first. Returns the
@@ -425,34 +421,12 @@ impl TaskStore for RedisStore {
     }
 
     fn subscribe(&self, listener: SignalListener) -> Option<BoxFuture<'static, ()>> {
-        let client = self.client.clone();
-        let channel = self.channel();
-        Some(Box::pin(async move {
-            loop {
-                // Await: connecting and subscribing; a failure is tried again, and the
-                // runners meanwhile find their signals when they renew their leases.
-                let subscribed = async {
-                    let mut pubsub = client.get_async_pubsub().await?;
-                    pubsub.subscribe(&channel).await?;
-                    Ok::<_, redis::RedisError>(pubsub)
-                }
-                .await;
-                match subscribed {
-                    Ok(pubsub) => {
-                        let mut messages = pubsub.into_on_message();
-                        while let Some(message) = messages.next().await {
-                            if let Ok(id) = message.get_payload::<String>() {
-                                listener(&id);
-                            }
-                        }
-                        tracing::debug!(target: "fusion::tasks", "the task signal subscription ended; subscribing again");
-                    }
-                    Err(error) => {
-                        tracing::debug!(target: "fusion::tasks", %error, "cannot subscribe to task signals; trying again");
-                    }
-                }
-                tokio::time::sleep(RESUBSCRIBE).await;
-            }
-        }))
+        // The runners meanwhile find their signals when they renew their leases.
+        Some(super::subscription::follow(
+            self.client.clone(),
+            self.channel(),
+            "task signals",
+            move |id| listener(id),
+        ))
     }
 }

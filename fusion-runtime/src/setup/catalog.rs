@@ -1,5 +1,5 @@
 //! The catalog of a server: its resources (`resource.rs`) and its prompts and completions
-//! (`prompt.rs`), side by side. Neither knows the other: a completion for a resource
+//! (`prompt.rs`), side by side, and who is told when they change (`changes/`). Neither knows the other: a completion for a resource
 //! template's variable asks the resources which variables the template has through a
 //! closure the protocol passes in.
 
@@ -10,6 +10,8 @@ use crate::{setup::error::BuildError, setup::prompt::Prompts, setup::resource::R
 pub(crate) struct Catalog {
     pub(crate) resources: Resources,
     pub(crate) prompts: Prompts,
+    /// The subscribers of this replica, and the bus to the others.
+    pub(crate) changes: std::sync::Arc<crate::changes::Hub>,
 }
 
 impl Catalog {

@@ -284,6 +284,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 })
                 .collect(),
             surface_digest: self.surface_digest().to_owned(),
+            notifications_dropped: self.catalog().changes.dropped(),
         }
     }
 

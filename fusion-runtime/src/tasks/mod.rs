@@ -488,8 +488,9 @@ fn unavailable(error: &TaskStoreError) -> ErrorData {
     )
 }
 
-/// 128 random bits, hex: unguessable, so a task is reachable only by whoever created it.
-fn task_id() -> String {
+/// 128 random bits, hex: unguessable, so a task is reachable only by whoever created it
+/// (and a replica's name on the change bus is its own).
+pub(crate) fn task_id() -> String {
     let mut bytes = [0_u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         for byte in &mut bytes {

@@ -96,6 +96,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         );
         crate::failure::panic::warn_if_panics_abort();
         self.start_tasks();
+        self.start_changes();
         if legacy {
             return serve_exit_code(rmcp::serve_server(self, rmcp::transport::stdio_pipes()).await)
                 .await;
@@ -119,18 +120,12 @@ impl<C: Send + Sync + 'static> Server<C> {
         let code = match served {
             Ok(service) => {
                 handle.serve_calls_directly(direct_calls(&watched, &service));
-                // An upstream going down or up changes the client's tool list.
-                if !watched.inner.mounts.is_empty() {
-                    let peer = service.peer().clone();
-                    watched.inner.mounts.changed.listen(std::sync::Arc::new(move || {
-                        let peer = peer.clone();
-                        tokio::spawn(async move {
-                            if let Err(error) = peer.notify_tool_list_changed().await {
-                                tracing::debug!(target: "fusion::server", %error, "tools/list_changed not sent");
-                            }
-                        });
-                    }));
-                }
+                // The client hears of list changes (`changes/`).
+                let peer = service.peer().clone();
+                watched
+                    .catalog()
+                    .changes
+                    .add_sessions(std::sync::Arc::new(move || vec![peer.clone()]));
                 let code = wait_or_abandon(service, &watched, &handle, &options, signals).await;
                 // Tasks still running go to other replicas (a shared task store).
                 watched
@@ -138,6 +133,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                     .tasks
                     .hand_over(std::time::Duration::from_secs(2))
                     .await;
+                watched.catalog().changes.stop();
                 code
             }
             Err(error) => served_error_code(&error),

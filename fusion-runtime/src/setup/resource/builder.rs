@@ -2,7 +2,7 @@
 
 use std::{future::Future, sync::Arc};
 
-use rmcp::model::{ResourceContents, ResourceUpdatedNotificationParam};
+use rmcp::model::ResourceContents;
 use serde::de::DeserializeOwned;
 
 use crate::{
@@ -182,15 +182,10 @@ impl<C: Send + Sync + 'static> Server<C> {
     }
 
     /// Tells every client subscribed to `uri` that it changed
-    /// (`notifications/resources/updated`); they read it again when they want it.
+    /// (`notifications/resources/updated`), on this replica and, through the change bus
+    /// ([`ServerBuilder::change_bus`]), on the others; they read it again when they want
+    /// it. The same as [`Notifier::resource_updated`](crate::changes::Notifier::resource_updated).
     pub async fn notify_resource_updated(&self, uri: &str) {
-        for peer in self.catalog().resources.subscribers_of(uri) {
-            let sent = peer
-                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                .await;
-            if let Err(error) = sent {
-                tracing::debug!(target: "fusion::resource", uri, %error, "update notification not delivered");
-            }
-        }
+        self.notifier().resource_updated(uri).await;
     }
 }

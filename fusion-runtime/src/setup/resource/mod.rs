@@ -29,16 +29,10 @@
 
 mod builder;
 
-use std::{
-    fmt::Display,
-    sync::{Arc, Mutex},
-};
+use std::{fmt::Display, sync::Arc};
 
 use base64::Engine as _;
-use rmcp::{
-    Peer, RoleServer,
-    model::{ContentBlock, ResourceContents},
-};
+use rmcp::model::{ContentBlock, ResourceContents};
 use serde_json::{Map, Value};
 
 use crate::{
@@ -282,20 +276,14 @@ struct TemplateResource {
     read: ReadFn,
 }
 
-/// The resources of a server: fixed ones, templates, who subscribed to which URI, and the
+/// The resources of a server: fixed ones, templates, and the
 /// mistakes made registering them (reported by `try_build`). The prompts and completions
 /// have their own catalog (`prompt.rs`); `catalog.rs` holds both.
 #[derive(Default)]
 pub(crate) struct Resources {
     fixed: Vec<FixedResource>,
     templates: Vec<TemplateResource>,
-    subscribers: Mutex<Vec<Subscriber>>,
     errors: Vec<BuildError>,
-}
-
-struct Subscriber {
-    uri: String,
-    peer: Peer<RoleServer>,
 }
 
 impl Resources {
@@ -382,45 +370,6 @@ impl Resources {
         }
     }
 
-    pub(crate) fn subscribe(&self, uri: &str, peer: Peer<RoleServer>) {
-        if let Ok(mut subscribers) = self.subscribers.lock() {
-            subscribers.retain(|subscriber| !subscriber.peer.is_transport_closed());
-            if !subscribers
-                .iter()
-                .any(|subscriber| subscriber.uri == uri && same_peer(&subscriber.peer, &peer))
-            {
-                subscribers.push(Subscriber {
-                    uri: uri.to_owned(),
-                    peer,
-                });
-            }
-        }
-    }
-
-    pub(crate) fn unsubscribe(&self, uri: &str, peer: &Peer<RoleServer>) {
-        if let Ok(mut subscribers) = self.subscribers.lock() {
-            subscribers.retain(|subscriber| {
-                let unsubscribed = subscriber.uri == uri && same_peer(&subscriber.peer, peer);
-                !(subscriber.peer.is_transport_closed() || unsubscribed)
-            });
-        }
-    }
-
-    pub(crate) fn subscribers_of(&self, uri: &str) -> Vec<Peer<RoleServer>> {
-        self.subscribers
-            .lock()
-            .map(|subscribers| {
-                subscribers
-                    .iter()
-                    .filter(|subscriber| {
-                        subscriber.uri == uri && !subscriber.peer.is_transport_closed()
-                    })
-                    .map(|subscriber| subscriber.peer.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
     pub(crate) fn push_fixed(&mut self, info: ResourceInfo, read: ReadFn) {
         if self
             .fixed
@@ -466,13 +415,6 @@ impl Resources {
 
 /// Two handles on the same client session: rmcp stores the client's `initialize`
 /// parameters once per session, so their address identifies it.
-fn same_peer(a: &Peer<RoleServer>, b: &Peer<RoleServer>) -> bool {
-    match (a.peer_info(), b.peer_info()) {
-        (Some(a), Some(b)) => Arc::ptr_eq(&a, &b),
-        _ => false,
-    }
-}
-
 /// Why `resources/read` failed.
 #[derive(Debug)]
 pub(crate) enum ReadError {

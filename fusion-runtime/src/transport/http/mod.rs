@@ -186,6 +186,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let front = front::FrontDoor::new(Arc::clone(&state), router, &options.path);
         state.start_reaper();
         self.start_tasks();
+        self.start_changes();
         #[cfg(feature = "oauth")]
         let warm_up = state.oauth.as_ref().map(|oauth| {
             eprintln!(
@@ -250,6 +251,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 }
                 // Tasks still running after the grace period go to other replicas.
                 self.inner.tasks.hand_over(HAND_OVER_WAIT).await;
+                self.catalog().changes.stop();
                 ExitCode::SUCCESS
             }
             () = self.fatal_error() => {
@@ -333,6 +335,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         let endpoint = self.endpoint(&options, options.addr)?;
         // A shared task store's sweeper and signal listener, when a runtime runs.
         self.start_tasks();
+        self.start_changes();
         // Loads the issuer's keys now when a runtime runs, else with the first token.
         #[cfg(feature = "oauth")]
         if let Some(oauth) = &endpoint.state.oauth {
@@ -390,14 +393,11 @@ impl<C: Send + Sync + 'static> Server<C> {
             #[cfg(feature = "oauth")]
             oauth,
         });
-        // An upstream going down or up changes every session's tool list.
-        if !self.inner.mounts.is_empty() {
-            let sessions = Arc::clone(&session_manager);
-            self.inner
-                .mounts
-                .changed
-                .listen(Arc::new(move || sessions.tools_changed()));
-        }
+        // The sessions hear of list changes (`changes/`).
+        let told = Arc::clone(&session_manager);
+        self.catalog()
+            .changes
+            .add_sessions(Arc::new(move || told.peers()));
         // Each session's service tells the sessions its peer, for the calls served past
         // rmcp (`direct.rs`).
         let factory = self.with_session_peers(Arc::clone(&session_manager) as _);

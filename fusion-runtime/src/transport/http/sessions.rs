@@ -108,21 +108,13 @@ impl Sessions {
         self.entries().get(id).cloned()
     }
 
-    /// Tells the client of every session that said it is initialized that its tool list
-    /// changed, each on a task of its own (a slow client delays no other).
-    pub(super) fn tools_changed(&self) {
-        let peers: Vec<rmcp::Peer<RoleServer>> = self
-            .entries()
+    /// The peers of the sessions whose clients said they are initialized: those told of
+    /// list changes.
+    pub(super) fn peers(&self) -> Vec<rmcp::Peer<RoleServer>> {
+        self.entries()
             .values()
             .filter_map(|entry| entry.peer().cloned())
-            .collect();
-        for peer in peers {
-            tokio::spawn(async move {
-                if let Err(error) = peer.notify_tool_list_changed().await {
-                    tracing::debug!(target: "fusion::server", %error, "tools/list_changed not sent");
-                }
-            });
-        }
+            .collect()
     }
 
     /// The session `id`, if it exists now.
