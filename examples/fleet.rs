@@ -311,11 +311,16 @@ async fn restock(
     #[ctx] ctx: &Ctx,
     /// The item restocked: `apples` or `pears`.
     item: String,
+    /// How many deliveries came in at once, each a change (1 by default).
+    #[arg(min = 1, max = 100_000)]
+    times: Option<u32>,
 ) -> String {
-    ctx.notifier
-        .resource_updated(&format!("stock://{item}"))
-        .await;
-    format!("restocked {item}")
+    let uri = format!("stock://{item}");
+    let times = times.unwrap_or(1);
+    for _ in 0..times {
+        ctx.notifier.resource_updated(&uri).await;
+    }
+    format!("restocked {item} {times} times")
 }
 
 /// Answer `pong`; limited across the fleet.

@@ -17,6 +17,8 @@
 //!   another client, from the same address or behind a trusted proxy; a connection over a
 //!   budget is answered (`503` with `Retry-After`), never reset; a forged
 //!   `X-Forwarded-For` changes nothing.
+//! - `changes`: a subscriber that never reads its change notifications, beside one that
+//!   does, while 60,000 changes are made: capped, counted, and nobody held up.
 //! - `streams`: idle event streams from one peer starve neither the probes nor other
 //!   clients; a session holds two, the server a bounded number.
 //! - `inputs`: giant names and keys answered at once with a cut echo, suggestions on
@@ -32,6 +34,7 @@
 mod support;
 
 mod budgets;
+mod changes;
 mod fuzz_corpus;
 mod http;
 mod inputs;

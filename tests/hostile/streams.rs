@@ -31,7 +31,7 @@ fn faults(args: &[&str]) -> HttpServer {
 }
 
 /// Initializes a session; its id.
-fn open_session(addr: SocketAddr) -> String {
+pub(super) fn open_session(addr: SocketAddr) -> String {
     let init = post_mcp(addr, &[], INITIALIZE, REQUEST);
     assert_eq!(init.status, 200, "{init:?}");
     let id = init
@@ -44,7 +44,7 @@ fn open_session(addr: SocketAddr) -> String {
 }
 
 /// A `GET /mcp` event stream of `session` from `source`, its headers sent, nothing read.
-fn open_stream(source: IpAddr, addr: SocketAddr, session: &str) -> Option<TcpStream> {
+pub(super) fn open_stream(source: IpAddr, addr: SocketAddr, session: &str) -> Option<TcpStream> {
     let mut stream = connect_from(source, addr).ok()?;
     let head = format!(
         "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\

@@ -3,10 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::{
-    changes::{ChangeBus, Notifier},
-    setup::{builder::ServerBuilder, server::Server},
-};
+use super::{model::ChangeBus, notifier::Notifier};
+use crate::setup::{builder::ServerBuilder, server::Server};
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// The bus that carries change notifications between replicas
@@ -58,7 +56,7 @@ impl<C: Send + Sync + 'static> Server<C> {
         if hub.first_start() && !self.inner.mounts.is_empty() {
             let hub = Arc::clone(hub);
             self.inner.mounts.changed.listen(Arc::new(move || {
-                hub.tell(&crate::changes::Change::ToolsListChanged);
+                hub.tell(&super::model::Change::ToolsListChanged);
             }));
         }
     }

@@ -19,8 +19,9 @@ use rmcp::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::changes::{
-    Change, ChangeBus, MemoryChangeBus,
+use super::{
+    memory::MemoryChangeBus,
+    model::{Change, ChangeBus, OUTGOING},
     outlet::{Outlet, Target},
 };
 
@@ -50,6 +51,8 @@ pub(crate) struct Hub {
     listening: Mutex<Option<tokio::task::AbortHandle>>,
     /// Whether the server started serving once.
     started: std::sync::atomic::AtomicBool,
+    /// The changes on their way to the bus (`carry`).
+    outgoing: std::sync::OnceLock<tokio::sync::mpsc::Sender<String>>,
 }
 
 impl Default for Hub {
@@ -63,6 +66,7 @@ impl Default for Hub {
             dropped: Arc::default(),
             listening: Mutex::default(),
             started: std::sync::atomic::AtomicBool::new(false),
+            outgoing: std::sync::OnceLock::new(),
         }
     }
 }
@@ -121,8 +125,9 @@ impl Hub {
         }
     }
 
-    /// Tells this replica's subscribers, then the others through the bus.
-    pub(crate) async fn publish(&self, change: Change) {
+    /// Tells this replica's subscribers, then hands the change to the task that publishes
+    /// to the others (started on first use), without waiting for the bus.
+    pub(crate) fn publish(self: &Arc<Self>, change: Change) {
         self.tell(&change);
         let message = Message {
             from: self.origin.clone(),
@@ -131,8 +136,13 @@ impl Hub {
         let Ok(text) = serde_json::to_string(&message) else {
             return;
         };
-        if let Err(error) = self.bus().publish(text).await {
-            tracing::warn!(target: "fusion::changes", %error, change = ?message.change, "a change was not published to the other replicas");
+        let outgoing = self.outgoing.get_or_init(|| {
+            let (sender, receiver) = tokio::sync::mpsc::channel(OUTGOING);
+            tokio::spawn(carry(Arc::downgrade(self), receiver));
+            sender
+        });
+        if outgoing.try_send(text).is_err() {
+            tracing::warn!(target: "fusion::changes", change = ?message.change, "the change bus is {OUTGOING} changes behind: a change was not published to the other replicas");
         }
     }
 
@@ -243,6 +253,21 @@ impl Hub {
         // Forgotten however the stream ends, the request's future dropped included.
         let _forget = scopeguard(&outlet);
         ended.await;
+    }
+}
+
+/// Publishes the changes handed to it, in order: all that wait at once (up to 256) in one
+/// call of the bus. Ends with the hub.
+async fn carry(hub: std::sync::Weak<Hub>, mut outgoing: tokio::sync::mpsc::Receiver<String>) {
+    let mut batch = Vec::new();
+    while outgoing.recv_many(&mut batch, 256).await > 0 {
+        let Some(bus) = hub.upgrade().map(|hub| hub.bus()) else {
+            return;
+        };
+        if let Err(error) = bus.publish(&batch).await {
+            tracing::warn!(target: "fusion::changes", %error, changes = batch.len(), "changes were not published to the other replicas");
+        }
+        batch.clear();
     }
 }
 

@@ -4,10 +4,8 @@
 
 use tokio::sync::broadcast;
 
-use crate::{
-    changes::{ChangeBus, ChangeBusError, MessageListener},
-    future::BoxFuture,
-};
+use super::model::{ChangeBus, ChangeBusError, MessageListener};
+use crate::future::BoxFuture;
 
 /// How many messages a listener may fall behind by before it misses the oldest.
 const BACKLOG: usize = 1024;
@@ -43,9 +41,11 @@ impl Default for MemoryChangeBus {
 }
 
 impl ChangeBus for MemoryChangeBus {
-    fn publish(&self, message: String) -> BoxFuture<'_, Result<(), ChangeBusError>> {
-        // An error only says that nobody listens now, which is no failure to publish.
-        let _ = self.sender.send(message);
+    fn publish<'a>(&'a self, messages: &'a [String]) -> BoxFuture<'a, Result<(), ChangeBusError>> {
+        for message in messages {
+            // An error only says that nobody listens now, which is no failure to publish.
+            let _ = self.sender.send(message.clone());
+        }
         Box::pin(std::future::ready(Ok(())))
     }
 

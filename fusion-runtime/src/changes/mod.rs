@@ -37,100 +37,13 @@
 mod builder;
 mod hub;
 mod memory;
+mod model;
+mod notifier;
 mod outlet;
 
-use std::sync::Arc;
-
-use serde::{Deserialize, Serialize};
-
-use crate::future::BoxFuture;
-
 pub(crate) use self::hub::Hub;
-pub use self::memory::MemoryChangeBus;
-
-/// How many notifications wait for one subscriber before the oldest is dropped.
-pub const SUBSCRIBER_QUEUE: usize = 256;
-
-/// A change that subscribers are told of.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Change {
-    /// The resource `uri` changed (`notifications/resources/updated`), for the clients
-    /// subscribed to it.
-    ResourceUpdated {
-        /// The resource's URI, as subscribed to.
-        uri: String,
-    },
-    /// The tool list changed (`notifications/tools/list_changed`).
-    ToolsListChanged,
-    /// The prompt list changed (`notifications/prompts/list_changed`).
-    PromptsListChanged,
-    /// The resource list changed (`notifications/resources/list_changed`).
-    ResourcesListChanged,
-}
-
-/// Why a change could not be published to the other replicas (this replica's
-/// subscribers were told all the same).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ChangeBusError {
-    /// The bus (Redis, say) could not be reached.
-    #[error("the change bus is unavailable: {0}")]
-    Unavailable(String),
-}
-
-/// What a bus hands each message published by a replica to.
-pub type MessageListener = Arc<dyn Fn(&str) + Send + Sync>;
-
-/// Carries change messages between the replicas of a fleet. A message is text the server
-/// writes and reads itself (the change, and which replica sent it); the bus only carries
-/// it to every replica listening, the sender included, at most once each.
-///
-/// Implemented by [`MemoryChangeBus`] (one process) and `fusion_runtime::redis::RedisStore`
-/// (feature `redis`).
-pub trait ChangeBus: Send + Sync + 'static {
-    /// Sends `message` to every replica listening.
-    ///
-    /// # Errors
-    /// [`ChangeBusError::Unavailable`] when it could not be sent.
-    fn publish(&self, message: String) -> BoxFuture<'_, Result<(), ChangeBusError>>;
-
-    /// The task that hands every message published on the bus to `listener`, for as long
-    /// as the server serves (it is aborted when the server stops). It should subscribe
-    /// again on its own after the bus was lost. `None` when the bus carries nothing
-    /// between processes.
-    fn subscribe(&self, listener: MessageListener) -> Option<BoxFuture<'static, ()>>;
-}
-
-/// Tells the subscribers of every replica of a change. Cheap to clone; it may be made
-/// before the server is built ([`ServerBuilder::notifier`](crate::ServerBuilder::notifier)),
-/// to be handed to the tools.
-#[derive(Clone)]
-pub struct Notifier {
-    pub(crate) hub: Arc<Hub>,
-}
-
-impl std::fmt::Debug for Notifier {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_struct("Notifier").finish_non_exhaustive()
-    }
-}
-
-impl Notifier {
-    /// Tells this replica's subscribers of `change` now, and publishes it to the others.
-    /// A bus that cannot be reached is logged (`fusion::changes`) and does not fail the
-    /// caller: the subscribers of this replica were told, and those of the others re-list
-    /// when they reconnect.
-    pub async fn publish(&self, change: Change) {
-        self.hub.publish(change).await;
-    }
-
-    /// [`publish`](Self::publish) of [`Change::ResourceUpdated`].
-    pub async fn resource_updated(&self, uri: &str) {
-        self.publish(Change::ResourceUpdated {
-            uri: uri.to_owned(),
-        })
-        .await;
-    }
-}
+pub use self::{
+    memory::MemoryChangeBus,
+    model::{Change, ChangeBus, ChangeBusError, MessageListener, OUTGOING, SUBSCRIBER_QUEUE},
+    notifier::Notifier,
+};

@@ -18,7 +18,7 @@ use rmcp::{
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::changes::{Change, SUBSCRIBER_QUEUE};
+use super::model::{Change, SUBSCRIBER_QUEUE};
 
 /// Where an outlet's notifications go.
 pub(super) enum Target {

@@ -17,14 +17,18 @@ impl RedisStore {
 }
 
 impl ChangeBus for RedisStore {
-    fn publish(&self, message: String) -> BoxFuture<'_, Result<(), ChangeBusError>> {
+    fn publish<'a>(&'a self, messages: &'a [String]) -> BoxFuture<'a, Result<(), ChangeBusError>> {
         Box::pin(async move {
+            let channel = self.change_channel();
             let mut connection = self.connection.clone();
-            let mut command = redis::cmd("PUBLISH");
-            command.arg(self.change_channel()).arg(message);
-            let published = command.query_async::<i64>(&mut connection);
+            // One round trip for a burst of changes, in order.
+            let mut pipe = redis::pipe();
+            for message in messages {
+                pipe.publish(&channel, message).ignore();
+            }
+            let published = pipe.query_async::<()>(&mut connection);
             match tokio::time::timeout(COMMAND_TIMEOUT, published).await {
-                Ok(Ok(_listeners)) => Ok(()),
+                Ok(Ok(())) => Ok(()),
                 Ok(Err(error)) => Err(ChangeBusError::Unavailable(format!("Redis: {error}"))),
                 Err(_) => Err(ChangeBusError::Unavailable(format!(
                     "Redis did not answer within {COMMAND_TIMEOUT:?}"
