@@ -34,7 +34,9 @@
 //! every replica). `restock` tells the subscribers of `stock://ITEM` (the resources
 //! `stock://apples` and `stock://pears`) that it changed, on every replica: a client
 //! subscribed on one replica hears of a restock made through another, once
-//! (`.change_bus(redis)`).
+//! (`.change_bus(redis)`). `reconcile` (read-only, slow, an ordinary tool with
+//! `task_after = "1s"`): a call still running after a second becomes a task for a client
+//! that declared the tasks extension, taken over like any other when its replica stops.
 //! `--lease-ms N` shortens the leases of claims and tasks (10 s by default), `--lock-lease-ms N`
 //! the lease of `deposit`'s lock (30 s by default); `--grace-ms N`
 //! sets the shutdown grace; `--state-key HEX` (64 hex digits) is the key the fleet seals
@@ -156,6 +158,22 @@ async fn sales_report(
     tokio::time::sleep(Duration::from_millis(u64::from(delay_ms.unwrap_or(0)))).await;
     format!(
         "report {report_id}: all good, by replica {}",
+        std::process::id()
+    )
+}
+
+/// Reconcile a ledger (slow; safe to run again). A plain tool: a call still running after
+/// a second becomes a task for a client that declared the tasks extension.
+#[mcp_tool(read_only, task_after = "1s")]
+async fn reconcile(
+    /// Which ledger.
+    ledger: String,
+    /// How long reconciling it takes, in milliseconds.
+    delay_ms: Option<u32>,
+) -> String {
+    tokio::time::sleep(Duration::from_millis(u64::from(delay_ms.unwrap_or(0)))).await;
+    format!(
+        "ledger {ledger} reconciled by replica {}",
         std::process::id()
     )
 }
@@ -608,6 +626,7 @@ async fn main() -> ExitCode {
         .tool(quick_price)
         .tool(set_price)
         .tool(restock)
+        .tool(reconcile)
         .resource("stock://apples", "apples", "text/plain", || async {
             "in stock"
         })

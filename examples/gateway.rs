@@ -95,6 +95,7 @@ async fn main() -> std::process::ExitCode {
             cooldown,
         }),
         heartbeat: None,
+        task_after: None,
     };
     let mut gateway = Server::builder("gateway", "1.0.0");
     if let Some(script) = script {

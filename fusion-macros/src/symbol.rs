@@ -20,6 +20,8 @@ pub(crate) const CRATE: &str = "crate";
 pub(crate) const TIMEOUT: &str = "timeout";
 /// `#[mcp_tool(heartbeat = "5s")]`
 pub(crate) const HEARTBEAT: &str = "heartbeat";
+/// `#[mcp_tool(task_after = "20s")]`
+pub(crate) const TASK_AFTER: &str = "task_after";
 /// `#[mcp_tool(retry(attempts = 3, backoff = "10ms", max_backoff = "1s"))]`
 pub(crate) const RETRY: &str = "retry";
 /// `retry(attempts = N)`
@@ -76,6 +78,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     OPEN_WORLD,
     TIMEOUT,
     HEARTBEAT,
+    TASK_AFTER,
     RETRY,
     CIRCUIT,
     RECONNECT,

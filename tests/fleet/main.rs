@@ -14,4 +14,5 @@ mod fleet;
 mod scale_out;
 mod serialize;
 mod surface;
+mod task_after;
 mod task_fleet;

@@ -61,6 +61,7 @@ fn strict() -> Policy {
             cooldown: CircuitPolicy::DEFAULT_COOLDOWN,
         }),
         heartbeat: None,
+        task_after: None,
     }
 }
 

@@ -33,6 +33,7 @@ const NO_POLICIES: Policy = Policy {
         cooldown: CircuitPolicy::DEFAULT_COOLDOWN,
     }),
     heartbeat: None,
+    task_after: None,
 };
 
 #[tokio::main(flavor = "current_thread")]

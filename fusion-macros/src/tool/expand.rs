@@ -646,6 +646,7 @@ fn annotations(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
 fn policy(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
     let timeout = option(attrs.timeout.map(duration));
     let heartbeat = option(attrs.heartbeat.map(duration));
+    let task_after = option(attrs.task_after.map(duration));
     let retry = option(
         attrs
             .retry
@@ -658,7 +659,7 @@ fn policy(private: &TokenStream, attrs: &ToolAttrs) -> TokenStream {
             .as_ref()
             .map(|circuit| circuit_policy(private, circuit)),
     );
-    quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit, heartbeat: #heartbeat })
+    quote!(#private::Policy { timeout: #timeout, retry: #retry, circuit: #circuit, heartbeat: #heartbeat, task_after: #task_after })
 }
 
 /// `retry(..)`: the runtime fills in what the attribute leaves out.

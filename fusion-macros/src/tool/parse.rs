@@ -24,6 +24,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) timeout: Option<Millis>,
     /// How long the call may run without progress before fusion sends one: `"0s"` never.
     pub(crate) heartbeat: Option<Millis>,
+    /// How long the call may run before a client that declared tasks gets a task for it.
+    pub(crate) task_after: Option<Millis>,
     pub(crate) retry: Option<Retry>,
     pub(crate) circuit: Option<CircuitAttr>,
     /// The context field (`db`, `clients.search`) to reconnect before a retry.
@@ -239,6 +241,11 @@ fn parse_attrs(attr: TokenStream, cx: &mut Ctxt) -> ToolAttrs {
             symbol::HEARTBEAT => {
                 let value = duration_value(&meta, cx)?;
                 set_once(cx, &meta, &mut attrs.heartbeat, value);
+            }
+            // task_after = "20s"
+            symbol::TASK_AFTER => {
+                let value = duration_value(&meta, cx)?;
+                set_once(cx, &meta, &mut attrs.task_after, value);
             }
             // retry(attempts = 3, backoff = "10ms", max_backoff = "1s")
             symbol::RETRY => {

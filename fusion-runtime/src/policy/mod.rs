@@ -126,6 +126,10 @@ pub struct Policy {
     /// How long the call may run without progress before a heartbeat is sent (`ZERO`:
     /// never); [`DEFAULT_HEARTBEAT`] when neither the tool nor the server sets it.
     pub heartbeat: Option<Duration>,
+    /// How long a call may run before a client that declared the tasks extension is
+    /// answered with a task, the work going on under it (`None`: never). See
+    /// [`ServerBuilder::task_after`](crate::ServerBuilder::task_after).
+    pub task_after: Option<Duration>,
 }
 
 impl Policy {
@@ -136,6 +140,7 @@ impl Policy {
             retry: self.retry.or(defaults.retry),
             circuit: self.circuit.or(defaults.circuit),
             heartbeat: self.heartbeat.or(defaults.heartbeat),
+            task_after: self.task_after.or(defaults.task_after),
         }
     }
 }

@@ -49,6 +49,39 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         self
     }
 
+    /// Makes a slow call a task: a call still running `after` it started is answered with
+    /// a task (`resultType: task`) when its client declared the tasks extension, and its
+    /// work goes on under the task machinery (the task store, its lease, a take-over by
+    /// another replica when this one dies). A call that ends sooner is answered directly,
+    /// and a client without the extension waits for the answer as always. The default of
+    /// every tool (none by default); a tool sets its own with
+    /// `#[mcp_tool(task_after = "20s")]`, and `"0s"` opts it out. Grouped tools are not
+    /// made tasks this way.
+    ///
+    /// Hosts give up on a call after about 60 s; a task is polled instead, for as long as
+    /// it takes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::prelude::*;
+    ///
+    /// /// Builds the quarterly report.
+    /// #[mcp_tool(read_only)]
+    /// async fn quarterly_report(quarter: u8) -> String {
+    ///     format!("Q{quarter}: all good")
+    /// }
+    ///
+    /// let server = Server::builder("reports", "1.0.0")
+    ///     .task_after(Duration::from_secs(20))
+    ///     .tool(quarterly_report)
+    ///     .build();
+    /// # let _ = server;
+    /// ```
+    pub fn task_after(mut self, after: Duration) -> Self {
+        self.policy.task_after = Some(after);
+        self
+    }
+
     /// The interval clients are asked to poll a task at (half a second by default).
     pub fn task_poll_interval(mut self, interval: Duration) -> Self {
         self.revision.tasks.poll_interval = interval;

@@ -139,6 +139,13 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
     } else {
         input.allow_task();
     }
+    // A call still running at its `task_after` becomes a task as if the handler asked.
+    let deadline = async {
+        match tasking.deadline() {
+            Some(after) => tokio::time::sleep(after).await,
+            None => std::future::pending().await,
+        }
+    };
     // Await: the round. Holds `work` (the pipeline's future, with its guards): a drop
     // here drops it, as a cancelled call.
     let step = tokio::select! {
@@ -147,6 +154,7 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
         () = input.input_required() => Step::InputRequired,
         outcome = &mut work => Step::Done(Box::new(outcome)),
         () = context.ct.cancelled() => Step::Cancelled,
+        () = deadline => Step::ContinueAsTask,
     };
     if let Step::ContinueAsTask = step {
         // Only a tool that runs as a task may continue as one (`allow_task`).

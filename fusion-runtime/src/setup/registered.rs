@@ -76,4 +76,13 @@ impl<C> RegisteredTool<C> {
         self.chain = chain;
         self.check_with = check_with;
     }
+
+    /// The tool's name and its `task_after` (its own, or the server's), when it has one:
+    /// the call becomes a task at that deadline. A group's actions share one listed tool,
+    /// so they have none.
+    pub(crate) fn task_deadline(&self) -> Option<(&'static str, std::time::Duration)> {
+        let spec = &self.definition.spec;
+        let after = self.policy.task_after.filter(|after| !after.is_zero())?;
+        spec.group.is_none().then_some((spec.name, after))
+    }
 }

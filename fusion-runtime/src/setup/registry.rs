@@ -52,6 +52,14 @@ pub(crate) struct Registry<C> {
 }
 
 impl<C> Registry<C> {
+    /// Each flat tool with a `task_after`, and its deadline (`RegisteredTool::task_deadline`).
+    pub(crate) fn task_deadlines(&self) -> Vec<(&'static str, std::time::Duration)> {
+        self.tools
+            .iter()
+            .filter_map(RegisteredTool::task_deadline)
+            .collect()
+    }
+
     pub(crate) fn build(
         handlers: Vec<ToolDefinition<C>>,
         exposure: Exposure,

@@ -73,6 +73,9 @@ use crate::{future::BoxFuture, meta::FAILURE_META_KEY, rounds::questions::InputS
 pub struct Tasking {
     required: bool,
     started_by_tool: bool,
+    /// When a call started by the tool becomes a task without the handler asking
+    /// (`task_after`).
+    after: Option<Duration>,
 }
 
 impl Tasking {
@@ -87,6 +90,7 @@ impl Tasking {
         Self {
             required: true,
             started_by_tool: false,
+            after: None,
         }
     }
 
@@ -106,6 +110,12 @@ impl Tasking {
     /// Whether the handler decides when the task starts.
     pub fn is_started_by_tool(&self) -> bool {
         self.started_by_tool
+    }
+
+    /// How long a call started by the tool may run before it becomes a task all the same
+    /// (`task_after`), if it has such a deadline.
+    pub(crate) fn deadline(&self) -> Option<Duration> {
+        self.after.filter(|_| self.started_by_tool)
     }
 }
 
@@ -174,9 +184,21 @@ pub(crate) struct TaskOrigin {
 }
 
 impl Tasks {
-    pub(crate) fn new(settings: TaskSettings) -> Self {
+    /// The tasks of a server: the tools registered as tasks, and those with a deadline
+    /// (`task_after`, by tool name), which run as ordinary calls until it.
+    pub(crate) fn new(
+        settings: TaskSettings,
+        deadlines: impl IntoIterator<Item = (&'static str, Duration)>,
+    ) -> Self {
+        let mut tools = settings.tools;
+        for (name, after) in deadlines {
+            let tasking = tools
+                .entry(name.to_owned())
+                .or_insert_with(|| Tasking::optional().started_by_tool());
+            tasking.after = Some(after);
+        }
         Self {
-            tools: settings.tools,
+            tools,
             ttl: settings.ttl,
             poll_interval: settings.poll_interval,
             shared: Arc::new(Shared::new(
@@ -523,7 +545,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_task_reaches_only_the_caller_that_created_it() {
-        let tasks = Tasks::new(TaskSettings::default());
+        let tasks = Tasks::new(TaskSettings::default(), []);
         let work: BoxFuture<'static, TaskOutcome> = Box::pin(std::future::pending());
         let task = tasks
             .start(
@@ -553,7 +575,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_task_without_an_owner_reaches_whoever_knows_its_id() {
-        let tasks = Tasks::new(TaskSettings::default());
+        let tasks = Tasks::new(TaskSettings::default(), []);
         let work: BoxFuture<'static, TaskOutcome> = Box::pin(std::future::pending());
         let task = tasks
             .start(work, CancellationToken::new(), input(), origin(None))
@@ -566,7 +588,7 @@ mod tests {
     #[cfg(feature = "http")]
     #[tokio::test]
     async fn a_stopping_process_takes_no_new_task() {
-        let tasks = Tasks::new(TaskSettings::default());
+        let tasks = Tasks::new(TaskSettings::default(), []);
         tasks.stop_accepting();
         let work: BoxFuture<'static, TaskOutcome> = Box::pin(std::future::pending());
         let refused = tasks
@@ -586,10 +608,13 @@ mod ending {
 
     #[tokio::test]
     async fn a_task_whose_work_ends_is_completed_and_then_forgotten_after_its_ttl() {
-        let tasks = Tasks::new(TaskSettings {
-            ttl: Duration::from_millis(50),
-            ..TaskSettings::default()
-        });
+        let tasks = Tasks::new(
+            TaskSettings {
+                ttl: Duration::from_millis(50),
+                ..TaskSettings::default()
+            },
+            [],
+        );
         let work: BoxFuture<'static, TaskOutcome> = Box::pin(async {
             TaskOutcome {
                 result: CallToolResult::success(vec![ContentBlock::text("done")]),

@@ -57,6 +57,7 @@ pub const DEFAULT_POLICY: Policy = Policy {
         cooldown: CircuitPolicy::DEFAULT_COOLDOWN,
     }),
     heartbeat: None,
+    task_after: None,
 };
 
 /// Another MCP server whose tools this server serves as its own (feature `upstream`).
