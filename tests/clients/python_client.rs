@@ -1,13 +1,14 @@
 //! The official MCP Python SDK (mcp==2.3.0) drives the example servers: the quickstart over
 //! stdio and over Streamable HTTP, the conformance example's resources, prompts, completion
 //! and client requests over HTTP, the seed's checks against the demo over stdio, and tool
-//! search (`search_tools`, `call_tool`) against the demo with `--tool-search`.
+//! search (`search_tools`, `call_tool`) against the demo with `--tool-search`, and a long
+//! call of the faults example kept alive by the heartbeat past the client's read timeout.
 //!
 //! Needs the venv from `scripts/python-env` (or `FUSION_PYTHON`) and the built examples and
 //! binaries (`cargo build --workspace --bins --examples`). Without the venv the tests are
 //! skipped with a note, except when `CI=true`, where they fail. The checks themselves live in
-//! `tests/python/stdio_client.py`, `http_client.py`, `seed_client.py` and
-//! `tool_search_client.py`.
+//! `tests/python/stdio_client.py`, `http_client.py`, `seed_client.py`,
+//! `tool_search_client.py` and `heartbeat_client.py`.
 
 use crate::support;
 
@@ -206,6 +207,31 @@ fn python_sdk_reads_the_demos_app_view_and_it_meets_the_extensions_schema() {
         assert!(
             problems.is_empty(),
             "{printed} {value} against {definition}: {problems:#?}"
+        );
+    }
+}
+
+/// The heartbeat (issue 60, item 5): the faults example's `slow` tool runs 3 s, asked for
+/// progress over an HTTP client whose read timeout is 1.5 s (the longest it waits for the
+/// next bytes). With a heartbeat every 300 ms the call is answered; with none the client
+/// gives up at its read timeout.
+#[test]
+fn a_heartbeat_keeps_the_python_clients_long_call_alive() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    for (heartbeat_ms, expect) in [("300", "answered"), ("0", "timed-out")] {
+        let mut command = Command::new(support::example_binary("faults"));
+        command.args(["--http", "0", "--heartbeat-ms", heartbeat_ms]);
+        let server = support::HttpServer::start(command, Duration::from_secs(30));
+        run_script(
+            &python,
+            "heartbeat_client.py",
+            &[
+                std::ffi::OsStr::new(server.url()),
+                std::ffi::OsStr::new(expect),
+            ],
+            &|| format!("\n--- server stderr ---\n{}", server.stderr()),
         );
     }
 }
