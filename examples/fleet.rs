@@ -466,6 +466,11 @@ const USAGE: cli::Usage = cli::Usage {
             "the lease of an idempotency claim or a task (default 10000)",
         ),
         (
+            "--task-ttl-ms",
+            "MS",
+            "how long a finished task is kept after its last read (default 600000)",
+        ),
+        (
             "--lock-lease-ms",
             "MS",
             "the lease of a `deposit` lock on Redis (default 30000)",
@@ -535,6 +540,7 @@ async fn main() -> ExitCode {
             flag::<u64>(&args, "--timeout-ms")?,
             surface_pin(&args)?,
             flag::<u64>(&args, "--lock-lease-ms")?,
+            flag::<u64>(&args, "--task-ttl-ms")?,
         ))
     })();
     let (
@@ -549,6 +555,7 @@ async fn main() -> ExitCode {
         timeout_ms,
         pin,
         lock_lease_ms,
+        task_ttl_ms,
     ) = match parsed {
         Ok(parsed) => parsed,
         Err(problem) => {
@@ -596,6 +603,9 @@ async fn main() -> ExitCode {
     let mut builder = Server::builder("fleet", "1.0.0");
     if let Some(timeout_ms) = timeout_ms {
         builder = builder.timeout(Duration::from_millis(timeout_ms));
+    }
+    if let Some(ttl_ms) = task_ttl_ms {
+        builder = builder.task_ttl(Duration::from_millis(ttl_ms));
     }
     // A fleet pins the surface it attested: a replica built or configured otherwise
     // stops at start, naming both digests, instead of serving next to its peers.

@@ -8,6 +8,9 @@
 //!   their lease would lapse.
 //! - Redis frozen: creating a task answers a transient `isError`, polling a transient
 //!   error that is not "unknown task"; once Redis answers again, the next poll does too.
+//! - Expiry from activity: a finished task (a TTL of 1 s) read every 100 ms on either
+//!   replica is still there after three TTLs, and is forgotten at its cap of ten TTLs
+//!   however often it is read; one nobody reads is forgotten after its TTL.
 //!
 //! Needs `redis-server` (`scripts/redis-env`); without it the tests skip loudly, except
 //! under `CI=true`, where they fail.
@@ -372,4 +375,61 @@ fn a_fleet_rolls_its_request_state_key_without_failing_the_rounds_in_progress() 
     tampered.pop();
     let forged = next_round(rolled.addr(), &tampered);
     assert!(refused(&forged), "{forged}");
+}
+
+/// Polls task `id` on `replicas` in turn every 100 ms while `keep_reading` says so; the time
+/// from `since` when it became unknown, or `None` when it never did within `limit`.
+fn read_until_forgotten(
+    replicas: &[SocketAddr],
+    id: &str,
+    since: Instant,
+    limit: Duration,
+) -> Option<Duration> {
+    let mut turn = 0;
+    while since.elapsed() < limit {
+        let answer = get(replicas[turn % replicas.len()], id)
+            .unwrap_or_else(|error| panic!("poll {id}: {error}"));
+        if is_unknown(&answer) {
+            return Some(since.elapsed());
+        }
+        assert_eq!(status(&answer), "completed", "{answer}");
+        turn += 1;
+        thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+#[test]
+fn a_finished_task_is_kept_while_its_client_reads_it_and_never_past_ten_ttls() {
+    let Some(fleet) = Fleet::start("task-activity") else {
+        return;
+    };
+    let extra = ["--task-ttl-ms", "1000"];
+    let (a, b) = (fleet.replica(&extra), fleet.replica(&extra));
+    let replicas = [a.addr(), b.addr()];
+
+    // Read on and on: kept past its TTL, until its cap.
+    let read = create(a.addr(), "sales_report", json!({"report_id": "kept"})).expect("a task");
+    let done = poll_end(a.addr(), &read, Duration::from_secs(10));
+    assert_eq!(status(&done), "completed", "{done}");
+    let ended = Instant::now();
+    assert_eq!(
+        read_until_forgotten(&replicas, &read, ended, Duration::from_secs(3)),
+        None,
+        "a task read every 100 ms is kept past its 1 s TTL"
+    );
+    let forgotten = read_until_forgotten(&replicas, &read, ended, Duration::from_secs(30));
+    let at = forgotten.expect("forgotten at its cap of ten TTLs, however often it is read");
+    eprintln!("a task read every 100 ms was forgotten {at:?} after it ended (TTL 1 s, cap 10 s)");
+
+    // Nobody reads it: forgotten after its TTL.
+    let unread = create(a.addr(), "sales_report", json!({"report_id": "unread"})).expect("a task");
+    let done = poll_end(b.addr(), &unread, Duration::from_secs(10));
+    assert_eq!(status(&done), "completed", "{done}");
+    thread::sleep(Duration::from_millis(2500));
+    let answer = get(b.addr(), &unread).expect("an answer");
+    assert!(
+        is_unknown(&answer),
+        "an unread task is forgotten after its TTL: {answer}"
+    );
 }

@@ -42,8 +42,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         self
     }
 
-    /// How long a task is kept (10 minutes by default): from its creation, and at least
-    /// this long after it ends. Clients read it as the task's `ttlMs`.
+    /// How long a finished task is kept after its last activity (10 minutes by default):
+    /// its end, or the last time its client read it, at most
+    /// [`MAX_KEPT_TTLS`](crate::tasks::MAX_KEPT_TTLS) of it after its end. A running task
+    /// is never expired. Clients read it as the task's `ttlMs`.
     pub fn task_ttl(mut self, ttl: Duration) -> Self {
         self.revision.tasks.ttl = ttl;
         self

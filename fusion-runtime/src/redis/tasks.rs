@@ -97,6 +97,18 @@ local fence = string.format('%d', math.max(clock, last + 1))
 redis.call('HSET', KEYS[2], 'runner', ARGV[1], 'fence', fence)
 return fence";
 
+/// Keeps a finished task its client read for longer, unless its record changed since it
+/// was read (its expiry is not the one read). KEYS: the record, the index. ARGV: the id,
+/// the expiry read, the record kept, its new expiry, the milliseconds to it.
+const TOUCH: &str = r"
+local stored = redis.call('GET', KEYS[1])
+if not stored then return 0 end
+local ok, record = pcall(cjson.decode, stored)
+if not ok or tonumber(record['expires_at_ms']) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[5])
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
+return 1";
+
 /// The unfinished tasks without a lease; forgets the ids of records gone.
 const ORPHANS: &str = r"
 local orphans = {}
@@ -417,6 +429,32 @@ impl TaskStore for RedisStore {
                 }
             }
             Ok(signals)
+        })
+    }
+
+    fn touch<'a>(
+        &'a self,
+        read: &'a TaskRecord,
+        kept: &'a TaskRecord,
+    ) -> BoxFuture<'a, Result<(), TaskStoreError>> {
+        Box::pin(async move {
+            let (Some(read_expiry), Some(kept_expiry)) = (read.expires_at_ms, kept.expires_at_ms)
+            else {
+                return Ok(());
+            };
+            let json = record_json(kept)?;
+            let _: i64 = Script::new(TOUCH)
+                .key(self.key("task:", &kept.id))
+                .key(format!("{}index", self.task_prefix()))
+                .arg(&kept.id)
+                .arg(read_expiry)
+                .arg(json)
+                .arg(kept_expiry)
+                .arg(kept_expiry.saturating_sub(crate::tasks::now_ms()).max(1))
+                .invoke_async(&mut self.connection.clone())
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(())
         })
     }
 

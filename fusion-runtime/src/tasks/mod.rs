@@ -59,8 +59,8 @@ pub(crate) use outcome::TaskOutcome;
 #[cfg(feature = "redis")]
 pub(crate) use store::now_ms;
 pub use store::{
-    FINISHED_GRACE, MemoryTaskStore, SignalListener, StoreFull, TaskRecord, TaskSignal,
-    TaskSignals, TaskStore, TaskStoreError,
+    FINISHED_GRACE, MAX_KEPT_TTLS, MemoryTaskStore, SignalListener, StoreFull, TaskRecord,
+    TaskSignal, TaskSignals, TaskStore, TaskStoreError,
 };
 pub(crate) use takeover::Relaunch;
 
@@ -278,6 +278,12 @@ impl Tasks {
         caller: Option<&str>,
     ) -> Result<GetTaskResult, ErrorData> {
         let record = self.find(id, caller).await?;
+        // Read by its client: a finished task is kept one TTL from now (within its cap).
+        if let Some(kept) = record.read_again()
+            && let Err(error) = self.shared.store.touch(&record, &kept).await
+        {
+            tracing::debug!(target: "fusion::tasks", task = id, %error, "a read task's expiry was not extended");
+        }
         let as_object = |value: Option<Value>| match value {
             Some(Value::Object(object)) => object,
             _ => JsonObject::new(),

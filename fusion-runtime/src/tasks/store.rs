@@ -33,7 +33,9 @@ pub struct TaskRecord {
     pub created_at: String,
     /// When it last changed (RFC 3339).
     pub last_updated_at: String,
-    /// How long it is kept from its creation, and at least this long after it ends.
+    /// How long it is kept after its last activity: its end, or the last time its client
+    /// read it (`tasks/get`), at most [`MAX_KEPT_TTLS`] of it after its end. A running
+    /// task is never expired.
     pub ttl_ms: u64,
     /// The interval clients are asked to poll at.
     pub poll_interval_ms: u64,
@@ -43,6 +45,10 @@ pub struct TaskRecord {
     pub error: Option<Value>,
     /// When the store may forget it (Unix milliseconds); `None` while it runs.
     pub expires_at_ms: Option<u64>,
+    /// When it ended (Unix milliseconds); `None` while it runs. Records written before
+    /// this field existed end one TTL before they expire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<u64>,
     /// Who created it: the OAuth subject, when the call had one. Only the same caller
     /// reaches it; `None`: whoever knows the (unguessable) id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,6 +98,7 @@ impl TaskRecord {
             result: None,
             error: None,
             expires_at_ms: None,
+            ended_at_ms: None,
             owner: None,
             requestor: None,
             tool: String::new(),
@@ -119,7 +126,25 @@ impl TaskRecord {
         self.error = error;
         self.input_requests.clear();
         self.last_updated_at = now_rfc3339();
-        self.expires_at_ms = Some(now_ms().saturating_add(self.ttl_ms));
+        let now = now_ms();
+        self.ended_at_ms = Some(now);
+        self.expires_at_ms = Some(now.saturating_add(self.ttl_ms));
+    }
+
+    /// The record its client just read, kept one TTL from now (at most [`MAX_KEPT_TTLS`]
+    /// of it after its end): `None` when that moves its expiry by less than a tenth of its
+    /// TTL (not worth a write), or when it runs (it does not expire then).
+    pub fn read_again(&self) -> Option<TaskRecord> {
+        let ended = self.finished_at_ms()?;
+        let expires = self.expires_at_ms?;
+        let cap = ended.saturating_add(self.ttl_ms.saturating_mul(MAX_KEPT_TTLS));
+        let kept_to = now_ms().saturating_add(self.ttl_ms).min(cap);
+        (kept_to >= expires.saturating_add(self.ttl_ms / 10) && kept_to > expires).then(|| {
+            let mut read = self.clone();
+            read.expires_at_ms = Some(kept_to);
+            read.ended_at_ms = Some(ended);
+            read
+        })
     }
 
     /// Whether it ended and its time is up.
@@ -129,8 +154,8 @@ impl TaskRecord {
 
     /// When it ended (Unix milliseconds), if it did.
     pub fn finished_at_ms(&self) -> Option<u64> {
-        self.expires_at_ms
-            .map(|at| at.saturating_sub(self.ttl_ms))
+        self.ended_at_ms
+            .or_else(|| self.expires_at_ms.map(|at| at.saturating_sub(self.ttl_ms)))
             .filter(|_| self.is_finished())
     }
 }
@@ -271,6 +296,18 @@ pub trait TaskStore: Send + Sync + 'static {
         let _ = id;
         Box::pin(std::future::ready(Ok(TaskSignals::default())))
     }
+    /// Keeps a finished task its client just read for longer: replaces `read` (the record
+    /// as [`get`](Self::get) returned it) with `kept` (the same with a later
+    /// `expires_at_ms`, [`TaskRecord::read_again`]) unless the record changed since. A
+    /// store that does nothing here keeps a task one TTL from its end.
+    fn touch<'a>(
+        &'a self,
+        read: &'a TaskRecord,
+        kept: &'a TaskRecord,
+    ) -> BoxFuture<'a, Result<(), TaskStoreError>> {
+        let _ = (read, kept);
+        Box::pin(std::future::ready(Ok(())))
+    }
     /// A future that calls `listener` with a task's id whenever something is sent to it,
     /// until dropped; `None` when the store has no such channel (runners then look at
     /// [`signals`](Self::signals) when they renew their lease).
@@ -279,6 +316,10 @@ pub trait TaskStore: Send + Sync + 'static {
         None
     }
 }
+
+/// A finished task is kept one TTL after it was last read, and never more than this many
+/// TTLs after it ended, however often it is read.
+pub const MAX_KEPT_TTLS: u64 = 10;
 
 /// How long a finished task whose result nobody read still counts against its caller's
 /// cap: a client that polls gets its result within this, and a client that never polls
@@ -482,6 +523,20 @@ impl TaskStore for MemoryTaskStore {
         self.make_room(&mut records, None);
         Box::pin(std::future::ready(Ok(kept)))
     }
+
+    fn touch<'a>(
+        &'a self,
+        read: &'a TaskRecord,
+        kept: &'a TaskRecord,
+    ) -> BoxFuture<'a, Result<(), TaskStoreError>> {
+        if let Some(stored) = self.lock().get_mut(&read.id)
+            && stored.record.expires_at_ms == read.expires_at_ms
+        {
+            stored.record.expires_at_ms = kept.expires_at_ms;
+            stored.record.ended_at_ms = kept.ended_at_ms;
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// What a record costs in memory: its arguments, result, error and claims, plus its
@@ -531,6 +586,35 @@ mod tests {
     async fn finish(store: &MemoryTaskStore, mut record: TaskRecord, result: Value) {
         record.finish(TaskStatus::Completed, Some(result), None);
         assert_eq!(store.update(record, "r").await, Ok(true));
+    }
+
+    #[tokio::test]
+    async fn a_finished_task_read_again_is_kept_a_ttl_from_then_within_ten_ttls_of_its_end() {
+        let store = MemoryTaskStore::new(8);
+        let mut record = TaskRecord::working("a", MINUTE, MINUTE);
+        assert_eq!(record.read_again(), None, "a running task does not expire");
+        store.insert(record.clone(), "r").await.expect("room");
+        record.finish(TaskStatus::Completed, Some(serde_json::json!({})), None);
+        // Ended five minutes ago, kept for ten seconds more: a read keeps it a minute from
+        // now.
+        let now = now_ms();
+        record.ended_at_ms = Some(now - 5 * 60_000);
+        record.expires_at_ms = Some(now + 10_000);
+        assert_eq!(store.update(record.clone(), "r").await, Ok(true));
+        let read = store.get("a").await.expect("found").expect("kept");
+        let kept = read.read_again().expect("moved by more than a tenth of its TTL");
+        store.touch(&read, &kept).await.expect("touched");
+        let expiry = store.get("a").await.expect("found").expect("kept").expires_at_ms;
+        assert_eq!(expiry, kept.expires_at_ms);
+        assert!(expiry > read.expires_at_ms, "{expiry:?} after {:?}", read.expires_at_ms);
+        assert_eq!(kept.read_again(), None, "read again at once: not worth a write");
+        // A touch of a record that changed since it was read changes nothing.
+        store.touch(&read, &read).await.expect("touched");
+        assert_eq!(store.get("a").await.expect("found").expect("kept").expires_at_ms, expiry);
+        // Ten TTLs after its end, a read keeps it no longer.
+        let mut capped = kept.clone();
+        capped.ended_at_ms = capped.ended_at_ms.map(|at| at - 10 * 60_000);
+        assert_eq!(capped.read_again(), None, "at its cap");
     }
 
     #[tokio::test]
