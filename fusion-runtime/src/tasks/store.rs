@@ -602,15 +602,38 @@ mod tests {
         record.expires_at_ms = Some(now + 10_000);
         assert_eq!(store.update(record.clone(), "r").await, Ok(true));
         let read = store.get("a").await.expect("found").expect("kept");
-        let kept = read.read_again().expect("moved by more than a tenth of its TTL");
+        let kept = read
+            .read_again()
+            .expect("moved by more than a tenth of its TTL");
         store.touch(&read, &kept).await.expect("touched");
-        let expiry = store.get("a").await.expect("found").expect("kept").expires_at_ms;
+        let expiry = store
+            .get("a")
+            .await
+            .expect("found")
+            .expect("kept")
+            .expires_at_ms;
         assert_eq!(expiry, kept.expires_at_ms);
-        assert!(expiry > read.expires_at_ms, "{expiry:?} after {:?}", read.expires_at_ms);
-        assert_eq!(kept.read_again(), None, "read again at once: not worth a write");
+        assert!(
+            expiry > read.expires_at_ms,
+            "{expiry:?} after {:?}",
+            read.expires_at_ms
+        );
+        assert_eq!(
+            kept.read_again(),
+            None,
+            "read again at once: not worth a write"
+        );
         // A touch of a record that changed since it was read changes nothing.
         store.touch(&read, &read).await.expect("touched");
-        assert_eq!(store.get("a").await.expect("found").expect("kept").expires_at_ms, expiry);
+        assert_eq!(
+            store
+                .get("a")
+                .await
+                .expect("found")
+                .expect("kept")
+                .expires_at_ms,
+            expiry
+        );
         // Ten TTLs after its end, a read keeps it no longer.
         let mut capped = kept.clone();
         capped.ended_at_ms = capped.ended_at_ms.map(|at| at - 10 * 60_000);
