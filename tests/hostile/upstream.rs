@@ -28,6 +28,7 @@ use axum::{
 use fusion_runtime::{
     policy::{CircuitPolicy, Policy, RetryPolicy},
     prelude::*,
+    search::ToolSearch,
     testing::Tester,
     upstream::Upstream,
 };
@@ -496,5 +497,57 @@ async fn an_upstreams_progress_reaches_the_caller() {
         );
         assert_eq!(answered.text(), "three steps");
     }
+    drop(upstream_server);
+}
+
+/// An upstream whose calls keep failing opens its breaker: its tools leave the results of
+/// `search_tools` (as they leave `tools/list`), and the local tools stay found.
+#[tokio::test]
+async fn an_upstream_that_is_down_leaves_the_tool_search() {
+    let forgotten = Arc::new(AtomicUsize::new(0));
+    let upstream_server = AxumThread::start("down-upstream", |_| {
+        Router::new().route(
+            "/mcp",
+            post(move |headers: HeaderMap, body: Bytes| {
+                hostile_http(headers, body, Arc::clone(&forgotten))
+            }),
+        )
+    });
+    let mut policy = strict();
+    policy.circuit = Some(CircuitPolicy {
+        failures: 2,
+        window: CircuitPolicy::DEFAULT_WINDOW,
+        cooldown: Duration::from_secs(600),
+    });
+    let upstream = Upstream::http(format!("{}/mcp", upstream_server.url()))
+        .policy(policy)
+        .max_message(MAX_MESSAGE);
+    let server = Server::builder("gateway", "1")
+        .tool(local)
+        .tool_search(ToolSearch::always())
+        .upstream("web", upstream)
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = Tester::new(server);
+    let search = |query: &'static str| {
+        let tester = &tester;
+        async move {
+            bounded_call(tester, "search_tools", json!({"query": query}))
+                .await
+                .text()
+        }
+    };
+    assert!(search("unavailable").await.contains("web_unavailable"));
+    for _ in 0..3 {
+        let failed = bounded_call(&tester, "web_unavailable", json!({})).await;
+        assert!(failed.is_error, "{}", failed.text());
+    }
+    let found = search("unavailable").await;
+    assert!(
+        !found.contains("web_"),
+        "a down upstream's tools are not found: {found}"
+    );
+    assert!(search("local").await.contains("local"));
     drop(upstream_server);
 }

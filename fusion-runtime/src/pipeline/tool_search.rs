@@ -168,7 +168,8 @@ fn search<C: Send + Sync + 'static>(
         .unwrap_or(searching.settings().limit());
     let shown = server.shown(call.request());
     let indexed = searching.indexed(shown.as_ref(), || index(server, shown.as_ref()));
-    let (hits, matched) = indexed.search(&words, limit);
+    let mounts = &server.inner.mounts;
+    let (hits, matched) = indexed.search(&words, limit, |tool| mounts.is_listed(&tool.name));
     Outcome::Success(listed::answer(query, &hits, matched, indexed.len()))
 }
 

@@ -119,15 +119,23 @@ impl Indexed {
 
     /// The tools that match `query`'s words, best first, at most `limit` of them, and
     /// how many matched in all.
-    pub(crate) fn search(&self, query: &[String], limit: usize) -> (Vec<&Tool>, usize) {
-        let ranked = self.index.rank(query);
-        let matched = ranked.len();
-        let hits = ranked
+    /// The best `limit` of the tools that match `query` and are `listed` now (a mounted
+    /// upstream that is down lists none), and how many matched in all.
+    pub(crate) fn search(
+        &self,
+        query: &[String],
+        limit: usize,
+        listed: impl Fn(&Tool) -> bool,
+    ) -> (Vec<&Tool>, usize) {
+        let matching: Vec<&Tool> = self
+            .index
+            .rank(query)
             .into_iter()
-            .take(limit)
             .filter_map(|(at, _)| self.tools.get(at))
+            .filter(|tool| listed(tool))
             .collect();
-        (hits, matched)
+        let matched = matching.len();
+        (matching.into_iter().take(limit).collect(), matched)
     }
 
     /// How many tools the caller is shown.
@@ -265,10 +273,10 @@ mod tests {
                 }
             },
         );
-        let (hits, matched) = indexed.search(&words("logistics"), 5);
+        let (hits, matched) = indexed.search(&words("logistics"), 5, |_| true);
         assert_eq!((hits[0].name.as_ref(), matched), ("ship", 1));
         // Both have the parameter: both match, the name decides nothing here.
-        let (hits, matched) = indexed.search(&words("invoice"), 1);
+        let (hits, matched) = indexed.search(&words("invoice"), 1, |_| true);
         assert_eq!((hits.len(), matched), (1, 2));
         assert_eq!(indexed.len(), 2);
     }
@@ -282,7 +290,7 @@ mod tests {
             ],
             |_| Vec::new(),
         );
-        let (hits, _) = indexed.search(&words("refund"), DEFAULT_LIMIT);
+        let (hits, _) = indexed.search(&words("refund"), DEFAULT_LIMIT, |_| true);
         assert_eq!(hits[0].name, "refund");
     }
 

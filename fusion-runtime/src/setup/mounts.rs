@@ -70,6 +70,14 @@ impl Mounts {
             .collect()
     }
 
+    /// Whether the tool `name` is listed now: it is no tool of an upstream that is down.
+    pub(crate) fn is_listed(&self, name: &str) -> bool {
+        !self
+            .upstreams
+            .iter()
+            .any(|mount| mount.is_down() && mount.owns(name))
+    }
+
     /// `tools` without the tools of the upstreams that are down: borrowed as it is while
     /// none is (the usual case costs one look at each breaker).
     pub(crate) fn listed<'a>(
