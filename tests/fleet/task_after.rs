@@ -9,7 +9,7 @@
 //!   is handed over and completes on another, polled through nginx.
 //! - A 2026-07-28 client without the extension waits for the answer, as always.
 //! - A 2025-11-25 session whose client declared the extension gets a task at the deadline
-//!   too.
+//!   too, and is told on its event stream when it completes (`notifications/tasks`).
 //!
 //! Needs redis-server (and nginx for the hand-over); without them the tests skip loudly,
 //! except under `CI=true`.
@@ -17,7 +17,9 @@
 use crate::support;
 
 use std::{
-    net::SocketAddr,
+    io::{BufRead as _, BufReader, Write as _},
+    net::{SocketAddr, TcpStream},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -160,6 +162,7 @@ fn a_session_of_2025_11_25_that_declared_tasks_gets_a_task_at_the_deadline() {
     let replica = fleet.replica_with_sessions(&[]);
     let addr = replica.addr();
     let session = tasks_session(addr);
+    let told = session_stream(addr, &session);
     let quick = in_session(
         addr,
         &session,
@@ -196,4 +199,50 @@ fn a_session_of_2025_11_25_that_declared_tasks_gets_a_task_at_the_deadline() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The session was told on its stream (`notifications/tasks`), with the result.
+    let deadline = Instant::now() + REQUEST;
+    loop {
+        let heard = told.lock().map(|lines| lines.clone()).unwrap_or_default();
+        let completed = heard.iter().find(|line| {
+            line.contains("notifications/tasks") && line.contains(&id) && line.contains("completed")
+        });
+        if let Some(line) = completed {
+            assert!(line.contains("ledger slow reconciled"), "{line}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no notifications/tasks: {heard:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The session's `GET` event stream, read on a thread of its own: its `data:` lines so far.
+fn session_stream(addr: SocketAddr, session: &str) -> Arc<Mutex<Vec<String>>> {
+    let mut stream = TcpStream::connect_timeout(&addr, REQUEST).expect("the stream connects");
+    let head = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\n\r\n"
+    );
+    stream
+        .write_all(head.as_bytes())
+        .expect("the stream's request");
+    // Bounded: the thread ends when the replica closes the stream or goes quiet for long.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a read timeout");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let heard = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { return };
+            if line.starts_with("data:")
+                && let Ok(mut heard) = heard.lock()
+            {
+                heard.push(line);
+            }
+        }
+    });
+    lines
 }

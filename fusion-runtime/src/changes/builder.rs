@@ -47,18 +47,32 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// Starts what the change bus needs while the server serves: the listener of the
-    /// other replicas' changes, and (once) the hook that tells the sessions when a mounted
-    /// upstream goes down or up. Each replica has its own view of its upstreams, so that
-    /// change is told on this replica only.
+    /// other replicas' changes, and (once) the hooks that tell the sessions when a mounted
+    /// upstream goes down or up (each replica has its own view of its upstreams, so that
+    /// change is told on this replica only) and when one of their tasks changes status.
     pub(crate) fn start_changes(&self) {
         let hub = &self.catalog().changes;
         hub.start();
-        if hub.first_start() && !self.inner.mounts.is_empty() {
+        if !hub.first_start() {
+            return;
+        }
+        if !self.inner.mounts.is_empty() {
             let hub = Arc::clone(hub);
             self.inner.mounts.changed.listen(Arc::new(move || {
                 hub.tell(&super::model::Change::ToolsListChanged);
             }));
         }
+        // A task's session is told of each of its statuses, wherever it runs.
+        let hub = Arc::clone(hub);
+        self.inner.tasks.on_status(Arc::new(move |record| {
+            if let Some(session) = &record.session {
+                let task = crate::tasks::detailed(record, None);
+                let params = rmcp::model::TaskStatusNotificationParams::new(task);
+                if let Ok(params) = serde_json::to_value(params) {
+                    hub.task_status(session, params);
+                }
+            }
+        }));
     }
 
     /// The [`Notifier`] that tells this server's subscribers, and those of every replica

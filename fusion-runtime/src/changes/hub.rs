@@ -13,7 +13,7 @@ use rmcp::{
     model::{
         PromptListChangedNotification, ResourceListChangedNotification,
         ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerNotification,
-        ToolListChangedNotification,
+        TaskStatusNotification, TaskStatusNotificationParams, ToolListChangedNotification,
     },
     service::SubscriptionSink,
 };
@@ -25,16 +25,32 @@ use super::{
     outlet::{Outlet, Target},
 };
 
-/// Where the transports serving the server find their sessions' peers, for list changes:
-/// one source each.
-pub(crate) type SessionSource = Arc<dyn Fn() -> Vec<Peer<RoleServer>> + Send + Sync>;
+/// Where the transports serving the server find their sessions (an HTTP session's id, and
+/// its peer), for list changes and task statuses: one source each.
+pub(crate) type SessionSource =
+    Arc<dyn Fn() -> Vec<(Option<String>, Peer<RoleServer>)> + Send + Sync>;
 
-/// A change as it travels on the bus.
+/// A message on the bus.
 #[derive(Serialize, Deserialize)]
 struct Message {
-    /// The replica that made it.
+    /// The replica that sent it.
     from: String,
-    change: Change,
+    #[serde(flatten)]
+    body: Body,
+}
+
+/// What a message tells.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Body {
+    /// A change, for every subscriber that asked for it.
+    Change(Change),
+    /// A task's new status (`notifications/tasks`), for the session that created it,
+    /// wherever its runner runs now.
+    TaskStatus {
+        session: String,
+        params: serde_json::Value,
+    },
 }
 
 pub(crate) struct Hub {
@@ -129,9 +145,24 @@ impl Hub {
     /// to the others (started on first use), without waiting for the bus.
     pub(crate) fn publish(self: &Arc<Self>, change: Change) {
         self.tell(&change);
+        self.send(Body::Change(change));
+    }
+
+    /// Tells the session `session` (on this replica, or through the bus on the one that
+    /// holds it) of a task's new status.
+    pub(crate) fn task_status(self: &Arc<Self>, session: &str, params: serde_json::Value) {
+        self.tell_session(session, &params);
+        self.send(Body::TaskStatus {
+            session: session.to_owned(),
+            params,
+        });
+    }
+
+    /// Hands `body` to the task that publishes to the other replicas.
+    fn send(self: &Arc<Self>, body: Body) {
         let message = Message {
             from: self.origin.clone(),
-            change,
+            body,
         };
         let Ok(text) = serde_json::to_string(&message) else {
             return;
@@ -142,15 +173,22 @@ impl Hub {
             sender
         });
         if outgoing.try_send(text).is_err() {
-            tracing::warn!(target: "fusion::changes", change = ?message.change, "the change bus is {OUTGOING} changes behind: a change was not published to the other replicas");
+            tracing::warn!(target: "fusion::changes", "the change bus is {OUTGOING} changes behind: a change was not published to the other replicas");
         }
     }
 
     /// A message from the bus: told here unless this replica sent it.
     fn arrived(&self, text: &str) {
         match serde_json::from_str::<Message>(text) {
-            Ok(message) if message.from != self.origin => self.tell(&message.change),
-            Ok(_) => {}
+            Ok(message) if message.from == self.origin => {}
+            Ok(Message {
+                body: Body::Change(change),
+                ..
+            }) => self.tell(&change),
+            Ok(Message {
+                body: Body::TaskStatus { session, params },
+                ..
+            }) => self.tell_session(&session, &params),
             Err(error) => {
                 tracing::debug!(target: "fusion::changes", %error, "a message on the change bus that this build does not read");
             }
@@ -161,7 +199,7 @@ impl Hub {
     pub(crate) fn tell(&self, change: &Change) {
         if !matches!(change, Change::ResourceUpdated { .. }) {
             // Every session hears of list changes: make sure each has an outlet.
-            for peer in self.session_peers() {
+            for (_, peer) in self.session_peers() {
                 self.session(&peer);
             }
         }
@@ -187,7 +225,28 @@ impl Hub {
         list.clone()
     }
 
-    fn session_peers(&self) -> Vec<Peer<RoleServer>> {
+    /// Queues `notifications/tasks` for the session `session`, if this replica holds it.
+    fn tell_session(&self, session: &str, params: &serde_json::Value) {
+        let Some((_, peer)) = self
+            .session_peers()
+            .into_iter()
+            .find(|(id, _)| id.as_deref() == Some(session))
+        else {
+            return;
+        };
+        match serde_json::from_value::<TaskStatusNotificationParams>(params.clone()) {
+            Ok(params) => self
+                .session(&peer)
+                .push(ServerNotification::TaskStatusNotification(
+                    TaskStatusNotification::new(params),
+                )),
+            Err(error) => {
+                tracing::debug!(target: "fusion::changes", %error, "a task status on the change bus that this build does not read");
+            }
+        }
+    }
+
+    fn session_peers(&self) -> Vec<(Option<String>, Peer<RoleServer>)> {
         let sources = self
             .sources
             .lock()
@@ -196,7 +255,7 @@ impl Hub {
         sources
             .iter()
             .flat_map(|source| source())
-            .filter(|peer| !peer.is_transport_closed())
+            .filter(|(_, peer)| !peer.is_transport_closed())
             .collect()
     }
 

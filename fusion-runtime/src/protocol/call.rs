@@ -250,6 +250,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             owner: caller.subject().map(str::to_owned),
             // The per-caller cap counts by subject, else by session; a stateless request
             // names neither and is held by the store's total cap only.
+            session: caller.session_id().map(str::to_owned),
             requestor: (caller.subject().is_some() || caller.session_id().is_some())
                 .then(|| caller.caller_key()),
             claims: caller

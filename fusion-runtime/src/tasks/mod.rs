@@ -49,8 +49,8 @@ use std::{
 };
 
 use rmcp::model::{
-    CallToolResult, ContentBlock, DetailedTask, ErrorData, GetTaskResult, JsonObject, Task,
-    TaskPayload, TaskStatus,
+    CallToolResult, ContentBlock, DetailedTask, ErrorData, GetTaskResult, InputRequests,
+    JsonObject, Task, TaskPayload, TaskStatus,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -65,6 +65,7 @@ pub use store::{
 pub(crate) use takeover::Relaunch;
 
 use shared::Shared;
+pub(crate) use shared::StatusListener;
 
 use crate::{future::BoxFuture, meta::FAILURE_META_KEY, rounds::questions::InputState};
 
@@ -175,6 +176,8 @@ pub(crate) struct TaskOrigin {
     pub(crate) arguments: Value,
     pub(crate) owner: Option<String>,
     pub(crate) requestor: Option<String>,
+    /// The HTTP session that created it, told of its status.
+    pub(crate) session: Option<String>,
     pub(crate) claims: Option<Value>,
     pub(crate) capabilities: Option<Value>,
     pub(crate) rerunnable: bool,
@@ -209,6 +212,11 @@ impl Tasks {
             )),
             background: Mutex::default(),
         }
+    }
+
+    /// Who is told each time a task this replica runs changes its status (once).
+    pub(crate) fn on_status(&self, listener: StatusListener) {
+        let _ = self.shared.status.set(listener);
     }
 
     /// Whether any tool runs as a task (the extension is advertised then).
@@ -248,6 +256,7 @@ impl Tasks {
         record.claims = origin.claims;
         record.capabilities = origin.capabilities;
         record.rerunnable = origin.rerunnable;
+        record.session = origin.session;
         let runner = self.shared.runner_token();
         // Await: the store's insert, which starts the runner's lease. A drop here drops
         // `work` unstarted (its guards were never taken); a record already inserted is an
@@ -284,37 +293,13 @@ impl Tasks {
         {
             tracing::debug!(target: "fusion::tasks", task = id, %error, "a read task's expiry was not extended");
         }
-        let as_object = |value: Option<Value>| match value {
-            Some(Value::Object(object)) => object,
-            _ => JsonObject::new(),
-        };
-        let payload = match record.status {
-            TaskStatus::Completed => TaskPayload::Completed {
-                result: as_object(record.result.clone()),
-            },
-            TaskStatus::Failed => TaskPayload::Failed {
-                error: as_object(record.error.clone()),
-            },
-            TaskStatus::Cancelled => TaskPayload::Cancelled,
-            _ => {
-                // The runner's own view when it runs here; else what it wrote.
-                let pending = match self.shared.running().get(id) {
-                    Some(running) => running.input.pending(),
-                    None => record.input_requests.clone(),
-                };
-                if pending.is_empty() {
-                    TaskPayload::Working
-                } else {
-                    TaskPayload::InputRequired {
-                        input_requests: pending,
-                    }
-                }
-            }
-        };
-        Ok(GetTaskResult::new(DetailedTask::new(
-            task_of(&record),
-            payload,
-        )))
+        // The runner's own view of its questions when it runs here; else what it wrote.
+        let pending = self
+            .shared
+            .running()
+            .get(id)
+            .map(|running| running.input.pending());
+        Ok(GetTaskResult::new(detailed(&record, pending)))
     }
 
     /// `tasks/update`: answers for the questions a task waits on, wherever it runs.
@@ -482,6 +467,36 @@ pub(crate) fn refusal(error: TaskStoreError) -> Result<CallToolResult, ErrorData
 }
 
 /// The wire `Task` of a record.
+/// The task as `tasks/get` and `notifications/tasks` report it: with its result, its
+/// error, or the questions it waits on (`pending`, when the runner's own view is at hand;
+/// else what the record says).
+pub(crate) fn detailed(record: &TaskRecord, pending: Option<InputRequests>) -> DetailedTask {
+    let as_object = |value: Option<Value>| match value {
+        Some(Value::Object(object)) => object,
+        _ => JsonObject::new(),
+    };
+    let payload = match record.status {
+        TaskStatus::Completed => TaskPayload::Completed {
+            result: as_object(record.result.clone()),
+        },
+        TaskStatus::Failed => TaskPayload::Failed {
+            error: as_object(record.error.clone()),
+        },
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+        _ => {
+            let pending = pending.unwrap_or_else(|| record.input_requests.clone());
+            if pending.is_empty() {
+                TaskPayload::Working
+            } else {
+                TaskPayload::InputRequired {
+                    input_requests: pending,
+                }
+            }
+        }
+    };
+    DetailedTask::new(task_of(record), payload)
+}
+
 fn task_of(record: &TaskRecord) -> Task {
     let mut task = Task::new(
         record.id.clone(),
@@ -538,6 +553,7 @@ mod tests {
             arguments: Value::Null,
             owner: owner.map(str::to_owned),
             requestor: owner.map(|owner| format!("sub:{owner}")),
+            session: None,
             claims: None,
             capabilities: None,
             rerunnable: true,
@@ -634,6 +650,7 @@ mod ending {
             arguments: Value::Null,
             owner: None,
             requestor: None,
+            session: None,
             claims: None,
             capabilities: None,
             rerunnable: false,

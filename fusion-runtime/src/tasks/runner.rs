@@ -103,8 +103,10 @@ async fn run(
                 let pending = input.pending();
                 record.status = if pending.is_empty() { TaskStatus::Working } else { TaskStatus::InputRequired };
                 record.input_requests = pending;
-                if let Ok(false) = store.update(record.clone(), &runner).await {
-                    break End::Lost;
+                match store.update(record.clone(), &runner).await {
+                    Ok(false) => break End::Lost,
+                    Ok(true) => shared.told(&record),
+                    Err(_) => {}
                 }
             }
             () = poke.notified() => apply_signals(&shared, &id, &cancel, &input).await,
@@ -181,7 +183,10 @@ pub(super) async fn write_end(shared: &Shared, record: TaskRecord, runner: &str)
     let mut pause = Duration::from_millis(50);
     for attempt in 1..=WRITE_ATTEMPTS {
         match shared.store.update(record.clone(), runner).await {
-            Ok(true) => return,
+            Ok(true) => {
+                shared.told(&record);
+                return;
+            }
             Ok(false) => {
                 tracing::warn!(target: "fusion::tasks", task = %record.id, "the task's end was not written: another replica holds it now");
                 return;

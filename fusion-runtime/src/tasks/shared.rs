@@ -19,7 +19,12 @@ pub(crate) struct Shared {
     replica: String,
     /// Cleared when the process stops: no new task starts here.
     pub(super) accepting: AtomicBool,
+    /// Told of each status a task this replica runs takes (`notifications/tasks`).
+    pub(super) status: std::sync::OnceLock<StatusListener>,
 }
+
+/// Called with a task's record each time its status changes.
+pub(crate) type StatusListener = Arc<dyn Fn(&super::TaskRecord) + Send + Sync>;
 
 /// A task this process runs: how to cancel it, where its questions wait, how its runner
 /// is told that something was sent to it, and how it is stopped for a hand-over.
@@ -37,6 +42,14 @@ impl Shared {
             running: Mutex::default(),
             replica,
             accepting: AtomicBool::new(true),
+            status: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Tells the listener, if there is one, that task `record` now has its status.
+    pub(super) fn told(&self, record: &super::TaskRecord) {
+        if let Some(listener) = self.status.get() {
+            listener(record);
         }
     }
 

@@ -57,6 +57,10 @@ pub struct TaskRecord {
     /// `session:<id>`; `None` when the call named neither (a stateless request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requestor: Option<String>,
+    /// The HTTP session that created it (before 2026-07-28), told of each change of its
+    /// status (`notifications/tasks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// The tool called, as the client named it.
     #[serde(default)]
     pub tool: String,
@@ -101,6 +105,7 @@ impl TaskRecord {
             ended_at_ms: None,
             owner: None,
             requestor: None,
+            session: None,
             tool: String::new(),
             arguments: Value::Null,
             claims: None,

@@ -125,7 +125,7 @@ impl<C: Send + Sync + 'static> Server<C> {
                 watched
                     .catalog()
                     .changes
-                    .add_sessions(std::sync::Arc::new(move || vec![peer.clone()]));
+                    .add_sessions(std::sync::Arc::new(move || vec![(None, peer.clone())]));
                 let code = wait_or_abandon(service, &watched, &handle, &options, signals).await;
                 // Tasks still running go to other replicas (a shared task store).
                 watched

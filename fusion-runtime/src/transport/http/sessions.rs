@@ -110,10 +110,10 @@ impl Sessions {
 
     /// The peers of the sessions whose clients said they are initialized: those told of
     /// list changes.
-    pub(super) fn peers(&self) -> Vec<rmcp::Peer<RoleServer>> {
+    pub(super) fn peers(&self) -> Vec<(Option<String>, rmcp::Peer<RoleServer>)> {
         self.entries()
-            .values()
-            .filter_map(|entry| entry.peer().cloned())
+            .iter()
+            .filter_map(|(id, entry)| Some((Some(id.to_string()), entry.peer()?.clone())))
             .collect()
     }
 
