@@ -12,7 +12,7 @@ use crate::server::ServerSelection;
 const SUBCOMMAND_NAME: &str = "fusion";
 
 /// `cargo fusion`: a fusion MCP server's tools, lockfile, calls and client configs, read
-/// from the server binary itself.
+/// from the server binary itself; and a new server crate to start from.
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo fusion",
@@ -99,6 +99,23 @@ pub(crate) enum Command {
         /// Print the change and write nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Create a new server crate NAME: one tool, a test that calls it, its fusion.lock.
+    #[command(
+        after_help = "Examples:\n  cargo fusion new calc                   # stdio; `calc --http PORT` for Streamable HTTP\n  cargo fusion new calc --http            # Streamable HTTP on 127.0.0.1:8931; `calc --stdio` for stdio\n  cargo fusion new orders --http --redis  # idempotency keys in the Redis at REDIS_URL\n  cargo fusion new calc --fusion-path ../fusion/fusion-runtime\n\nThe crate is created in the directory NAME, which must not exist; then `cd NAME && cargo test`."
+    )]
+    New {
+        /// The package's name, and its directory's (in the current directory).
+        name: String,
+        /// Serve Streamable HTTP on 127.0.0.1:8931 unless the server is given `--stdio`.
+        #[arg(long)]
+        http: bool,
+        /// Keep idempotency keys in the Redis at REDIS_URL, shared by replicas.
+        #[arg(long)]
+        redis: bool,
+        /// Depend on the fusion-runtime package in this directory instead of its release.
+        #[arg(long, value_name = "PATH")]
+        fusion_path: Option<PathBuf>,
     },
 }
 

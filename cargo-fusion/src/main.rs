@@ -1,6 +1,7 @@
 //! `cargo fusion`: a fusion MCP server's tools, lockfile, calls and client configs, read
 //! from the server binary itself (run with `FUSION_CONTRACT=print`, it prints its
 //! contract), never parsed from source.
+//! `cargo fusion new` creates a server crate to start from.
 
 mod call;
 mod cli;
@@ -9,11 +10,14 @@ mod error;
 mod http_transport;
 mod install;
 mod lock;
+mod new;
+mod package_name;
 mod process;
 mod server;
 mod session;
 mod stdio_transport;
 mod table;
+mod template;
 mod tools;
 
 use std::process::ExitCode;
@@ -23,6 +27,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 use crate::error::{CliResult, Verdict};
+use crate::new::NewCrate;
 
 /// The check or the call failed: a BREAKING change, a tool error.
 const EXIT_FAILED: u8 = 1;
@@ -76,5 +81,16 @@ fn run(command: Command) -> CliResult<Verdict> {
             name,
             dry_run,
         } => install::run(&server, client, name, dry_run),
+        Command::New {
+            name,
+            http,
+            redis,
+            fusion_path,
+        } => new::run(&NewCrate {
+            name,
+            http,
+            redis,
+            fusion_path,
+        }),
     }
 }

@@ -42,7 +42,8 @@ pub(crate) fn cargo_fusion(args: &[&str]) -> Run {
 
 /// Runs `cargo-fusion` with `args` in `dir`, with `env` set over the test's own.
 pub(crate) fn cargo_fusion_with(args: &[&str], dir: &Path, env: &[(&str, OsString)]) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cargo-fusion"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-fusion"));
+    command
         .args(args)
         .current_dir(dir)
         // The servers it builds go to a target directory of their own: built into the
@@ -50,15 +51,23 @@ pub(crate) fn cargo_fusion_with(args: &[&str], dir: &Path, env: &[(&str, OsStrin
         // features only, and replace the demo binary the other tests of a
         // `cargo test --workspace` run.
         .env("CARGO_TARGET_DIR", builds_dir())
-        .envs(env.iter().map(|(key, value)| (key, value)))
+        .envs(env.iter().map(|(key, value)| (key, value)));
+    run_within(command, DEADLINE)
+}
+
+/// Runs `command` with no input and its output captured; one still running after `limit`
+/// is killed and fails the test, with what it wrote on stderr.
+pub(crate) fn run_within(mut command: Command, limit: Duration) -> Run {
+    let what = format!("{command:?}");
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("cargo-fusion starts");
+        .unwrap_or_else(|error| panic!("{what} does not start: {error}"));
     let stdout = read_all(child.stdout.take());
     let stderr = read_all(child.stderr.take());
-    let deadline = Instant::now() + DEADLINE;
+    let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().expect("the child can be waited for") {
             break status;
@@ -67,7 +76,7 @@ pub(crate) fn cargo_fusion_with(args: &[&str], dir: &Path, env: &[(&str, OsStrin
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "cargo-fusion {args:?} did not finish within {DEADLINE:?}; stderr:\n{}",
+                "{what} did not finish within {limit:?}; stderr:\n{}",
                 stderr.join().unwrap_or_default()
             );
         }
