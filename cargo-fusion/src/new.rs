@@ -72,6 +72,14 @@ pub(crate) fn run(new: &NewCrate) -> CliResult<Verdict> {
     } else {
         "stdio (--http PORT for Streamable HTTP)"
     };
+    if let Some(workspace) = enclosing_workspace(&dir) {
+        // Cargo refuses to build a package under a workspace that does not list it.
+        eprintln!(
+            "note: {} is a workspace: add \"{}\" to its `members` (or its `exclude`) before building",
+            workspace.display(),
+            new.name
+        );
+    }
     println!(
         "Created `{}` in {}: one tool, `greet`, served over {transport}{}.\nNext: cd {} && cargo test",
         new.name,
@@ -84,6 +92,18 @@ pub(crate) fn run(new: &NewCrate) -> CliResult<Verdict> {
         new.name
     );
     Ok(Verdict::Passed)
+}
+
+/// The manifest of a workspace above `dir`, if there is one: a `Cargo.toml` with a
+/// `[workspace]` table, as cargo looks for it.
+fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().skip(1).find_map(|ancestor| {
+        let manifest = ancestor.join("Cargo.toml");
+        let text = fs::read_to_string(&manifest).ok()?;
+        text.lines()
+            .any(|line| line.trim() == "[workspace]")
+            .then_some(manifest)
+    })
 }
 
 /// Every file of the new crate: its path in the crate, and its text.
@@ -271,6 +291,14 @@ mod tests {
             fusion_runtime::contract::Contract::from_lockfile(&lockfile).expect("a lockfile");
         assert_eq!(lockfile, contract.to_lockfile());
         assert!(lockfile.contains("\"greet\""), "{lockfile}");
+    }
+
+    #[test]
+    fn a_workspace_above_is_found() {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let found = enclosing_workspace(&here.join("calc")).expect("this workspace");
+        let root = here.parent().expect("cargo-fusion/ is in the workspace");
+        assert_eq!(found, root.join("Cargo.toml"));
     }
 
     #[test]

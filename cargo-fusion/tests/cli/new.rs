@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::{Run, run_within, workspace_root};
+use crate::support::{Run, run_within, try_run_within, workspace_root};
 
 /// How long one cargo run in a new crate may take. The first compiles fusion-runtime and
 /// its dependencies into the shared target directory, which on a shared two-core machine
@@ -172,6 +172,8 @@ fn a_redis_crate_passes_its_tests_without_redis_and_refuses_to_start_without_it(
     let dir = new_crate(scratch.path(), "demo-redis", &["--redis"]);
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
     assert!(manifest.contains(r#"features = ["redis"]"#), "{manifest}");
+    // The server and its tests in one build; `cargo test` then runs them.
+    cargo_in(&dir, &["build", "--offline", "--all-targets"]);
     let tested = cargo_in(&dir, &["test", "--offline"]);
     assert!(
         tested.stdout.contains("test result: ok. 2 passed"),
@@ -181,10 +183,24 @@ fn a_redis_crate_passes_its_tests_without_redis_and_refuses_to_start_without_it(
     let server = shared_target()
         .join("debug")
         .join(format!("demo-redis{}", std::env::consts::EXE_SUFFIX));
-    cargo_in(&dir, &["build", "--offline"]);
-    let started = run_within(in_crate(&server, &dir), Duration::from_secs(60));
-    assert_eq!(started.code, Some(78), "EX_CONFIG: {started:?}");
-    assert!(started.stderr.contains("REDIS_URL"), "{started:?}");
+    let unset = run_within(in_crate(&server, &dir), Duration::from_secs(60));
+    assert_eq!(unset.code, Some(78), "EX_CONFIG: {unset:?}");
+    assert!(unset.stderr.contains("REDIS_URL"), "{unset:?}");
+    // Port 1 on the loopback: nothing listens there, and the refusal is immediate.
+    let mut unreachable = in_crate(&server, &dir);
+    unreachable.env("REDIS_URL", "redis://:secret@127.0.0.1:1");
+    let unreachable = run_within(unreachable, Duration::from_secs(60));
+    assert_eq!(unreachable.code, Some(78), "EX_CONFIG: {unreachable:?}");
+    assert!(
+        unreachable
+            .stderr
+            .contains("cannot reach the Redis at $REDIS_URL"),
+        "{unreachable:?}"
+    );
+    assert!(
+        !unreachable.stderr.contains("secret"),
+        "the URL's password is not printed: {unreachable:?}"
+    );
 }
 
 #[test]
@@ -192,6 +208,40 @@ fn an_http_redis_crate_builds() {
     let scratch = scratch();
     let dir = new_crate(scratch.path(), "demo-both", &["--http", "--redis"]);
     cargo_in(&dir, &["build", "--offline", "--all-targets"]);
+}
+
+#[test]
+fn every_variant_is_formatted_as_rustfmt_formats_it() {
+    let rustfmt = std::env::var_os("RUSTFMT").unwrap_or_else(|| "rustfmt".into());
+    let mut probe = Command::new(&rustfmt);
+    probe.arg("--version");
+    if let Err(error) = try_run_within(probe, Duration::from_secs(60)) {
+        assert!(
+            !std::env::var("CI").is_ok_and(|ci| ci == "true"),
+            "rustfmt cannot be run, and CI=true does not skip: {error}"
+        );
+        eprintln!("warning: skipped: rustfmt cannot be run ({error})");
+        return;
+    }
+    let scratch = scratch();
+    let variants: [(&str, &[&str]); 4] = [
+        ("plain", &[]),
+        ("http", &["--http"]),
+        ("redis", &["--redis"]),
+        ("both", &["--http", "--redis"]),
+    ];
+    for (name, flags) in variants {
+        let mut args = vec!["new", name];
+        args.extend_from_slice(flags);
+        let created = cargo_fusion_in(scratch.path(), &args);
+        assert_eq!(created.code, Some(0), "{created:?}");
+        let mut check = Command::new(&rustfmt);
+        check
+            .args(["--check", "--edition", "2024", "src/main.rs"])
+            .current_dir(scratch.path().join(name));
+        let checked = run_within(check, Duration::from_secs(60));
+        assert_eq!(checked.code, Some(0), "{name} {flags:?}: {checked:?}");
+    }
 }
 
 #[test]

@@ -57,14 +57,20 @@ pub(crate) fn cargo_fusion_with(args: &[&str], dir: &Path, env: &[(&str, OsStrin
 
 /// Runs `command` with no input and its output captured; one still running after `limit`
 /// is killed and fails the test, with what it wrote on stderr.
-pub(crate) fn run_within(mut command: Command, limit: Duration) -> Run {
+pub(crate) fn run_within(command: Command, limit: Duration) -> Run {
+    let what = format!("{command:?}");
+    try_run_within(command, limit).unwrap_or_else(|error| panic!("{what} does not start: {error}"))
+}
+
+/// [`run_within`], or the error of a `command` that cannot be started (a program that is
+/// not installed), for a test that may go without it.
+pub(crate) fn try_run_within(mut command: Command, limit: Duration) -> std::io::Result<Run> {
     let what = format!("{command:?}");
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|error| panic!("{what} does not start: {error}"));
+        .spawn()?;
     let stdout = read_all(child.stdout.take());
     let stderr = read_all(child.stderr.take());
     let deadline = Instant::now() + limit;
@@ -82,11 +88,11 @@ pub(crate) fn run_within(mut command: Command, limit: Duration) -> Run {
         }
         thread::sleep(Duration::from_millis(20));
     };
-    Run {
+    Ok(Run {
         code: status.code(),
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),
-    }
+    })
 }
 
 fn read_all(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
