@@ -108,14 +108,15 @@ fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
 
 /// Every file of the new crate: its path in the crate, and its text.
 fn files(new: &NewCrate, dependency: &str) -> CliResult<Vec<(&'static str, String)>> {
-    let flags = [("http", new.http), ("redis", new.redis)];
-    let values = [
-        ("name", new.name.as_str()),
-        ("fusion_runtime", dependency),
-        ("tool", TOOL),
-    ];
+    let context = minijinja::context! {
+        http => new.http,
+        redis => new.redis,
+        name => new.name.as_str(),
+        fusion_runtime => dependency,
+        tool => TOOL,
+    };
     let render = |path: &'static str, text: &str| {
-        template::render(text, &flags, &values)
+        template::render(text, context.clone())
             .map(|rendered| (path, rendered))
             .map_err(|problem| {
                 CliError::new(format!(
