@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use support::{
     fleet::Fleet,
     nginx_proxy::Nginx,
-    task_client::{create, poll_end, send_as, status},
+    task_client::{create, poll_end, send_as, status, tasks_session},
 };
 
 const REQUEST: Duration = Duration::from_secs(20);
@@ -126,29 +126,6 @@ fn a_task_made_at_its_deadline_is_handed_over_when_its_replica_stops() {
     );
 }
 
-/// Opens a 2025-11-25 session whose client declared the tasks extension; its id.
-fn tasks_session(addr: SocketAddr) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "clientInfo": {"name": "task-after", "version": "1"}}});
-    let answer = support::post_mcp(addr, &[], &init.to_string(), REQUEST);
-    assert_eq!(answer.status, 200, "{answer:?}");
-    let session = answer
-        .header("mcp-session-id")
-        .unwrap_or_else(|| panic!("no session id: {answer:?}"))
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ready = support::post_mcp(
-        addr,
-        &[("Mcp-Session-Id", &session)],
-        &initialized.to_string(),
-        REQUEST,
-    );
-    assert_eq!(ready.status, 202, "{ready:?}");
-    session
-}
-
 fn in_session(addr: SocketAddr, session: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     support::post_mcp(addr, &[("Mcp-Session-Id", session)], &body, REQUEST).message()
@@ -161,7 +138,7 @@ fn a_session_of_2025_11_25_that_declared_tasks_gets_a_task_at_the_deadline() {
     };
     let replica = fleet.replica_with_sessions(&[]);
     let addr = replica.addr();
-    let session = tasks_session(addr);
+    let session = tasks_session(addr, "task-after");
     let told = session_stream(addr, &session);
     let quick = in_session(
         addr,

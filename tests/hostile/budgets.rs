@@ -643,7 +643,7 @@ fn a_trusted_proxy_that_is_no_address_stops_the_start_naming_it() {
 
 /// A connection from `source` whose receive window is a few KiB: what it does not read
 /// backs up into the server at once.
-fn small_window(source: IpAddr, addr: SocketAddr) -> TcpStream {
+pub(super) fn small_window(source: IpAddr, addr: SocketAddr) -> TcpStream {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

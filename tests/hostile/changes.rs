@@ -62,21 +62,7 @@ fn restock(addr: SocketAddr, session: &str, times: u32) {
 /// read: the kernel holds little of what the server sends it, so the rest waits in the
 /// server, where the bound is.
 fn open_unread_stream(addr: SocketAddr, session: &str) -> std::net::TcpStream {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let stream = runtime
-        .block_on(async {
-            let socket = tokio::net::TcpSocket::new_v4()?;
-            socket.set_recv_buffer_size(4096)?;
-            tokio::time::timeout(Duration::from_secs(5), socket.connect(addr))
-                .await
-                .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
-        })
-        .and_then(tokio::net::TcpStream::into_std)
-        .expect("the stuck stream connects");
-    stream.set_nonblocking(false).expect("blocking");
+    let stream = super::budgets::small_window(LOOPBACK, addr);
     let head = format!(
         "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
          Mcp-Session-Id: {session}\r\n\r\n"

@@ -11,7 +11,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::support::{self, stdio_peer::StdioPeer};
+use crate::support::{self, stdio_peer::StdioPeer, task_client::tasks_session};
 
 /// The most a sprayed server may hold (issue 35's bound): its store's bounds, plus what
 /// the runtime and the answers in flight take, plus allocator slack.
@@ -276,29 +276,6 @@ fn twenty_thousand_tasks_never_lock_the_store_and_keep_the_server_under_100_mb()
     assert_eq!(after["result"]["resultType"], "task", "{}", cut(&after));
 }
 
-/// A session of the conformance server whose client declared the tasks extension.
-fn tasks_session(addr: std::net::SocketAddr) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "clientInfo": {"name": "task-hog", "version": "1"}}});
-    let answer = support::post_mcp(addr, &[], &init.to_string(), Duration::from_secs(20));
-    assert_eq!(answer.status, 200, "{answer:?}");
-    let session = answer
-        .header("mcp-session-id")
-        .unwrap_or_else(|| panic!("no session id: {answer:?}"))
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ready = support::post_mcp(
-        addr,
-        &[("Mcp-Session-Id", &session)],
-        &initialized.to_string(),
-        Duration::from_secs(20),
-    );
-    assert_eq!(ready.status, 202, "{ready:?}");
-    session
-}
-
 /// `slow_compute` taking `seconds`, in `session`: its answer.
 fn slow_compute(addr: std::net::SocketAddr, session: &str, id: usize, seconds: f64) -> Value {
     let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -322,7 +299,7 @@ fn one_session_cannot_take_every_task_and_its_extra_call_runs_as_an_ordinary_cal
     const PER_CALLER: usize = 100;
     let server = http_example("conformance", &["--port", "0"]);
     let addr = server.addr();
-    let hog = tasks_session(addr);
+    let hog = tasks_session(addr, "task-hog");
     for id in 0..PER_CALLER {
         let answer = slow_compute(addr, &hog, id, 60.0);
         assert!(
@@ -341,7 +318,7 @@ fn one_session_cannot_take_every_task_and_its_extra_call_runs_as_an_ordinary_cal
         cut(&extra)
     );
     // Another client still gets its task.
-    let other = tasks_session(addr);
+    let other = tasks_session(addr, "task-hog");
     let answer = slow_compute(addr, &other, 0, 0.0);
     assert!(created_task(&answer).is_some(), "{}", cut(&answer));
 }

@@ -28,8 +28,8 @@ import warnings
 from typing import Any
 
 import anyio
-from checks import STEP_TIMEOUT, CheckFailed, check, step
-from mcp import Client, ClientSession, MCPDeprecationWarning, types
+from checks import STEP_TIMEOUT, CheckFailed, check, main, step
+from mcp import Client, ClientSession, MCPDeprecationWarning
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.subscriptions import ResourceUpdated
 
@@ -136,23 +136,5 @@ async def run(subscribed: str, changed: str, proxy: str) -> None:
                 group.cancel_scope.cancel()
 
 
-def main() -> int:
-    if len(sys.argv) != 4:
-        print("usage: change_fleet.py SUBSCRIBED_URL CHANGED_URL PROXY_URL", file=sys.stderr)
-        return 2
-
-    async def bounded() -> None:
-        with anyio.fail_after(RUN_TIMEOUT):
-            await run(sys.argv[1], sys.argv[2], sys.argv[3])
-
-    try:
-        anyio.run(bounded)
-    except (CheckFailed, TimeoutError) as failure:
-        print(f"FAIL: {failure}", file=sys.stderr)
-        return 1
-    print("ok: all checks passed", flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("change_fleet.py SUBSCRIBED_URL CHANGED_URL PROXY_URL", run, arguments=3, timeout=RUN_TIMEOUT))

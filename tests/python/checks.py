@@ -45,16 +45,21 @@ def text_of(result: Any) -> str:
     return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
 
 
-def main(usage: str, run: Callable[[str], Awaitable[None]]) -> int:
-    """Runs `run(argv[1])` within PART_TIMEOUT: 0 when every check passed, 1 on the first
-    failure (said on stderr), 2 on a wrong command line."""
-    if len(sys.argv) != 2:
+def main(
+    usage: str,
+    run: Callable[..., Awaitable[None]],
+    arguments: int = 1,
+    timeout: float = PART_TIMEOUT,
+) -> int:
+    """Runs `run(*argv[1:])` (`arguments` of them) within `timeout`: 0 when every check
+    passed, 1 on the first failure (said on stderr), 2 on a wrong command line."""
+    if len(sys.argv) != arguments + 1:
         print(f"usage: {usage}", file=sys.stderr)
         return 2
 
     async def bounded() -> None:
-        with anyio.fail_after(PART_TIMEOUT):
-            await run(sys.argv[1])
+        with anyio.fail_after(timeout):
+            await run(*sys.argv[1:])
 
     try:
         anyio.run(bounded)

@@ -18,9 +18,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import anyio
 import httpx2
-from checks import CheckFailed, check, text_of
+from checks import CheckFailed, check, main, text_of
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -41,6 +40,8 @@ def describe(error: BaseException) -> str:
 
 
 async def run(url: str, expect: str) -> None:
+    if expect not in ("answered", "timed-out"):
+        raise CheckFailed(f"EXPECT is `answered` or `timed-out`, not {expect!r}")
     progress: list[Any] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -74,23 +75,5 @@ async def run(url: str, expect: str) -> None:
         )
 
 
-def main() -> int:
-    if len(sys.argv) != 3 or sys.argv[2] not in ("answered", "timed-out"):
-        print("usage: heartbeat_client.py URL answered|timed-out", file=sys.stderr)
-        return 2
-
-    async def bounded() -> None:
-        with anyio.fail_after(RUN_TIMEOUT):
-            await run(sys.argv[1], sys.argv[2])
-
-    try:
-        anyio.run(bounded)
-    except (CheckFailed, TimeoutError) as failure:
-        print(f"FAIL: {failure}", file=sys.stderr)
-        return 1
-    print("ok: all checks passed", flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("heartbeat_client.py URL answered|timed-out", run, arguments=2, timeout=RUN_TIMEOUT))

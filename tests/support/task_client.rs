@@ -101,3 +101,26 @@ pub(crate) fn poll_end(addr: SocketAddr, id: &str, limit: Duration) -> Value {
         thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Opens a 2025-11-25 session whose client (`client`) declared the tasks extension; its id.
+pub(crate) fn tasks_session(addr: SocketAddr, client: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "clientInfo": {"name": client, "version": "1"}}});
+    let answer = super::post_mcp(addr, &[], &init.to_string(), REQUEST);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let session = answer
+        .header("mcp-session-id")
+        .unwrap_or_else(|| panic!("no session id: {answer:?}"))
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ready = super::post_mcp(
+        addr,
+        &[("Mcp-Session-Id", &session)],
+        &initialized.to_string(),
+        REQUEST,
+    );
+    assert_eq!(ready.status, 202, "{ready:?}");
+    session
+}
