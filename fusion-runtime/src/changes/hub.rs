@@ -246,6 +246,9 @@ impl Hub {
         }
     }
 
+    /// The sessions open now whose clients made the handshake (`initialize`): a client
+    /// of 2026-07-28 makes none, and hears of changes on its `subscriptions/listen`
+    /// streams only, as that revision says.
     fn session_peers(&self) -> Vec<(Option<String>, Peer<RoleServer>)> {
         let sources = self
             .sources
@@ -255,7 +258,7 @@ impl Hub {
         sources
             .iter()
             .flat_map(|source| source())
-            .filter(|(_, peer)| !peer.is_transport_closed())
+            .filter(|(_, peer)| !peer.is_transport_closed() && peer.peer_info().is_some())
             .collect()
     }
 
@@ -267,7 +270,8 @@ impl Hub {
             .push(source);
     }
 
-    /// The outlet of the session of `peer`, opened on first use.
+    /// The outlet of the session of `peer`, opened on first use. A session is known by its
+    /// handshake, which its callers make sure it has.
     fn session(&self, peer: &Peer<RoleServer>) -> Arc<Outlet> {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(outlet) = sessions.iter().find(|outlet| outlet.is_session_of(peer)) {
@@ -286,6 +290,11 @@ impl Hub {
 
     /// `resources/subscribe` of a session.
     pub(crate) fn subscribe(&self, uri: &str, peer: &Peer<RoleServer>) {
+        // Without a handshake there is no session to know the peer by again; rmcp serves
+        // `resources/subscribe` only to the revisions that have one.
+        if peer.peer_info().is_none() {
+            return;
+        }
         self.live(&self.sessions);
         if let Some(mut uris) = self.session(peer).uris() {
             uris.insert(uri.to_owned());
