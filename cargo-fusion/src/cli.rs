@@ -85,7 +85,7 @@ pub(crate) enum Command {
     },
     /// Add the built server to an MCP client's config file (a backup is kept).
     #[command(
-        after_help = "Examples:\n  cargo fusion install cursor --dry-run -p fusion-demo\n  cargo fusion install claude-desktop --release --name calc"
+        after_help = "Examples:\n  cargo fusion install cursor --dry-run -p fusion-demo\n  cargo fusion install claude-desktop --release --name calc\n  cargo fusion install claude-code --release -- --stdio       # a server that serves HTTP unless told --stdio\n  cargo fusion install vscode --env REDIS_URL=redis://127.0.0.1:6379\n\nThe variables the server's start requires (`require_env`) are written into the entry, with the --env value or a placeholder to fill in."
     )]
     Install {
         #[command(flatten)]
@@ -99,6 +99,12 @@ pub(crate) enum Command {
         /// Print the change and write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// A variable for the server's environment, as NAME=VALUE (repeatable).
+        #[arg(long = "env", value_name = "NAME=VALUE")]
+        env: Vec<String>,
+        /// The arguments the client starts the server with, after `--`.
+        #[arg(last = true, value_name = "SERVER_ARGS")]
+        server_args: Vec<String>,
     },
     /// Create a new server crate NAME: one tool, a test that calls it, its fusion.lock.
     #[command(

@@ -41,26 +41,82 @@ impl Client {
         }
     }
 
-    /// The entry that starts `executable` over stdio. VS Code and Claude Code read the
+    /// The entry that starts the server as `launch` says. VS Code and Claude Code read the
     /// transport from `type`; Claude Desktop and Cursor take a `command` as stdio.
     ///
     /// # Errors
     /// When the path is not UTF-8: JSON could not hold it, and a lossy copy would name
     /// another file.
-    fn entry(self, executable: &Path) -> CliResult<Value> {
+    fn entry(self, launch: &Launch) -> CliResult<Value> {
+        let executable = &launch.executable;
         let command = executable.to_str().ok_or_else(|| {
             CliError::new(format!(
                 "the server's path {} is not UTF-8: a config file cannot name it",
                 executable.display()
             ))
         })?;
-        Ok(match self {
+        let mut entry = match self {
             Self::Vscode | Self::ClaudeCode => {
-                json!({ "type": "stdio", "command": command, "args": [] })
+                json!({ "type": "stdio", "command": command, "args": launch.args })
             }
-            Self::ClaudeDesktop | Self::Cursor => json!({ "command": command, "args": [] }),
-        })
+            Self::ClaudeDesktop | Self::Cursor => {
+                json!({ "command": command, "args": launch.args })
+            }
+        };
+        if !launch.env.is_empty() {
+            entry["env"] = Value::Object(launch.env.clone());
+        }
+        Ok(entry)
     }
+}
+
+/// How the client starts the server: the executable, its arguments, and the environment
+/// its start-up checks require.
+#[derive(Debug)]
+pub(crate) struct Launch {
+    /// The built server.
+    pub(crate) executable: PathBuf,
+    /// Its arguments (`--stdio` for a server that serves HTTP unless told otherwise).
+    pub(crate) args: Vec<String>,
+    /// The variables its `require_env` checks need, with the values given (`--env`), or a
+    /// placeholder for the user to fill in.
+    pub(crate) env: Map<String, Value>,
+}
+
+/// The text standing for a required variable's value that `--env` did not give: the
+/// server refuses to start with it, naming the variable, so a config left unfilled fails
+/// loudly.
+fn placeholder(name: &str) -> String {
+    format!("<your {name}>")
+}
+
+/// The environment of the entry: each variable the server requires, valued from `given`
+/// (`KEY=VALUE` pairs) or with a placeholder; a given variable the server does not require
+/// is written too (the user asked for it). Returns the variables left as placeholders.
+///
+/// # Errors
+/// When a pair has no `=` or an empty name.
+fn environment(
+    required: &[String],
+    given: &[String],
+) -> CliResult<(Map<String, Value>, Vec<String>)> {
+    let mut env = Map::new();
+    for pair in given {
+        let Some((name, value)) = pair.split_once('=').filter(|(name, _)| !name.is_empty()) else {
+            return Err(CliError::new(format!(
+                "`--env {pair}`: expected NAME=VALUE, e.g. `--env REDIS_URL=redis://127.0.0.1:6379`"
+            )));
+        };
+        env.insert(name.to_owned(), Value::String(value.to_owned()));
+    }
+    let mut unfilled = Vec::new();
+    for name in required {
+        if !env.contains_key(name) {
+            env.insert(name.clone(), Value::String(placeholder(name)));
+            unfilled.push(name.clone());
+        }
+    }
+    Ok((env, unfilled))
 }
 
 /// `cargo fusion install`: builds the server and adds it to `client`'s config as `name`
@@ -73,8 +129,9 @@ pub(crate) fn run(
     server: &ServerSelection,
     client: Client,
     name: Option<String>,
-    dry_run: bool,
+    options: &InstallOptions,
 ) -> CliResult<Verdict> {
+    let dry_run = options.dry_run;
     // Windows names the home USERPROFILE.
     let home = std::env::var_os("HOME")
         .or_else(|| std::env::var_os("USERPROFILE"))
@@ -84,10 +141,24 @@ pub(crate) fn run(
     let built = server.build()?;
     let path = client.config_path(Path::new(&home), &project);
     let name = name.unwrap_or_else(|| built.name.clone());
-    let installation = plan(client, path, &name, &built.executable)?;
+    let required = crate::contract_source::read_requirements(&built)?;
+    let (env, unfilled) = environment(&required, &options.env)?;
+    let launch = Launch {
+        executable: built.executable.clone(),
+        args: options.server_args.clone(),
+        env,
+    };
+    let installation = plan(client, path, &name, &launch)?;
     print!("{}", installation.describe(dry_run));
     if !dry_run && let Some(backup) = installation.apply()? {
         println!("the file as it was is in {}", backup.display());
+    }
+    if !unfilled.is_empty() {
+        println!(
+            "the server refuses to start without {}: replace the placeholder{} in the file, or install again with `--env NAME=VALUE`",
+            unfilled.join(", "),
+            if unfilled.len() == 1 { "" } else { "s" }
+        );
     }
     if !server.is_release() && installation.plan != Plan::AlreadyThere {
         println!(
@@ -95,6 +166,17 @@ pub(crate) fn run(
         );
     }
     Ok(Verdict::Passed)
+}
+
+/// What `cargo fusion install` is told besides the server and the client.
+#[derive(Debug, Default)]
+pub(crate) struct InstallOptions {
+    /// Print the change and write nothing.
+    pub(crate) dry_run: bool,
+    /// `NAME=VALUE` pairs for the entry's environment.
+    pub(crate) env: Vec<String>,
+    /// The arguments the client starts the server with.
+    pub(crate) server_args: Vec<String>,
 }
 
 /// Where Claude Desktop keeps its config on this system.
@@ -137,12 +219,13 @@ struct Installation {
     existed: bool,
 }
 
-/// Works out the change that adds `executable` as `name` to `client`'s config at `path`.
+/// Works out the change that adds the server `launch` starts as `name` to `client`'s config
+/// at `path`.
 ///
 /// # Errors
 /// When the file exists but cannot be read, is not a JSON object, or its servers key is
 /// not an object: it is then left as it is, for its owner to fix.
-fn plan(client: Client, path: PathBuf, name: &str, executable: &Path) -> CliResult<Installation> {
+fn plan(client: Client, path: PathBuf, name: &str, launch: &Launch) -> CliResult<Installation> {
     refuse_a_link(&path)?;
     if let Ok(metadata) = std::fs::metadata(&path)
         && metadata.len() > MAX_CONFIG_BYTES
@@ -176,7 +259,7 @@ fn plan(client: Client, path: PathBuf, name: &str, executable: &Path) -> CliResu
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
         .ok_or_else(|| malformed(&path, &format!("its `{key}` is not an object")))?;
-    let entry = client.entry(executable)?;
+    let entry = client.entry(launch)?;
     let plan = match servers.insert(name.to_owned(), entry.clone()) {
         None => Plan::Add,
         Some(old) if old == entry => Plan::AlreadyThere,
@@ -313,8 +396,26 @@ mod tests {
         if let Some(text) = existing {
             std::fs::write(&path, text).expect("written");
         }
-        let planned = plan(client, path, "demo", Path::new("/opt/demo"));
+        let launch = Launch {
+            executable: PathBuf::from("/opt/demo"),
+            args: Vec::new(),
+            env: Map::new(),
+        };
+        let planned = plan(client, path, "demo", &launch);
         (dir, planned)
+    }
+
+    #[test]
+    fn a_required_variable_not_given_gets_a_placeholder() -> CliResult<()> {
+        let required = ["REDIS_URL".to_owned(), "TOKEN".to_owned()];
+        let (env, unfilled) = environment(&required, &["TOKEN=a=b".to_owned(), "X=".to_owned()])?;
+        assert_eq!(
+            Value::Object(env),
+            json!({"TOKEN": "a=b", "X": "", "REDIS_URL": "<your REDIS_URL>"})
+        );
+        assert_eq!(unfilled, ["REDIS_URL"]);
+        assert!(environment(&required, &["=x".to_owned()]).is_err());
+        Ok(())
     }
 
     #[test]

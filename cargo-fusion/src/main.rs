@@ -80,7 +80,18 @@ fn run(command: Command) -> CliResult<Verdict> {
             client,
             name,
             dry_run,
-        } => install::run(&server, client, name, dry_run),
+            env,
+            server_args,
+        } => install::run(
+            &server,
+            client,
+            name,
+            &install::InstallOptions {
+                dry_run,
+                env,
+                server_args,
+            },
+        ),
         Command::New {
             name,
             http,

@@ -21,6 +21,30 @@ fn a_dry_run_writes_nothing() {
 }
 
 #[test]
+fn the_entry_holds_the_arguments_and_variables_given() {
+    let home = tempfile::tempdir().expect("a temporary HOME");
+    let run = install_cursor(
+        home.path(),
+        &["--dry-run", "--env", "DEMO_ROLE=GUEST", "--", "--stdio"],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let printed = &run.stdout;
+    let entry: Value = serde_json::from_str(
+        &printed[printed.find('{').expect("the entry")..=printed.rfind('}').expect("its end")],
+    )
+    .expect("the entry is JSON");
+    assert_eq!(entry["args"], json!(["--stdio"]), "{run:?}");
+    assert_eq!(entry["env"], json!({"DEMO_ROLE": "GUEST"}), "{run:?}");
+
+    let malformed = install_cursor(home.path(), &["--dry-run", "--env", "DEMO_ROLE"]);
+    assert_eq!(malformed.code, Some(2), "{malformed:?}");
+    assert!(
+        malformed.stderr.contains("expected NAME=VALUE"),
+        "{malformed:?}"
+    );
+}
+
+#[test]
 fn installing_keeps_the_other_entries_and_a_backup() {
     let home = tempfile::tempdir().expect("a temporary HOME");
     let config = home.path().join(".cursor/mcp.json");

@@ -201,6 +201,59 @@ fn a_redis_crate_passes_its_tests_without_redis_and_refuses_to_start_without_it(
         !unreachable.stderr.contains("secret"),
         "the URL's password is not printed: {unreachable:?}"
     );
+
+    // Run by `cargo fusion`, it prints and serves nothing: the Redis is not needed.
+    let mut listing = in_crate(&server, &dir);
+    listing
+        .env("REDIS_URL", "redis://127.0.0.1:1")
+        .env("FUSION_CONTRACT", "print");
+    let listing = run_within(listing, Duration::from_secs(60));
+    assert_eq!(listing.code, Some(0), "{listing:?}");
+    let contract: Value = serde_json::from_str(&listing.stdout).expect("the contract");
+    assert!(contract["tools"]["greet"].is_object(), "{listing:?}");
+    let mut requirements = in_crate(&server, &dir);
+    requirements.env("FUSION_CONTRACT", "requirements");
+    let requirements = run_within(requirements, Duration::from_secs(60));
+    assert_eq!(requirements.code, Some(0), "{requirements:?}");
+    let requirements: Value = serde_json::from_str(&requirements.stdout).expect("JSON");
+    assert_eq!(
+        requirements,
+        serde_json::json!({"required_env": ["REDIS_URL"]})
+    );
+
+    // `install` writes the variable into the client's entry: the value given, else a
+    // placeholder and a note to fill it in.
+    let home = tempfile::tempdir().expect("a temporary HOME");
+    let install = |extra: &[&str]| {
+        let mut command = in_crate(env!("CARGO_BIN_EXE_cargo-fusion"), &dir);
+        command
+            .args(["install", "cursor", "--dry-run"])
+            .args(extra)
+            .envs(crate::support::home_env(home.path()));
+        run_within(command, BUILD_TIMEOUT)
+    };
+    let given = install(&["--env", "REDIS_URL=redis://127.0.0.1:6379"]);
+    assert_eq!(given.code, Some(0), "{given:?}");
+    assert!(
+        given
+            .stdout
+            .contains(r#""REDIS_URL": "redis://127.0.0.1:6379""#),
+        "{given:?}"
+    );
+    let placeheld = install(&[]);
+    assert_eq!(placeheld.code, Some(0), "{placeheld:?}");
+    assert!(
+        placeheld
+            .stdout
+            .contains(r#""REDIS_URL": "<your REDIS_URL>""#),
+        "{placeheld:?}"
+    );
+    assert!(
+        placeheld
+            .stdout
+            .contains("refuses to start without REDIS_URL"),
+        "{placeheld:?}"
+    );
 }
 
 #[test]

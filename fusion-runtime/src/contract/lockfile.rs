@@ -18,6 +18,27 @@ pub const LOCK_ENV: &str = "FUSION_LOCK";
 /// `require_env` checks and `setup` steps do not run, unless the context is made by one.
 pub const CONTRACT_ENV: &str = "FUSION_CONTRACT";
 
+/// The value of [`CONTRACT_ENV`] that makes a server binary print what its start needs
+/// instead of serving: `FUSION_CONTRACT=requirements ./my-server` writes
+/// `{"required_env": ["REDIS_URL"]}` (the [`require_env`](crate::ServerBuilder::require_env)
+/// variables, in the order declared) and exits 0, without building the server or running
+/// a check. `cargo fusion install` reads it to write a client's config that starts the
+/// server.
+pub const REQUIREMENTS: &str = "requirements";
+
+/// Whether [`CONTRACT_ENV`] asks this process to print (its contract, or its
+/// [`REQUIREMENTS`]) instead of serving: what a `main` checks before work that only serving
+/// needs, such as connecting to a store that may be unreachable where `cargo fusion` runs.
+///
+/// ```
+/// // Run as `cargo fusion tools` runs a server, it prints and exits: no store is needed.
+/// let printing = fusion_runtime::contract::prints_instead_of_serving();
+/// assert_eq!(printing, std::env::var("FUSION_CONTRACT").is_ok_and(|v| v == "print" || v == "requirements"));
+/// ```
+pub fn prints_instead_of_serving() -> bool {
+    std::env::var(CONTRACT_ENV).is_ok_and(|value| value == "print" || value == REQUIREMENTS)
+}
+
 /// What a server is pinned to: a digest, and the whole contract when a lockfile was given.
 #[derive(Clone, Debug)]
 pub(crate) struct Pin {

@@ -47,7 +47,7 @@ mod surface;
 pub(crate) use cost::measure;
 pub use cost::{OverBudget, TokenBudget};
 pub use diff::{Change, Severity, diff};
-pub use lockfile::{CONTRACT_ENV, LOCK_ENV};
+pub use lockfile::{CONTRACT_ENV, LOCK_ENV, REQUIREMENTS, prints_instead_of_serving};
 pub(crate) use lockfile::{Pin, compare_with_file};
 pub use model::{
     CacheContract, CircuitContract, Contract, FORMAT, Hints, PolicyContract,

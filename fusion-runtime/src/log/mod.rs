@@ -80,7 +80,7 @@ pub fn init() {
         // (`defer_success` sees another subscriber), and the formatter writes its fields.
         let text = tracing_subscriber::fmt::layer()
             .compact()
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_ansi(colours())
             .with_writer(writer);
         let registry = tracing_subscriber::registry().with(filter);
         #[cfg(feature = "otel")]
@@ -107,6 +107,13 @@ pub fn init() {
 /// The environment variable that chooses [`init`]'s format: `json` or `text`. Unset (or
 /// another value), text when stderr is a terminal and JSON otherwise.
 pub const LOG_FORMAT_ENV: &str = "FUSION_LOG_FORMAT";
+
+/// Whether the text lines are coloured: on a terminal, unless `NO_COLOR` is set to
+/// anything but the empty string (<https://no-color.org>).
+fn colours() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+}
 
 /// Whether [`init`] writes text lines rather than JSON.
 fn text_format() -> bool {

@@ -229,6 +229,21 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         Ok(server)
     }
 
+    /// What `FUSION_CONTRACT=requirements` makes a server binary do instead of serving:
+    /// write what its start needs from the environment to stdout, as JSON, and exit 0.
+    fn print_requirements(self) -> std::process::ExitCode {
+        use std::io::Write;
+        let requirements = serde_json::json!({ "required_env": self.startup.required_env });
+        let mut out = std::io::stdout().lock();
+        match writeln!(out, "{requirements}").and_then(|()| out.flush()) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("{}: cannot write the requirements: {error}", self.name);
+                std::process::ExitCode::FAILURE
+            }
+        }
+    }
+
     /// What `FUSION_CONTRACT=print` makes a server binary do instead of serving: build the
     /// server, write its contract (the lockfile's text, token counts included) to stdout
     /// and exit 0, so that a tool reads the surface of the binary itself, not its source.
@@ -280,8 +295,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     {
         // Start-up errors name the server, as its user knows it, not the framework.
         let name = self.name.clone();
-        if std::env::var(crate::contract::CONTRACT_ENV).is_ok_and(|value| value == "print") {
-            return self.print_contract().await;
+        match std::env::var(crate::contract::CONTRACT_ENV).as_deref() {
+            Ok("print") => return self.print_contract().await,
+            Ok(crate::contract::REQUIREMENTS) => return self.print_requirements(),
+            _ => {}
         }
         match self.start().await {
             Ok(server) => {
