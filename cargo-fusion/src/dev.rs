@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
+use notify_debouncer_full::notify::{EventKind, RecommendedWatcher, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
 use crate::error::{CliError, CliResult, Verdict};
 use crate::process;
@@ -199,16 +199,29 @@ fn install_stop_handler(sender: Sender<Event>, stopping: Arc<AtomicBool>) -> Cli
 
 /// Watches the package's sources at `package_dir`, sending [`Event::Changed`] once the
 /// changes have settled.
-fn watch(package_dir: &Path, sender: Sender<Event>) -> CliResult<Debouncer<RecommendedWatcher>> {
+fn watch(
+    package_dir: &Path,
+    sender: Sender<Event>,
+) -> CliResult<Debouncer<RecommendedWatcher, RecommendedCache>> {
     let root = package_dir.to_path_buf();
-    let mut debouncer = new_debouncer(DEBOUNCE, move |result: DebounceEventResult| {
+    let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| {
         let event = match result {
             Ok(events) => events
                 .iter()
-                .filter_map(|event| event.path.strip_prefix(&root).ok())
+                // A read is no change: each build opens Cargo.toml, and would start the
+                // next one.
+                .filter(|event| !matches!(event.kind, EventKind::Access(_)))
+                .flat_map(|event| event.paths.iter())
+                .filter_map(|path| path.strip_prefix(&root).ok())
                 .find(|path| is_source(path))
                 .map(|path| Event::Changed(path.display().to_string())),
-            Err(error) => Some(Event::WatchFailed(error.to_string())),
+            Err(errors) => Some(Event::WatchFailed(
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )),
         };
         if let Some(event) = event {
             // The loop may have ended already; nothing is left to tell then.
@@ -216,11 +229,10 @@ fn watch(package_dir: &Path, sender: Sender<Event>) -> CliResult<Debouncer<Recom
         }
     })
     .map_err(|error| CliError::new(format!("cannot watch the sources: {error}")))?;
-    let watcher = debouncer.watcher();
     for dir in WATCHED_DIRS {
         let dir = package_dir.join(dir);
         if dir.is_dir() {
-            watcher
+            debouncer
                 .watch(&dir, RecursiveMode::Recursive)
                 .map_err(|error| {
                     CliError::new(format!("cannot watch {}: {error}", dir.display()))
@@ -230,7 +242,7 @@ fn watch(package_dir: &Path, sender: Sender<Event>) -> CliResult<Debouncer<Recom
     // The root itself, not its files: an editor that saves by renaming a new file over
     // Cargo.toml would end a watch on the file. Only WATCHED_FILES count ([`is_source`]);
     // `target/` and what is under it are never seen, the watch is not recursive.
-    watcher
+    debouncer
         .watch(package_dir, RecursiveMode::NonRecursive)
         .map_err(|error| {
             CliError::new(format!("cannot watch {}: {error}", package_dir.display()))
