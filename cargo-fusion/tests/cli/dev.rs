@@ -1,6 +1,7 @@
 //! `cargo fusion dev`: a crate made by `cargo fusion new --http`, served, edited, served
 //! again with the edit; a change that does not compile leaves the previous server serving;
-//! SIGTERM stops the server and `dev` exits 0. Built outside the workspace as `new.rs`
+//! a server that dies is reported and started again by the next change; SIGTERM stops the
+//! server and `dev` exits 0. Built outside the workspace as `new.rs`
 //! builds its crates (the same target directory, so its dependencies are compiled once).
 //! Every wait has a deadline, and `dev`'s process group (its cargo and its server) is
 //! killed at the end, a failing test included.
@@ -221,13 +222,36 @@ fn dev_restarts_on_a_change_and_a_broken_build_keeps_the_previous_server() {
     );
     assert_eq!(greet_at(&second), "Howdy, Ada!");
 
+    // The server killed: its exit is reported, and the next change (one that compiles
+    // again) starts it.
+    let server = dev
+        .seen
+        .iter()
+        .rev()
+        .find_map(|line| line.split("restarted demo-dev (pid ").nth(1))
+        .and_then(|rest| rest.trim_end_matches(')').parse::<i32>().ok())
+        .expect("the server's pid");
+    kill(Pid::from_raw(server), Signal::SIGKILL).expect("the server is killed");
+    dev.wait_for("the server exited (signal: 9", SHORT_TIMEOUT);
+    std::fs::write(&main, source.replace("Hello, {name}!", "Hi, {name}!"))
+        .expect("src/main.rs is written");
+    dev.wait_for("src/main.rs changed: rebuilding…", SHORT_TIMEOUT);
+    let from = dev.cursor;
+    let third = dev.next_url(REBUILD_TIMEOUT);
+    assert!(
+        dev.saw_since(from, "cargo fusion dev: started demo-dev (pid"),
+        "{}",
+        dev.seen.join("\n")
+    );
+    assert_eq!(greet_at(&third), "Hi, Ada!");
+
     // SIGTERM: the server stopped, dev exits 0.
     let pid = i32::try_from(dev.child.id()).expect("a pid");
     kill(Pid::from_raw(pid), Signal::SIGTERM).expect("dev is signalled");
     let status = dev.wait(SHORT_TIMEOUT);
     assert_eq!(status.code(), Some(0), "{}", dev.seen.join("\n"));
     dev.wait_for("cargo fusion dev: stopped", SHORT_TIMEOUT);
-    assert!(!answers(&second), "the server is stopped with dev");
+    assert!(!answers(&third), "the server is stopped with dev");
 }
 
 #[test]
