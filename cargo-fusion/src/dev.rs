@@ -128,6 +128,8 @@ impl Dev<'_> {
     fn build_and_start(&mut self) {
         let built = match self.selection.build() {
             Ok(built) => built,
+            // Ctrl-C at a terminal interrupts cargo too: that failure is no news.
+            Err(_) if self.stopping.load(Ordering::SeqCst) => return,
             Err(error) => {
                 if self.server.is_some() {
                     status(&format!(
