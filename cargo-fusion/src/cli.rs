@@ -83,6 +83,18 @@ pub(crate) enum Command {
         #[arg(long)]
         raw: bool,
     },
+    /// Serve the server with its human-readable log; rebuild and restart it on each change
+    /// to its package's sources.
+    #[command(
+        after_help = "Examples:\n  cargo fusion dev -- --http 8931               # an HTTP server, restarted on each change\n  cargo fusion dev -p fusion-demo -- --http 8931\n  cargo fusion dev --example quickstart -- --http 0\n\nWatched: the package's src/, examples/, Cargo.toml and build.rs (never target/). A build that fails is shown and the previous server keeps serving; a server that exits by itself is restarted after the next change. The server's log is text for a person (FUSION_LOG_FORMAT=text, unless it is set). The server gets this terminal's stdin, stdout and stderr: a stdio server started without SERVER_ARGS reads what you type, and no MCP client can reach it, so pass the server its HTTP flag. Ctrl-C (or SIGTERM) stops the server and exits 0."
+    )]
+    Dev {
+        #[command(flatten)]
+        server: ServerSelection,
+        /// The server's own arguments, after `--` (default: none).
+        #[arg(last = true, value_name = "SERVER_ARGS")]
+        server_args: Vec<OsString>,
+    },
     /// Add the built server to an MCP client's config file (a backup is kept).
     #[command(
         after_help = "Examples:\n  cargo fusion install cursor --dry-run -p fusion-demo\n  cargo fusion install claude-desktop --release --name calc\n  cargo fusion install claude-code --release -- --stdio       # a server that serves HTTP unless told --stdio\n  cargo fusion install vscode --env REDIS_URL=redis://127.0.0.1:6379\n\nThe variables the server's start requires (`require_env`) are written into the entry, with the --env value or a placeholder to fill in."

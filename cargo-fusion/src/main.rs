@@ -1,11 +1,13 @@
 //! `cargo fusion`: a fusion MCP server's tools, lockfile, calls and client configs, read
 //! from the server binary itself (run with `FUSION_CONTRACT=print`, it prints its
 //! contract), never parsed from source.
-//! `cargo fusion new` creates a server crate to start from.
+//! `cargo fusion new` creates a server crate to start from; `cargo fusion dev` serves it,
+//! rebuilt and restarted on each change.
 
 mod call;
 mod cli;
 mod contract_source;
+mod dev;
 mod error;
 mod http_transport;
 mod install;
@@ -75,6 +77,10 @@ fn run(command: Command) -> CliResult<Verdict> {
                 raw,
             )
         }
+        Command::Dev {
+            server,
+            server_args,
+        } => dev::run(&server, &server_args),
         Command::Install {
             server,
             client,

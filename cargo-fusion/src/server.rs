@@ -38,6 +38,9 @@ pub(crate) struct BuiltServer {
     pub(crate) executable: PathBuf,
     /// The directory of the package's `Cargo.toml`: where its lockfile goes.
     pub(crate) package_dir: PathBuf,
+    /// Whether cargo found the executable up to date and did not link it again: `dev`
+    /// then has nothing new to restart.
+    pub(crate) fresh: bool,
 }
 
 /// The cargo that runs `cargo fusion`: cargo sets `CARGO` for its subcommands.
@@ -49,6 +52,41 @@ impl ServerSelection {
     /// Whether the server is built in release mode.
     pub(crate) fn is_release(&self) -> bool {
         self.release
+    }
+
+    /// The directory of the chosen server's package (that of its `Cargo.toml`), read from
+    /// cargo before anything is built: `cargo fusion dev` watches it even when the first
+    /// build fails.
+    ///
+    /// # Errors
+    /// When cargo cannot read the manifests, or `-p` names no package of the workspace.
+    pub(crate) fn package_dir(&self) -> CliResult<PathBuf> {
+        let manifest = match &self.package {
+            None => {
+                let located = cargo_output(&["locate-project", "--message-format", "plain"])?;
+                PathBuf::from(located.trim())
+            }
+            Some(name) => {
+                let metadata = cargo_output(&["metadata", "--no-deps", "--format-version", "1"])?;
+                let metadata: Value = serde_json::from_str(&metadata).map_err(|error| {
+                    CliError::new(format!("cannot read `cargo metadata`: {error}"))
+                })?;
+                metadata["packages"]
+                    .as_array()
+                    .map_or(&[][..], Vec::as_slice)
+                    .iter()
+                    .find(|package| package["name"] == name.as_str())
+                    .and_then(|package| package["manifest_path"].as_str())
+                    .map(PathBuf::from)
+                    .ok_or_else(|| {
+                        CliError::new(format!("the workspace has no package `{name}`"))
+                    })?
+            }
+        };
+        manifest
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| CliError::new(format!("{} has no directory", manifest.display())))
     }
 
     /// Builds the chosen server with `cargo build` (its progress shows on standard error)
@@ -159,6 +197,7 @@ fn executable_of(line: &str) -> Option<BuiltServer> {
         name: message["target"]["name"].as_str()?.to_owned(),
         executable: PathBuf::from(executable),
         package_dir: manifest.parent()?.to_path_buf(),
+        fresh: message["fresh"].as_bool().unwrap_or(false),
     })
 }
 

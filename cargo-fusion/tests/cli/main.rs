@@ -5,6 +5,8 @@
 mod support;
 
 mod call;
+#[cfg(unix)]
+mod dev;
 mod install;
 mod lock;
 mod new;

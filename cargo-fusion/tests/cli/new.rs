@@ -21,7 +21,7 @@ use crate::support::{Run, run_within, try_run_within, workspace_root};
 /// How long one cargo run in a new crate may take. The first compiles fusion-runtime and
 /// its dependencies into the shared target directory, which on a shared two-core machine
 /// takes minutes (and the tests here wait for each other on its lock); later runs reuse it.
-const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+pub(crate) const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// How long `cargo fusion new` itself may take: it writes five files.
 const NEW_TIMEOUT: Duration = Duration::from_secs(60);
@@ -30,7 +30,7 @@ const NEW_TIMEOUT: Duration = Duration::from_secs(60);
 /// whose crates depend on fusion-runtime with the same features (its defaults, or
 /// `redis`) and are built with the same settings ([`in_crate`]), so that both tests
 /// compile the dependencies once.
-fn shared_target() -> PathBuf {
+pub(crate) fn shared_target() -> PathBuf {
     // `<target>/tmp`: its parent is the workspace's target directory, wherever it is.
     Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
@@ -39,7 +39,7 @@ fn shared_target() -> PathBuf {
 }
 
 /// A temporary directory to create crates in, removed with them at the end of the test.
-fn scratch() -> TempDir {
+pub(crate) fn scratch() -> TempDir {
     tempfile::Builder::new()
         .prefix("fusion-new-")
         .tempdir()
@@ -55,7 +55,7 @@ fn cargo_fusion_in(dir: &Path, args: &[&str]) -> Run {
 
 /// `program` run in the new crate at `dir` as a user's build there runs: none of this
 /// workspace's build settings, the shared target directory, and cargo offline.
-fn in_crate(program: impl AsRef<OsStr>, dir: &Path) -> Command {
+pub(crate) fn in_crate(program: impl AsRef<OsStr>, dir: &Path) -> Command {
     let mut command = Command::new(program);
     command
         .current_dir(dir)
@@ -100,7 +100,7 @@ fn cargo_in(dir: &Path, args: &[&str]) -> Run {
 
 /// Creates the crate `name` in `parent` with `flags`, depending on this workspace's
 /// fusion-runtime, and copies the workspace's `Cargo.lock` into it.
-fn new_crate(parent: &Path, name: &str, flags: &[&str]) -> PathBuf {
+pub(crate) fn new_crate(parent: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let runtime = workspace_root().join("fusion-runtime");
     let runtime = runtime.to_str().expect("the workspace's path is UTF-8");
     let mut args = vec!["new", name, "--fusion-path", runtime];
