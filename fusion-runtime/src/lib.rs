@@ -43,12 +43,12 @@ pub mod contract;
 pub mod exit;
 pub mod failure;
 mod future;
-// Every chapter of the guide, and the README, as doc tests.
-#[cfg(doctest)]
-mod guide;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+// Every chapter of the guide, and the README, as doc tests.
+#[cfg(doctest)]
+mod guide;
 pub mod idempotency;
 pub mod identity;
 mod inject;

@@ -105,13 +105,18 @@ fn check_link(file: &Path, target: &str) -> Option<String> {
         file.parent().expect("a file's directory").join(path)
     };
     if !linked.exists() {
-        return Some(format!("the link `{target}` names a file that does not exist"));
+        return Some(format!(
+            "the link `{target}` names a file that does not exist"
+        ));
     }
     if let Some(anchor) = anchor
         && linked.extension().is_some_and(|ext| ext == "md")
         && !anchors(&linked).iter().any(|found| found == anchor)
     {
-        return Some(format!("the link `{target}` names no heading of {}", linked.display()));
+        return Some(format!(
+            "the link `{target}` names no heading of {}",
+            linked.display()
+        ));
     }
     None
 }
@@ -132,7 +137,11 @@ fn check_include(file: &Path, include: &str) -> Option<String> {
     for bound in parts {
         match bound.parse::<usize>() {
             Ok(n) if (1..=lines).contains(&n) => {}
-            _ => return Some(format!("`{include}`: line `{bound}` is not in the file ({lines} lines)")),
+            _ => {
+                return Some(format!(
+                    "`{include}`: line `{bound}` is not in the file ({lines} lines)"
+                ));
+            }
         }
     }
     None
@@ -143,7 +152,11 @@ fn check_include(file: &Path, include: &str) -> Option<String> {
 /// that is compiled elsewhere.
 fn problems(file: &Path, compiled: bool) -> Vec<String> {
     let text = read(file);
-    let name = file.strip_prefix(root()).unwrap_or(file).display().to_string();
+    let name = file
+        .strip_prefix(root())
+        .unwrap_or(file)
+        .display()
+        .to_string();
     let mut problems = Vec::new();
     let mut block: Option<(usize, String)> = None; // the open fence's line and info string
     let mut body: Vec<&str> = Vec::new();
@@ -163,9 +176,11 @@ fn problems(file: &Path, compiled: bool) -> Vec<String> {
                             "{name}:{start}: a Rust block in a file that `fusion-runtime/src/guide.rs` does not include: it is never compiled"
                         ));
                     } else if rust && ignored {
-                        let includes_only = body.iter().filter(|l| !l.trim().is_empty()).all(|l| {
-                            l.trim().starts_with("{{#include ")
-                        }) && body.iter().any(|l| !l.trim().is_empty());
+                        let includes_only = body
+                            .iter()
+                            .filter(|l| !l.trim().is_empty())
+                            .all(|l| l.trim().starts_with("{{#include "))
+                            && body.iter().any(|l| !l.trim().is_empty());
                         if !includes_only {
                             problems.push(format!(
                                 "{name}:{start}: a Rust block marked `ignore` is never compiled: make it compile (hidden `# ` lines), or include a file that is compiled (`{{{{#include ../../examples/..}}}}`)"
@@ -193,7 +208,9 @@ fn problems(file: &Path, compiled: bool) -> Vec<String> {
         }
     }
     if let Some((start, _)) = block {
-        problems.push(format!("{name}:{start}: a fenced block that is never closed"));
+        problems.push(format!(
+            "{name}:{start}: a fenced block that is never closed"
+        ));
     }
     problems
 }
@@ -231,7 +248,10 @@ fn the_guide_and_the_readme_have_no_broken_link_and_no_uncompiled_block() {
     let listed: Vec<&str> = summary.lines().flat_map(link_targets).collect();
     let mut problems = problems(&summary_path, true);
     for chapter in chapters() {
-        let file_name = chapter.file_name().and_then(|n| n.to_str()).expect("a UTF-8 name");
+        let file_name = chapter
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("a UTF-8 name");
         let compiled = tested.contains(&chapter);
         if !compiled {
             problems.push(format!(
@@ -256,12 +276,18 @@ fn the_guide_and_the_readme_have_no_broken_link_and_no_uncompiled_block() {
 
 #[test]
 fn slugs_are_the_anchors_mdbook_gives() {
-    assert_eq!(slug(" Bounds against hostile peers"), "bounds-against-hostile-peers");
+    assert_eq!(
+        slug(" Bounds against hostile peers"),
+        "bounds-against-hostile-peers"
+    );
     assert_eq!(
         slug("What replicas share, and what each keeps to itself"),
         "what-replicas-share-and-what-each-keeps-to-itself"
     );
-    assert_eq!(slug("Failures for programs: `_meta[\"fusion/failure\"]`"), "failures-for-programs-_metafusionfailure");
+    assert_eq!(
+        slug("Failures for programs: `_meta[\"fusion/failure\"]`"),
+        "failures-for-programs-_metafusionfailure"
+    );
 }
 
 #[test]
@@ -277,7 +303,13 @@ fn a_broken_link_is_found() {
     let found = problems(&page, true);
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(found.len(), 3, "{found:#?}");
-    assert!(found[0].ends_with("page.md:3: the link `missing.md` names a file that does not exist"), "{found:#?}");
+    assert!(
+        found[0].ends_with("page.md:3: the link `missing.md` names a file that does not exist"),
+        "{found:#?}"
+    );
     assert!(found[1].contains("`#gone` names no heading"), "{found:#?}");
-    assert!(found[2].contains("page.md:5: a Rust block marked `ignore`"), "{found:#?}");
+    assert!(
+        found[2].contains("page.md:5: a Rust block marked `ignore`"),
+        "{found:#?}"
+    );
 }
