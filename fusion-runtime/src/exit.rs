@@ -1,4 +1,4 @@
-//! The process exit codes fusion documents (README, "Exit codes"), shared by the
+//! The process exit codes fusion documents (the guide's "Exit codes", `guide/src/exit-codes.md`), shared by the
 //! transports, the server and the log.
 //!
 //! ```

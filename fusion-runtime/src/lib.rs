@@ -26,7 +26,9 @@
 //! ```
 //!
 //! See [`mcp_tool`] for the attribute's options, [`Server`] for the builder, and
-//! [`testing::Tester`] for calling tools in memory.
+//! [`testing::Tester`] for calling tools in memory. The guide takes a reader from a first
+//! tool to a fleet: `guide/` in the repository, an mdBook (`mdbook build guide`; its chapters
+//! are listed in `guide/src/SUMMARY.md`), whose every Rust block is a doc test of this crate.
 #![warn(missing_docs)]
 // docs.rs builds with `--cfg docsrs` on nightly: feature-gated items say which feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -44,6 +46,9 @@ mod future;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+// Every chapter of the guide, and the README, as doc tests.
+#[cfg(doctest)]
+mod guide;
 pub mod idempotency;
 pub mod identity;
 mod inject;

@@ -582,7 +582,7 @@ fn calls_keep_being_answered_when_a_replica_is_killed_mid_run() {
     );
 }
 
-/// The trade-off the README describes, measured: without `non_idempotent`, the calls in
+/// The trade-off the guide's "Deployment" chapter describes, measured: without `non_idempotent`, the calls in
 /// flight on the killed replica fail (`502` from nginx) instead of running again on the
 /// other; every other call is still answered.
 #[test]

@@ -1,5 +1,5 @@
 //! Stores a client can grow, sprayed until they would outgrow the process: each stays
-//! under the memory bound the hostile-input section of the README promises, whatever the
+//! under the memory bound the guide's "Bounds against hostile peers" promises, whatever the
 //! request rate, and forgets its oldest finished entries first.
 
 use std::{
@@ -335,7 +335,7 @@ fn two_thousand_sessions_keep_the_server_under_100_mb() {
             let answer = support::post_mcp(addr, &[], init, Duration::from_secs(20));
             match answer.status {
                 200 => opened += 1,
-                // Over `max_sessions` (1024): refused, as the README says.
+                // Over `max_sessions` (1024): refused, as the guide's bounds say.
                 503 => {}
                 other => panic!("initialize answered {other}: {answer:?}"),
             }

@@ -1,7 +1,7 @@
 //! nginx in front of replicas, started by a test: a generated config in a temp dir,
 //! round-robin over the upstreams, SSE passed through, failed requests sent to another
-//! replica. Killed (master and worker) and its directory removed when dropped. The README's
-//! "Deployment" section shows the same `upstream` and `server` blocks.
+//! replica. Killed (master and worker) and its directory removed when dropped. The guide's
+//! "Deployment" chapter (`guide/src/deployment.md`) shows the same `upstream` and `server` blocks.
 
 use std::{
     fmt::Write as _,
@@ -19,8 +19,8 @@ const NGINX_START: Duration = Duration::from_secs(15);
 /// Whether nginx re-sends a POST whose replica failed after receiving it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Resend {
-    /// `proxy_next_upstream ... non_idempotent`: what the tests use (see the README for
-    /// when that is acceptable).
+    /// `proxy_next_upstream ... non_idempotent`: what the tests use (see the guide's
+    /// "Deployment" chapter for when that is acceptable).
     Posts,
     /// nginx's default: only requests that never reached a replica are re-sent.
     NotPosts,
@@ -79,7 +79,7 @@ fn upstream_blocks(upstreams: &[SocketAddr], routing: &Routing) -> (String, &'st
 }
 
 /// The nginx configuration: `upstreams` behind `127.0.0.1:port`, everything nginx writes in
-/// `dir`. The README's "Deployment" section shows the same `upstream` and `server` blocks.
+/// `dir`. The guide's "Deployment" chapter shows the same `upstream` and `server` blocks.
 fn nginx_conf(
     dir: &Path,
     port: u16,
@@ -132,7 +132,7 @@ http {{
             proxy_read_timeout 300s;
             # A replica that refuses, resets or times out: send the request to another.
             # POST (every MCP request) is re-sent only with non_idempotent: a tools/call
-            # may then run twice; see README, "Deployment".
+            # may then run twice; see the guide, "Deployment".
             proxy_next_upstream error timeout http_502{non_idempotent};
             proxy_next_upstream_tries 2;
         }}

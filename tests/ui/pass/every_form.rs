@@ -1,4 +1,4 @@
-//! Every attribute form the README documents, in one crate that must compile.
+//! Every attribute form the guide documents, in one crate that must compile.
 use fusion_runtime::prelude::*;
 
 struct App;

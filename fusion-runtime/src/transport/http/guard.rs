@@ -435,7 +435,8 @@ where
     }
     // `initialize` is no method of 2026-07-28 (clients of that revision send
     // `server/discover`): sent as a request of that revision, it would open a session of
-    // an older one. `-32601` with its id, as the README's table of revisions says.
+    // an older one. `-32601` with its id, as the guide's table of revisions
+    // (`guide/src/protocol.md`) says.
     if json_body
         && is_2026_07_28_or_later(&parts.headers)
         && serde_json::from_slice::<MethodOnly>(&bytes)

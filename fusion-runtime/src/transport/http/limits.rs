@@ -1,6 +1,6 @@
 //! [`HttpOptions`]' bounds against hostile or broken peers: how long headers may take,
 //! the connections, event streams and sessions served at once, and the calls of one
-//! session (README: "Bounds against hostile peers").
+//! session (the guide's "Bounds against hostile peers", `guide/src/limits.md`).
 
 use std::time::Duration;
 

@@ -343,8 +343,8 @@ impl HttpOptions {
 
     /// Starts every session id this replica issues with `prefix` (say `"a."`), so that a
     /// proxy in front of stateful replicas can send each session's requests to the replica
-    /// that holds it (README, "Sessions across replicas": nginx maps the prefix to the
-    /// replica). A session id without this replica's prefix is unknown here (`404`), as
+    /// that holds it (the guide's "Fleets on Redis", `guide/src/fleets.md`: nginx maps the prefix to
+    /// the replica). A session id without this replica's prefix is unknown here (`404`), as
     /// the protocol prescribes, and the client starts a new session. The prefix must be
     /// visible ASCII (as session ids are) and at most 64 bytes; otherwise serving refuses
     /// to start.
