@@ -15,7 +15,8 @@ pub const LOCK_ENV: &str = "FUSION_LOCK";
 /// The environment variable that makes a server binary print its contract instead of
 /// serving: `FUSION_CONTRACT=print ./my-server > fusion.lock` writes the lockfile of the
 /// binary itself (what `cargo fusion` reads), then exits 0. Nothing is served, and the
-/// `require_env` checks and `setup` steps do not run, unless the context is made by one.
+/// `require_env` checks and `setup` steps do not run (a context made by a step is never
+/// asked for); only mounted upstreams are connected to, to list their tools.
 pub const CONTRACT_ENV: &str = "FUSION_CONTRACT";
 
 /// The value of [`CONTRACT_ENV`] that makes a server binary print what its start needs

@@ -247,30 +247,13 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// What `FUSION_CONTRACT=print` makes a server binary do instead of serving: build the
     /// server, write its contract (the lockfile's text, token counts included) to stdout
     /// and exit 0, so that a tool reads the surface of the binary itself, not its source.
-    /// The `require_env` checks and `setup` steps do not run (there is nothing to serve),
-    /// unless the context is made by one or upstreams are mounted (their tools are listed by
-    /// connecting to them).
     async fn print_contract(self) -> std::process::ExitCode {
         let name = self.name.clone();
-        // Upstreams' tools are had only by connecting to them, as a start does.
-        #[cfg(feature = "upstream")]
-        let needs_start = self.startup.context_in_setup || !self.startup.upstreams.is_empty();
-        #[cfg(not(feature = "upstream"))]
-        let needs_start = self.startup.context_in_setup;
-        let built = if needs_start {
-            self.start().await.map_err(|error| error.to_string())
-        } else {
-            self.try_build()
-                .map_err(|errors| StartupError::Build(errors).to_string())
-        };
-        match built {
-            Ok(server) => {
+        match self.contract_text().await {
+            Ok(text) => {
                 use std::io::Write;
                 let mut out = std::io::stdout().lock();
-                let written = out
-                    .write_all(server.contract().to_lockfile().as_bytes())
-                    .and_then(|()| out.flush());
-                match written {
+                match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
                     Ok(()) => std::process::ExitCode::SUCCESS,
                     Err(error) => {
                         eprintln!("{name}: cannot write the contract: {error}");
@@ -283,6 +266,26 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
             }
         }
+    }
+
+    /// The lockfile's text of the server this builder builds. The `require_env` checks and
+    /// `setup` steps do not run: nothing is served, so a context made by a step (a pool
+    /// opened from a variable set only where the server runs) is never asked for. Only
+    /// mounted upstreams are started, since their tools are had only by connecting to them.
+    async fn contract_text(mut self) -> Result<String, String> {
+        #[cfg(feature = "upstream")]
+        let needs_start = !self.startup.upstreams.is_empty();
+        #[cfg(not(feature = "upstream"))]
+        let needs_start = false;
+        let server = if needs_start {
+            self.start().await.map_err(|error| error.to_string())?
+        } else {
+            // The context's factory is never called: no call is served.
+            self.startup.context_in_setup = false;
+            self.try_build()
+                .map_err(|errors| StartupError::Build(errors).to_string())?
+        };
+        Ok(server.contract().to_lockfile())
     }
 
     /// Starts the server and serves it with `serve` (a transport), flushing the log at the
@@ -316,5 +319,26 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 std::process::ExitCode::from(crate::exit::EXIT_CONFIG)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::setup::server::Server;
+
+    /// A server whose context is opened by a step from a variable set only where it runs
+    /// still prints its contract where that variable is not set (`cargo fusion tools`):
+    /// before, the check and the failing step stopped it with exit code 78.
+    #[tokio::test]
+    async fn the_contract_is_printed_without_the_start_up_checks() {
+        let builder = Server::builder("notes", "1")
+            .require_env("FUSION_TEST_NEVER_SET")
+            .context_from_setup(
+                || async { Err::<(), _>("the database is not where the contract is printed") },
+                |_: &(), _request| (),
+            );
+        let text = builder.contract_text().await.expect("the contract");
+        let contract = crate::contract::Contract::from_lockfile(&text).expect("a lockfile");
+        assert!(contract.tools.is_empty(), "{text}");
     }
 }
