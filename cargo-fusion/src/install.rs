@@ -92,14 +92,11 @@ fn placeholder(name: &str) -> String {
 
 /// The environment of the entry: each variable the server requires, valued from `given`
 /// (`KEY=VALUE` pairs) or with a placeholder; a given variable the server does not require
-/// is written too (the user asked for it). Returns the variables left as placeholders.
+/// is written too (the user asked for it).
 ///
 /// # Errors
 /// When a pair has no `=` or an empty name.
-fn environment(
-    required: &[String],
-    given: &[String],
-) -> CliResult<(Map<String, Value>, Vec<String>)> {
+fn environment(required: &[String], given: &[String]) -> CliResult<Map<String, Value>> {
     let mut env = Map::new();
     for pair in given {
         let Some((name, value)) = pair.split_once('=').filter(|(name, _)| !name.is_empty()) else {
@@ -109,14 +106,56 @@ fn environment(
         };
         env.insert(name.to_owned(), Value::String(value.to_owned()));
     }
-    let mut unfilled = Vec::new();
     for name in required {
         if !env.contains_key(name) {
             env.insert(name.clone(), Value::String(placeholder(name)));
-            unfilled.push(name.clone());
         }
     }
-    Ok((env, unfilled))
+    Ok(env)
+}
+
+/// Keeps, in a new `entry`, what the user wrote into the `old` one under the same name: a
+/// placeholder they filled in, a variable they added. Installing again (after an upgrade, or
+/// with other server arguments) must not put `<your REDIS_URL>` back over their URL. A value
+/// given with `--env` wins.
+fn keep_filled_in(entry: &mut Value, old: &Value) {
+    let Some(old_env) = old.get("env").and_then(Value::as_object) else {
+        return;
+    };
+    let Some(entry) = entry.as_object_mut() else {
+        return;
+    };
+    let Some(env) = entry
+        .entry("env")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+    else {
+        return;
+    };
+    for (name, old_value) in old_env {
+        let unset = env
+            .get(name)
+            .is_none_or(|value| is_placeholder(name, value));
+        if unset {
+            env.insert(name.clone(), old_value.clone());
+        }
+    }
+}
+
+fn is_placeholder(name: &str, value: &Value) -> bool {
+    value.as_str() == Some(placeholder(name).as_str())
+}
+
+/// The variables of `entry` still valued with their placeholder.
+fn unfilled(entry: &Value) -> Vec<String> {
+    entry
+        .get("env")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(name, value)| is_placeholder(name, value))
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 /// `cargo fusion install`: builds the server and adds it to `client`'s config as `name`
@@ -142,7 +181,7 @@ pub(crate) fn run(
     let path = client.config_path(Path::new(&home), &project);
     let name = name.unwrap_or_else(|| built.name.clone());
     let required = crate::contract_source::read_requirements(&built)?;
-    let (env, unfilled) = environment(&required, &options.env)?;
+    let env = environment(&required, &options.env)?;
     let launch = Launch {
         executable: built.executable.clone(),
         args: options.server_args.clone(),
@@ -153,6 +192,7 @@ pub(crate) fn run(
     if !dry_run && let Some(backup) = installation.apply()? {
         println!("the file as it was is in {}", backup.display());
     }
+    let unfilled = unfilled(&installation.entry);
     if !unfilled.is_empty() {
         println!(
             "the server refuses to start without {}: replace the placeholder{} in the file, or install again with `--env NAME=VALUE`",
@@ -259,7 +299,10 @@ fn plan(client: Client, path: PathBuf, name: &str, launch: &Launch) -> CliResult
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
         .ok_or_else(|| malformed(&path, &format!("its `{key}` is not an object")))?;
-    let entry = client.entry(launch)?;
+    let mut entry = client.entry(launch)?;
+    if let Some(old) = servers.get(name) {
+        keep_filled_in(&mut entry, old);
+    }
     let plan = match servers.insert(name.to_owned(), entry.clone()) {
         None => Plan::Add,
         Some(old) if old == entry => Plan::AlreadyThere,
@@ -408,13 +451,50 @@ mod tests {
     #[test]
     fn a_required_variable_not_given_gets_a_placeholder() -> CliResult<()> {
         let required = ["REDIS_URL".to_owned(), "TOKEN".to_owned()];
-        let (env, unfilled) = environment(&required, &["TOKEN=a=b".to_owned(), "X=".to_owned()])?;
+        let env = environment(&required, &["TOKEN=a=b".to_owned(), "X=".to_owned()])?;
+        let entry = json!({ "env": env });
         assert_eq!(
-            Value::Object(env),
+            entry["env"],
             json!({"TOKEN": "a=b", "X": "", "REDIS_URL": "<your REDIS_URL>"})
         );
-        assert_eq!(unfilled, ["REDIS_URL"]);
+        assert_eq!(unfilled(&entry), ["REDIS_URL"]);
         assert!(environment(&required, &["=x".to_owned()]).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn installing_again_keeps_what_the_user_filled_in() -> CliResult<()> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("mcp.json");
+        let filled = r#"{"mcpServers": {"demo": {"command": "/opt/demo", "args": [],
+            "env": {"REDIS_URL": "redis://db:6379", "TOKEN": "<your TOKEN>", "MINE": "1"}}}}"#;
+        std::fs::write(&path, filled).expect("written");
+        let required = ["REDIS_URL".to_owned(), "TOKEN".to_owned()];
+        let launch = |given: &[&str]| -> CliResult<Launch> {
+            let given: Vec<String> = given.iter().map(|pair| (*pair).to_owned()).collect();
+            Ok(Launch {
+                executable: PathBuf::from("/opt/demo"),
+                args: Vec::new(),
+                env: environment(&required, &given)?,
+            })
+        };
+        // Without `--env`: the filled-in URL and the user's own variable stay; the token
+        // is still to fill in; nothing changes.
+        let again = plan(Client::Cursor, path.clone(), "demo", &launch(&[])?)?;
+        assert_eq!(again.plan, Plan::AlreadyThere);
+        assert_eq!(unfilled(&again.entry), ["TOKEN"]);
+        // `--env` wins over what the file had.
+        let given = plan(
+            Client::Cursor,
+            path,
+            "demo",
+            &launch(&["REDIS_URL=redis://other:6379", "TOKEN=t"])?,
+        )?;
+        assert_eq!(
+            given.entry["env"],
+            json!({"REDIS_URL": "redis://other:6379", "TOKEN": "t", "MINE": "1"})
+        );
+        assert!(unfilled(&given.entry).is_empty());
         Ok(())
     }
 
