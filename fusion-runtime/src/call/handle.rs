@@ -415,6 +415,12 @@ impl Call {
         self.inner.cancel.cancelled().await;
     }
 
+    /// The call's cancellation, for the pipeline's combinators: its future
+    /// ([`CancellationToken::cancelled`]) is a named type a struct can hold.
+    pub(crate) fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
     /// Reports progress (`notifications/progress`) when the client asked for it with a
     /// progress token; does nothing otherwise. A client that went away is not an error
     /// for the tool.

@@ -79,10 +79,13 @@ pub(super) async fn admit<C: Send + Sync + 'static>(
             let ran = run_policy(tool, locks, &context, call, args, redactor, target).await;
             Answer::Ran(ran, None)
         }
+        // Boxed: the cache's step (a shared run, the store's reads) is larger than the
+        // handler's run, and would otherwise be room in the future of every call, cached
+        // or not.
         Some(key) => {
-            serve(
+            Box::pin(serve(
                 server, tool, index, key, context, call, args, redactor, target,
-            )
+            ))
             .await
         }
     };

@@ -11,8 +11,15 @@
 //! call's future, and the heartbeat with it, is dropped), so no heartbeat follows the
 //! answer. A call without a progress token costs one check.
 
-use std::{future::Future, time::Duration};
+use std::{
+    convert::Infallible,
+    future::Future,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Duration,
+};
 
+use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
 use crate::{call::Call, call::progress::next_beat, setup::builder::ServerBuilder};
@@ -22,41 +29,68 @@ pub(crate) const STILL_WORKING: &str = "still working";
 
 /// Runs `work` (a call's whole run), with a heartbeat every `every` that the handler's own
 /// progress leaves silent, when the call's client asked for progress.
-pub(super) async fn with_heartbeat<F: Future>(
-    call: &Call,
+pub(super) fn with_heartbeat<'a, F: Future + 'a>(
+    call: &'a Call,
     every: Option<Duration>,
     work: F,
-) -> F::Output {
-    let Some(every) = every.filter(|every| !every.is_zero()) else {
-        return work.await;
-    };
-    if !call.wants_progress() {
-        return work.await;
+) -> impl Future<Output = F::Output> + 'a {
+    // Boxed: only a call whose client asked for progress has a heartbeat (its future is
+    // about 1.8 KB, the progress notification's hand-off), and every other call's future
+    // would carry the room for it.
+    let beats = every
+        .filter(|every| !every.is_zero() && call.wants_progress())
+        .map(|every| Box::pin(beats(call, every, Instant::now())));
+    WhileWorking { work, beats }
+}
+
+pin_project! {
+    /// `work`, with `beats` polled after it each time it waits. A struct rather than an
+    /// `async fn` racing the two: an `async fn` keeps the work it is handed as an argument
+    /// and again once pinned (three times with an early `work.await`), and every call's
+    /// future moved that much more. This holds it once.
+    struct WhileWorking<F, B> {
+        #[pin]
+        work: F,
+        beats: Option<Pin<Box<B>>>,
     }
-    let started = Instant::now();
-    let mut work = std::pin::pin!(work);
+}
+
+impl<F: Future, B: Future<Output = Infallible>> Future for WhileWorking<F, B> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        // The work first (as a `biased` select): a beat due at the same time as the answer
+        // is not sent. Dropping this future drops the work (its destructors run) and ends
+        // the heartbeat.
+        if let Poll::Ready(output) = this.work.poll(cx) {
+            return Poll::Ready(output);
+        }
+        if let Some(beats) = this.beats.as_mut() {
+            // Never ready: `beats` loops until dropped with the work.
+            let Poll::Pending = beats.as_mut().poll(cx);
+        }
+        Poll::Pending
+    }
+}
+
+/// The heartbeats of a call started at `started`: a progress notification each time
+/// `every` passes without one. Polled only while the work waits, so a slow client's
+/// hand-off never stalls the handler; a hand-off cut short (the work ended) was queued or
+/// never sent.
+async fn beats(call: &Call, every: Duration, started: Instant) -> Infallible {
     loop {
         let due = next_beat(call.last_progress()).0.unwrap_or(started) + every;
-        // Await: the work, or the next beat's time. Dropping this future drops the work
-        // (its destructors run) and ends the heartbeat.
-        tokio::select! {
-            biased;
-            output = &mut work => return output,
-            () = tokio::time::sleep_until(due) => {}
-        }
+        // Await: the next beat's time.
+        tokio::time::sleep_until(due).await;
         let (at, done, total) = next_beat(call.last_progress());
         if at.unwrap_or(started) + every > Instant::now() {
             // The handler sent progress meanwhile: wait from there.
             continue;
         }
-        let beat = call.progress(done, total, Some(STILL_WORKING.to_owned()));
-        // Await: the notification's hand-off, raced with the work so that a slow client
-        // never stalls the handler; a hand-off cut short was queued or never sent.
-        tokio::select! {
-            biased;
-            output = &mut work => return output,
-            () = beat => {}
-        }
+        // Await: the notification's hand-off.
+        call.progress(done, total, Some(STILL_WORKING.to_owned()))
+            .await;
     }
 }
 

@@ -15,7 +15,6 @@
 
 use std::{
     sync::atomic::{AtomicU64, Ordering},
-    task::Poll,
     time::Instant,
 };
 
@@ -40,6 +39,7 @@ mod replay;
 mod run;
 mod serialize;
 mod tool_search;
+mod until_cancelled;
 
 use crate::cache::CacheUse;
 use admit::admit;
@@ -52,31 +52,9 @@ use replay::{
 };
 pub(crate) use tool_search::unwrap_call_tool;
 use tool_search::{Route, route};
+use until_cancelled::until_cancelled;
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// `run`, unless the call is cancelled first: the cancellation is looked at before each
-/// poll of `run` (as a `biased` select would), but waited for only once `run` waits, so a
-/// call that ends in its first poll never registers with the token (a lock and a list
-/// entry each way).
-async fn until_cancelled(call: &Call, run: impl Future<Output = Answer>) -> Answer {
-    let mut run = std::pin::pin!(run);
-    let mut cancelled = std::pin::pin!(call.cancelled());
-    let cancelled_run = || Answer::no_attempt(Failure::new(FailureKind::Cancelled));
-    std::future::poll_fn(|cx| {
-        if call.is_cancelled() {
-            return Poll::Ready(cancelled_run());
-        }
-        if let Poll::Ready(ran) = run.as_mut().poll(cx) {
-            return Poll::Ready(ran);
-        }
-        match cancelled.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(cancelled_run()),
-            Poll::Pending => Poll::Pending,
-        }
-    })
-    .await
-}
 
 /// Runs one call through the whole pipeline and returns exactly one result.
 ///
@@ -287,17 +265,23 @@ async fn run_call<C: Send + Sync + 'static>(
                 Some(context) => Ok(context),
                 None => server.make_context(call.request()),
             };
-            let admitted = admit(
-                server,
-                registered,
-                index,
-                context,
-                &target,
-                &log.args,
+            // Built in the `.await` itself: a future first bound to a local is kept in
+            // this one twice (the local and the awaited copy).
+            let answer = until_cancelled(
                 call,
-                &log.redactor,
-            );
-            (until_cancelled(call, admitted).await, claim)
+                admit(
+                    server,
+                    registered,
+                    index,
+                    context,
+                    &target,
+                    &log.args,
+                    call,
+                    &log.redactor,
+                ),
+            )
+            .await;
+            (answer, claim)
         }
         // A resolved call always has its tool.
         (Ok(_), None, _) => (

@@ -68,8 +68,16 @@ async fn run_locked<C: Send + Sync + 'static>(
                     };
                 }
             };
-            let run = attempts(tool, context, call, args, redactor, Some(first));
-            locked(locks, &key, tool, target, run).await
+            // Boxed: the lock's wait (about 1 KB) would otherwise be room in every call's
+            // future, for the few tools that serialize.
+            Box::pin(locked(
+                locks,
+                &key,
+                tool,
+                target,
+                attempts(tool, context, call, args, redactor, Some(first)),
+            ))
+            .await
         }
     }
 }
