@@ -70,14 +70,14 @@ pub(super) fn cache_key<C>(tool: &RegisteredTool<C>, args: &Value, call: &Call) 
     Some(crate::canonical_json::fingerprint_with(&caller, args))
 }
 
-/// Serves a call to the cached tool at `index` of `server`, under `key`, its context made
+/// Serves a call to the cached tool at `slot` of `server`, under `key`, its context made
 /// and its middleware passed.
 // Each argument is a part of the call the step reads or moves into the shared run.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn serve<C: Send + Sync + 'static>(
     server: &Server<C>,
     tool: &RegisteredTool<C>,
-    index: usize,
+    slot: &super::Slot<C>,
     key: String,
     context: C,
     call: &Call,
@@ -115,7 +115,7 @@ pub(super) async fn serve<C: Send + Sync + 'static>(
     }
     let run = SharedRun {
         server: server.clone(),
-        index,
+        slot: slot.clone(),
         key: key.clone(),
         generation,
         context,
@@ -174,7 +174,7 @@ fn from_entry(value: Value, how: CacheUse) -> Option<Cached> {
 /// the call that started it may leave first.
 struct SharedRun<C> {
     server: Server<C>,
-    index: usize,
+    slot: super::Slot<C>,
     key: String,
     /// The tool's generation when the first caller looked: what the run stores is refused
     /// if a writer invalidated the tool since. `None`: the store could not be reached, so
@@ -195,14 +195,12 @@ impl<C: Send + Sync + 'static> SharedRun<C> {
 
     async fn run(self) -> Landed {
         let inner = &*self.server.inner;
-        let (Some(tool), Some(policy)) = (
-            inner.registry.tools.get(self.index),
-            inner
-                .registry
-                .tools
-                .get(self.index)
-                .and_then(|tool| tool.definition.spec.cache),
-        ) else {
+        let tool = match &self.slot {
+            super::Slot::Registry(index) => inner.registry.tools.get(*index),
+            super::Slot::Added(tool) => Some(&**tool),
+        };
+        let (Some(tool), Some(policy)) = (tool, tool.and_then(|tool| tool.definition.spec.cache))
+        else {
             let failure = Failure::internal_message("the cached tool is missing");
             return Landed::Ran {
                 outcome: Outcome::Failure(failure),

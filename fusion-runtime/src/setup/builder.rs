@@ -580,9 +580,27 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 ),
                 tool_search: tool_search.map(crate::search::index::Searching::new),
                 mounts: self.mounts,
+                added: Arc::default(),
+                refresh_stop: crate::setup::mounts::RefreshStop::default(),
             }),
             session_peers: None,
         })
+    }
+
+    /// What a tool an upstream adds after start is completed with
+    /// (`setup/mounts.rs`): the defaults and the global middleware as this builder has them.
+    #[cfg(feature = "upstream")]
+    pub(crate) fn completion(&self) -> crate::setup::mounts::Completion<C> {
+        crate::setup::mounts::Completion {
+            policy: self.policy,
+            max_output: self.max_output,
+            global: self
+                .middleware
+                .iter()
+                .filter(|(scope, _)| *scope == MiddlewareScope::All)
+                .map(|(_, middleware)| Arc::clone(middleware))
+                .collect(),
+        }
     }
 
     /// Builds the server.

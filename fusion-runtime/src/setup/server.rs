@@ -125,6 +125,10 @@ pub(crate) struct Inner<C> {
     pub(crate) tool_search: Option<crate::search::index::Searching>,
     /// The mounted upstreams, whose tools are listed only while they are up.
     pub(crate) mounts: crate::setup::mounts::Mounts,
+    /// The tools the mounted upstreams added since the server started.
+    pub(crate) added: Arc<crate::setup::mounts::AddedTools<C>>,
+    /// Ends the refresh of the upstreams' tools when the server is dropped.
+    pub(crate) refresh_stop: crate::setup::mounts::RefreshStop,
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -175,9 +179,16 @@ impl<C: Send + Sync + 'static> Server<C> {
         self.inner.instructions.as_deref()
     }
 
-    /// The registered tools' names, in registration order.
+    /// The registered tools' names, in registration order (then the tools mounted
+    /// upstreams added since the server started, in name order).
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner.registry.names()
+        let mut names = self.inner.registry.names();
+        let added = &self.inner.added;
+        if !added.is_empty() {
+            let wire = added.wire(|_| true, |_| true);
+            names.extend(wire.into_iter().map(|tool| tool.name.into_owned()));
+        }
+        names
     }
 
     /// The handlers the caller of `request` is shown, or `None` when every caller is shown
@@ -213,7 +224,18 @@ impl<C: Send + Sync + 'static> Server<C> {
                 std::borrow::Cow::Owned(list.to_vec())
             }
         };
-        self.inner.mounts.listed(listed)
+        let listed = self.inner.mounts.listed(listed);
+        let added = &self.inner.added;
+        if added.is_empty() {
+            return listed;
+        }
+        let visibility = &self.inner.visibility;
+        let mut listed = listed.into_owned();
+        listed.extend(added.wire(
+            |spec| visibility.shows(spec, request),
+            |name| self.inner.mounts.is_listed(name),
+        ));
+        std::borrow::Cow::Owned(listed)
     }
 
     /// The tools as `tools/list` describes them.

@@ -1,8 +1,8 @@
 //! [`ServerBuilder::upstream`], and the mounting of every upstream when the server starts.
 
-use std::sync::Arc;
+use std::{collections::HashSet, sync::Arc};
 
-use super::{Upstream, mount};
+use super::{Upstream, mount, refresh::Refresher};
 use crate::{BuildError, ServerBuilder, StartupError};
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
@@ -57,24 +57,61 @@ impl crate::setup::builder::Startup {
 }
 
 /// Mounts every upstream on `builder`: its tools added, its health given to the listing.
+/// Returns what each mount's refresh needs ([`start_refreshes`] starts them once the server
+/// is built).
 pub(crate) async fn mount_all<C: Send + Sync + 'static>(
     mut builder: ServerBuilder<C>,
     upstreams: Vec<(String, Upstream)>,
-) -> Result<ServerBuilder<C>, StartupError> {
+) -> Result<(ServerBuilder<C>, Vec<Refresher<C>>), StartupError> {
+    let completion = Arc::new(builder.completion());
+    let mut refreshers = Vec::new();
     for (prefix, upstream) in upstreams {
         let changed = Arc::clone(&builder.mounts.changed);
-        let (definitions, mounted) = mount::mount::<C>(&prefix, &upstream, changed)
+        let mounted = mount::mount::<C>(&prefix, &upstream, changed)
             .await
             .map_err(|reason| StartupError::Upstream {
                 prefix: prefix.clone(),
                 upstream: upstream.describe().to_owned(),
                 reason,
             })?;
-        tracing::info!(target: "fusion::upstream", prefix = %prefix, upstream = upstream.describe(), tools = definitions.len(), "upstream mounted");
-        for definition in definitions {
+        if mounted.reached {
+            tracing::info!(target: "fusion::upstream", prefix = %prefix, upstream = upstream.describe(), tools = mounted.definitions.len(), "upstream mounted");
+        }
+        for definition in mounted.definitions {
             builder = builder.add_definition(definition);
         }
-        builder.mounts.upstreams.push(Arc::clone(&mounted) as _);
+        builder
+            .mounts
+            .upstreams
+            .push(Arc::clone(&mounted.mount) as _);
+        refreshers.push(Refresher {
+            mount: mounted.mount,
+            upstream,
+            tags: mounted.tags,
+            reached: mounted.reached,
+            completion: Arc::clone(&completion),
+        });
     }
-    Ok(builder)
+    Ok((builder, refreshers))
+}
+
+/// Starts the refresh of each mount of `server` (`refresh.rs`), each ended when the server
+/// is dropped.
+pub(crate) fn start_refreshes<C: Send + Sync + 'static>(
+    server: &crate::Server<C>,
+    refreshers: Vec<Refresher<C>>,
+) {
+    let names: HashSet<String> = server.inner.registry.names().into_iter().collect();
+    for refresher in refreshers {
+        // Its own tools at start keep their names; any other name is another tool's.
+        let mut taken = names.clone();
+        for name in refresher.mount.at_start().tools.keys() {
+            taken.remove(*name);
+        }
+        refresher.start(
+            Arc::clone(&server.inner.added),
+            taken,
+            server.inner.refresh_stop.token(),
+        );
+    }
 }

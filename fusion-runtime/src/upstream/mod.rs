@@ -17,7 +17,11 @@
 //! - `rpc.rs`: the JSON-RPC messages a gateway sends and reads;
 //! - `stdio.rs`: a child process, restarted when it dies;
 //! - `http.rs`: Streamable HTTP, JSON or SSE answers, the session and its renewal;
+//! - `offered.rs`: what an upstream offers at one moment, and the names its tools are
+//!   listed under (interned, capped);
 //! - `mount.rs`: an upstream's tools as tool definitions, and their answers as outcomes;
+//! - `refresh.rs`: the upstream's tools listed again (on `list_changed`, at an interval, and
+//!   until an optional upstream not reached at start answers);
 //! - `identity.rs`: who the upstream is told calls (the configured credential, the caller's
 //!   own token for its audience, or an exchanged one);
 //! - `builder.rs`: [`ServerBuilder::upstream`](crate::ServerBuilder::upstream), and the
@@ -29,6 +33,8 @@ mod identity;
 pub(crate) mod link;
 mod link_error;
 mod mount;
+mod offered;
+mod refresh;
 mod rpc;
 mod stdio;
 
@@ -85,6 +91,8 @@ pub struct Upstream {
     pub(crate) max_message: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) identity: identity::Identity,
+    pub(crate) refresh_every: Option<Duration>,
+    pub(crate) optional: bool,
 }
 
 /// Where an upstream is, and what is sent along with every request.
@@ -133,6 +141,8 @@ impl Upstream {
             max_message: DEFAULT_MAX_MESSAGE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             identity: identity::Identity::Configured,
+            refresh_every: None,
+            optional: false,
         }
     }
 
@@ -222,6 +232,51 @@ impl Upstream {
     /// ([`DEFAULT_CONNECT_TIMEOUT`]).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Lists the upstream's tools again every `interval`, besides each time it sends
+    /// `notifications/tools/list_changed` (which an upstream over HTTP can send only inside
+    /// the answer to a request). Tools it added appear, tools it removed disappear (a call
+    /// to one is answered that the upstream no longer offers it), and new descriptions and
+    /// schemas are listed; sessions are sent `notifications/tools/list_changed`. A listing
+    /// that fails leaves the tools as they were. Listings are at least a second apart,
+    /// whatever the interval. Without it, the tools change only on `list_changed`.
+    ///
+    /// A tool whose `readOnlyHint`, `destructiveHint` or `idempotentHint` changed is not
+    /// called under the retries and cache of its old hints: one the server had at start is
+    /// left out until the server restarts; one added since is registered anew.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::upstream::Upstream;
+    ///
+    /// let billing = Upstream::http("https://billing.internal/mcp").refresh_every(Duration::from_secs(300));
+    /// # let _ = billing;
+    /// ```
+    pub fn refresh_every(mut self, interval: Duration) -> Self {
+        self.refresh_every = Some(interval);
+        self
+    }
+
+    /// Lets the server start without this upstream when it cannot be reached within its
+    /// [`connect_timeout`](Self::connect_timeout): the server starts with none of its tools,
+    /// tries again in the background (after 1 s, backing off to every 30 s), and adds its
+    /// tools when it answers, with `notifications/tools/list_changed` to the sessions.
+    /// Without it an upstream is required: a start that cannot reach it fails with
+    /// [`StartupError::Upstream`](crate::StartupError::Upstream).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::upstream::Upstream;
+    ///
+    /// let search = Upstream::http("https://search.internal/mcp")
+    ///     .optional()
+    ///     .connect_timeout(Duration::from_secs(2));
+    /// # let _ = search;
+    /// ```
+    pub fn optional(mut self) -> Self {
+        self.optional = true;
         self
     }
 
