@@ -209,3 +209,225 @@ async fn the_python_sdks_http_server_and_an_rmcp_server_are_mounted_and_called()
         divided.text()
     );
 }
+
+/// How long a test waits for a change of an upstream's tools to show in `tools/list`.
+const CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Polls `tester`'s `tools/list` until `holds` says yes, or panics after [`CHANGE_TIMEOUT`]
+/// with what was listed last.
+async fn until_listed(
+    tester: &fusion_runtime::testing::Tester,
+    what: &str,
+    holds: impl Fn(&[String]) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + CHANGE_TIMEOUT;
+    loop {
+        let names = tester.tools().await;
+        if holds(&names) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} within {CHANGE_TIMEOUT:?}; listed: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Calls `tool` through `tester`, bounded by [`TIMEOUT`].
+async fn bounded(
+    tester: &fusion_runtime::testing::Tester,
+    tool: &str,
+    args: serde_json::Value,
+) -> fusion_runtime::testing::TestResult {
+    tokio::time::timeout(TIMEOUT, tester.call(tool, args))
+        .await
+        .unwrap_or_else(|_| panic!("{tool} was not answered within {TIMEOUT:?}"))
+}
+
+/// The Python SDK's server whose tools change (`python/changing_upstream.py`), over stdio.
+fn changing_upstream(python: &Path) -> fusion_runtime::upstream::Upstream {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py");
+    fusion_runtime::upstream::Upstream::stdio(
+        python.to_string_lossy(),
+        [script.to_string_lossy().into_owned()],
+    )
+    .env("PYTHONDONTWRITEBYTECODE", "1")
+    .connect_timeout(Duration::from_secs(60))
+}
+
+/// An upstream's tools are listed again when it sends `notifications/tools/list_changed`: a
+/// tool it adds appears and answers; a tool it removes disappears, and a call to it is
+/// answered with a clear error (one it had at start: it no longer offers it; one it added:
+/// an unknown tool). The tools that stay keep answering.
+#[tokio::test]
+async fn an_upstreams_tools_follow_its_list_changed() {
+    use fusion_runtime::prelude::*;
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = Server::builder("gateway", "1")
+        .upstream("chg", changing_upstream(&python))
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = fusion_runtime::testing::Tester::new(server);
+    let mut names = tester.tools().await;
+    names.sort();
+    assert_eq!(names, ["chg_grow", "chg_shrink", "chg_steady"]);
+
+    let grown = bounded(&tester, "chg_grow", json!({"name": "fresh"})).await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the added tool is listed", |names| {
+        names.iter().any(|name| name == "chg_fresh")
+    })
+    .await;
+    let fresh = bounded(&tester, "chg_fresh", json!({})).await;
+    assert_eq!(fresh.text(), "fresh here", "the added tool answers");
+
+    // Removed: the added tool, and one the upstream had at start.
+    for name in ["fresh", "steady"] {
+        let shrunk = bounded(&tester, "chg_shrink", json!({"name": name})).await;
+        assert!(!shrunk.is_error, "{}", shrunk.text());
+    }
+    until_listed(&tester, "the removed tools leave the list", |names| {
+        !names
+            .iter()
+            .any(|name| name == "chg_fresh" || name == "chg_steady")
+    })
+    .await;
+    let gone = bounded(&tester, "chg_fresh", json!({})).await;
+    assert!(
+        gone.is_error && gone.text().contains("chg_fresh"),
+        "a call to a removed added tool is an unknown tool's: {}",
+        gone.text()
+    );
+    let gone = bounded(&tester, "chg_steady", json!({})).await;
+    assert!(
+        gone.is_error
+            && gone
+                .text()
+                .contains("no longer offers the tool `chg_steady`"),
+        "a call to a removed tool says the upstream no longer offers it: {}",
+        gone.text()
+    );
+
+    // Added again, it comes back, with the same record.
+    let grown = bounded(&tester, "chg_grow", json!({"name": "fresh"})).await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the tool added again is listed", |names| {
+        names.iter().any(|name| name == "chg_fresh")
+    })
+    .await;
+    assert_eq!(
+        bounded(&tester, "chg_fresh", json!({})).await.text(),
+        "fresh here"
+    );
+}
+
+/// With `refresh_every`, a tool the upstream adds without telling anyone (no
+/// `list_changed`) is listed at the next refresh.
+#[tokio::test]
+async fn an_upstreams_tools_are_listed_again_at_its_refresh_interval() {
+    use fusion_runtime::prelude::*;
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "chg",
+            changing_upstream(&python).refresh_every(Duration::from_millis(500)),
+        )
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = fusion_runtime::testing::Tester::new(server);
+    let grown = bounded(
+        &tester,
+        "chg_grow",
+        json!({"name": "quiet", "notify": false}),
+    )
+    .await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the quietly added tool is listed", |names| {
+        names.iter().any(|name| name == "chg_quiet")
+    })
+    .await;
+    assert_eq!(
+        bounded(&tester, "chg_quiet", json!({})).await.text(),
+        "quiet here"
+    );
+}
+
+/// An optional upstream that cannot be reached at start: the server starts without its
+/// tools (the local ones answer), and lists them once the upstream comes (the Python SDK's
+/// server over Streamable HTTP, started after the gateway).
+#[tokio::test]
+async fn an_optional_upstream_down_at_start_is_added_when_it_comes() {
+    use fusion_runtime::{prelude::*, upstream::Upstream};
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "late",
+            Upstream::http(format!("http://127.0.0.1:{port}/mcp"))
+                .optional()
+                .connect_timeout(Duration::from_millis(500)),
+        )
+        .start()
+        .await
+        .expect("an optional upstream does not stop the start");
+    let tester = fusion_runtime::testing::Tester::new(server);
+    assert!(tester.tools().await.is_empty(), "no tool before it comes");
+    let early = bounded(&tester, "late_shout", json!({"text": "early"})).await;
+    assert!(early.is_error, "not there yet: {}", early.text());
+
+    let mut command = Command::new(&python);
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _python_server = Child(support::process::spawn_in_group(&mut command));
+    // Tried after 1 s, 2 s, 4 s, …: well within the wait.
+    until_listed(&tester, "the late upstream's tools are listed", |names| {
+        names.iter().any(|name| name == "late_shout")
+    })
+    .await;
+    let shouted = bounded(&tester, "late_shout", json!({"text": "late"})).await;
+    assert_eq!(shouted.text(), "LATE", "{}", shouted.text());
+}
+
+/// A required upstream (the default) that cannot be reached still stops the start: the
+/// gateway exits with 78 (`EX_CONFIG`) after its connect timeout, naming the upstream.
+#[test]
+fn a_required_upstream_that_cannot_be_reached_fails_the_start() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut command = Command::new(support::example_binary("gateway"));
+    command
+        .args(["--http", "0", "--app-url"])
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .stderr(std::process::Stdio::piped());
+    let out = support::run_with_timeout(command, TIMEOUT);
+    assert_eq!(
+        out.status.and_then(|status| status.code()),
+        Some(i32::from(fusion_runtime::exit::EXIT_CONFIG)),
+        "{}",
+        out.report()
+    );
+    assert!(out.stderr.contains("app"), "{}", out.report());
+}

@@ -191,9 +191,7 @@ impl<C> AddedTools<C> {
         };
         let mut wire: Vec<rmcp::model::Tool> = tools
             .iter()
-            .filter(|(name, added)| {
-                listed(name) && shown(&added.registered.definition.spec)
-            })
+            .filter(|(name, added)| listed(name) && shown(&added.registered.definition.spec))
             .map(|(_, added)| added.wire.clone())
             .collect();
         wire.sort_by(|a, b| a.name.cmp(&b.name));

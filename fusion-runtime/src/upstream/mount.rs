@@ -83,7 +83,8 @@ impl crate::setup::mounts::MountHealth for Mount {
 
     fn listed_now(&self, name: &str) -> ListedNow {
         let now = self.now();
-        let (Some(then), Some(offered)) = (self.at_start.tools.get(name), now.offered.tools.get(name))
+        let (Some(then), Some(offered)) =
+            (self.at_start.tools.get(name), now.offered.tools.get(name))
         else {
             // Added since start: listed from `AddedTools`, as long as it is offered.
             return if now.offered.tools.contains_key(name) {

@@ -144,7 +144,10 @@ mod tests {
             assert!(names.intern(format!("a_{index}")).is_some());
         }
         assert!(names.intern("a_one_too_many".to_owned()).is_none());
-        assert!(names.intern("a_x".to_owned()).is_some(), "a known name is still had");
+        assert!(
+            names.intern("a_x".to_owned()).is_some(),
+            "a known name is still had"
+        );
     }
 
     #[test]

@@ -84,11 +84,9 @@ impl<C: Send + Sync + 'static> Refresher<C> {
                 tokio::time::sleep_until(last + MIN_SPACING).await;
             }
             last = Some(Instant::now());
-            let listed = tokio::time::timeout(
-                self.upstream.connect_timeout,
-                list_tools(&self.mount.link),
-            )
-            .await;
+            let listed =
+                tokio::time::timeout(self.upstream.connect_timeout, list_tools(&self.mount.link))
+                    .await;
             match listed {
                 Ok(Ok(listed)) => {
                     if !reached {
@@ -99,7 +97,11 @@ impl<C: Send + Sync + 'static> Refresher<C> {
                     self.apply(listed, added, taken);
                 }
                 Ok(Err(error)) => self.missed(&mut retry, reached, &error.to_string()),
-                Err(_) => self.missed(&mut retry, reached, "no tool list within the connect timeout"),
+                Err(_) => self.missed(
+                    &mut retry,
+                    reached,
+                    "no tool list within the connect timeout",
+                ),
             }
         }
     }
@@ -117,7 +119,12 @@ impl<C: Send + Sync + 'static> Refresher<C> {
 
     /// Makes `listed` what the upstream offers: its added tools registered, updated or
     /// dropped, and the sessions told if anything changed.
-    fn apply(&self, listed: Vec<serde_json::Value>, added: &AddedTools<C>, taken: &HashSet<String>) {
+    fn apply(
+        &self,
+        listed: Vec<serde_json::Value>,
+        added: &AddedTools<C>,
+        taken: &HashSet<String>,
+    ) {
         let prefix = self.mount.prefix.as_str();
         let mut offered = {
             let mut names = match self.mount.names.lock() {
