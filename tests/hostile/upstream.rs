@@ -5,7 +5,7 @@
 //! - over stdio, `tests/python/hostile_upstream.py`: a call that never returns, 200,000
 //!   notifications before the answer, a 50 MB result, an answer to another id, a line that
 //!   is not JSON, a request for sampling this gateway never declared, a process that dies
-//!   mid-call;
+//!   mid-call, 100,000 `notifications/tools/list_changed` (a few listings, not one each);
 //! - over Streamable HTTP, an axum server: a body over the limit with and without a
 //!   `Content-Length`, an SSE stream that never ends, `503` and `429` with `Retry-After`,
 //!   a session the upstream forgets.
@@ -163,6 +163,54 @@ async fn a_hostile_stdio_upstream_gets_each_caller_a_clear_error_and_harms_nothi
         );
         still_serving(&tester, "bad_ok", tool).await;
     }
+}
+
+/// A flood of `notifications/tools/list_changed` costs a few listings of the upstream's
+/// tools, not one each: one stored wake-up, one listing in flight, at least a second
+/// between two. The tools stay listed, and the upstream's and the local tools answer.
+#[tokio::test]
+async fn a_flood_of_list_changed_costs_a_few_listings() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hostile_upstream.py");
+    let upstream = Upstream::stdio(python.to_string_lossy(), [script.to_string_lossy()])
+        .policy(strict())
+        .tool_policy(
+            "churn",
+            Policy {
+                timeout: Some(FLOOD_TIMEOUT),
+                ..Policy::default()
+            },
+        )
+        .max_message(MAX_MESSAGE);
+    let server = Server::builder("gateway", "1")
+        .tool(local)
+        .upstream("bad", upstream)
+        .start()
+        .await
+        .expect("the hostile upstream lists its tools");
+    let tester = Tester::new(server);
+    let before = tester.tools().await;
+
+    let started = Instant::now();
+    let churned = bounded_call_within(FLOOD_TIMEOUT, &tester, "bad_churn", json!({})).await;
+    assert_eq!(churned.text(), "churned", "{}", churned.text());
+    // Time for the listings the flood may cause, and no more.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let listings = bounded_call(&tester, "bad_listings", json!({})).await;
+    let count: u64 = listings.text().parse().unwrap_or_else(|_| {
+        panic!("a count of listings, not {:?}", listings.text());
+    });
+    // The start's listing, then at most one a second (and one more at either end).
+    let most = 3 + started.elapsed().as_secs();
+    assert!(
+        (2..=most).contains(&count),
+        "100,000 list_changed cost {count} listings (at most {most})"
+    );
+    assert_eq!(tester.tools().await, before, "the same tools are listed");
+    still_serving(&tester, "bad_ok", "the list_changed flood").await;
 }
 
 /// What the hostile HTTP upstream does for each tool.
