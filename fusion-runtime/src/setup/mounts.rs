@@ -21,6 +21,7 @@ use crate::{
 };
 
 /// How a tool an upstream had at start is listed now.
+#[cfg_attr(not(feature = "upstream"), allow(dead_code))]
 pub(crate) enum ListedNow {
     /// As the registry built it: the upstream says of it what it said at start.
     AsBuilt,
@@ -155,6 +156,7 @@ pub(crate) struct AddedTools<C>(RwLock<HashMap<&'static str, Added<C>>>);
 /// One tool an upstream added after start.
 pub(crate) struct Added<C> {
     /// The prefix of the upstream that lists it.
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
     pub(crate) prefix: Arc<str>,
     pub(crate) registered: Arc<RegisteredTool<C>>,
     /// How `tools/list` describes it.
@@ -196,6 +198,22 @@ impl<C> AddedTools<C> {
             .collect();
         wire.sort_by(|a, b| a.name.cmp(&b.name));
         wire
+    }
+
+    /// The added tools' records, in name order (for the metrics).
+    pub(crate) fn registered(&self) -> Vec<Arc<RegisteredTool<C>>> {
+        let Ok(tools) = self.0.read() else {
+            return Vec::new();
+        };
+        let mut named: Vec<(&'static str, Arc<RegisteredTool<C>>)> = tools
+            .iter()
+            .map(|(name, added)| (*name, Arc::clone(&added.registered)))
+            .collect();
+        named.sort_by_key(|(name, _)| *name);
+        named
+            .into_iter()
+            .map(|(_, registered)| registered)
+            .collect()
     }
 
     /// Whether no upstream added a tool.

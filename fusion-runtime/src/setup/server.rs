@@ -128,6 +128,7 @@ pub(crate) struct Inner<C> {
     /// The tools the mounted upstreams added since the server started.
     pub(crate) added: Arc<crate::setup::mounts::AddedTools<C>>,
     /// Ends the refresh of the upstreams' tools when the server is dropped.
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
     pub(crate) refresh_stop: crate::setup::mounts::RefreshStop,
 }
 
@@ -291,19 +292,23 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// flight, retries, circuit state.
     pub fn metrics(&self) -> MetricsSnapshot {
         let registry = &self.inner.registry;
+        let snapshot = |tool: &crate::setup::registered::RegisteredTool<C>| {
+            let spec = &tool.definition.spec;
+            let name = match (spec.group, spec.action) {
+                (Some(group), Some(action)) => format!("{group}/{action}"),
+                _ => spec.name.to_owned(),
+            };
+            let open = tool.circuit.as_ref().is_some_and(Circuit::is_open);
+            tool.metrics.snapshot(&name, open)
+        };
+        // Then the tools mounted upstreams added since the server started.
+        let added = self.inner.added.registered();
         MetricsSnapshot {
             tools: registry
                 .tools
                 .iter()
-                .map(|tool| {
-                    let spec = &tool.definition.spec;
-                    let name = match (spec.group, spec.action) {
-                        (Some(group), Some(action)) => format!("{group}/{action}"),
-                        _ => spec.name.to_owned(),
-                    };
-                    let open = tool.circuit.as_ref().is_some_and(Circuit::is_open);
-                    tool.metrics.snapshot(&name, open)
-                })
+                .map(snapshot)
+                .chain(added.iter().map(|tool| snapshot(tool)))
                 .collect(),
             surface_digest: self.surface_digest().to_owned(),
             notifications_dropped: self.catalog().changes.dropped(),

@@ -527,6 +527,8 @@ async fn forward(mount: Arc<Mount>, mut params: Value, call: &Call) -> Outcome {
             Some(Transition::Closed) => {
                 tracing::info!(target: "fusion::upstream", prefix = %mount.prefix, "upstream is up again");
                 mount.changed.notify();
+                // What it offers may have changed while it was down.
+                mount.tools_changed.notify_one();
             }
             None => {}
         }
@@ -566,6 +568,8 @@ async fn probe(mount: &Mount) {
             if circuit.success() == Some(Transition::Closed) {
                 tracing::info!(target: "fusion::upstream", prefix = %mount.prefix, "upstream is up again");
                 mount.changed.notify();
+                // What it offers may have changed while it was down.
+                mount.tools_changed.notify_one();
             }
             drop(probe);
             return;

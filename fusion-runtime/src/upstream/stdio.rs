@@ -118,6 +118,11 @@ impl StdioLink {
         }
         let live = Arc::new(self.start().await?);
         *slot = Some(Arc::clone(&live));
+        if last.is_some() {
+            // A process started again (a new version of the program, say) may list other
+            // tools than the one it replaces: they are listed again.
+            self.tools_changed.notify_one();
+        }
         Ok(live)
     }
 
