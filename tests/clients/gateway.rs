@@ -314,6 +314,53 @@ async fn an_upstreams_tools_follow_its_list_changed() {
         gone.text()
     );
 
+    // A tool it had at start, offered again with another description: listed as it is
+    // now, and called.
+    let grown = bounded(&tester, "chg_grow", json!({"name": "steady"})).await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the tool offered again is listed", |names| {
+        names.iter().any(|name| name == "chg_steady")
+    })
+    .await;
+    let steady = tester
+        .list_tools()
+        .await
+        .into_iter()
+        .find(|tool| tool.name == "chg_steady")
+        .expect("listed");
+    assert_eq!(
+        steady.description.as_deref(),
+        Some("The tool steady."),
+        "its description as the upstream gives it now"
+    );
+    assert_eq!(
+        bounded(&tester, "chg_steady", json!({})).await.text(),
+        "steady here"
+    );
+    // Offered again as destructive: not called under the retries and cache of a read-only
+    // tool; left out, and its calls refused.
+    let shrunk = bounded(&tester, "chg_shrink", json!({"name": "steady"})).await;
+    assert!(!shrunk.is_error, "{}", shrunk.text());
+    let grown = bounded(
+        &tester,
+        "chg_grow",
+        json!({"name": "steady", "read_only": false}),
+    )
+    .await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(
+        &tester,
+        "the tool whose hints changed leaves the list",
+        |names| !names.iter().any(|name| name == "chg_steady"),
+    )
+    .await;
+    let refused = bounded(&tester, "chg_steady", json!({})).await;
+    assert!(
+        refused.is_error && refused.text().contains("changed whether `chg_steady`"),
+        "{}",
+        refused.text()
+    );
+
     // Added again, it comes back, with the same record.
     let grown = bounded(&tester, "chg_grow", json!({"name": "fresh"})).await;
     assert!(!grown.is_error, "{}", grown.text());

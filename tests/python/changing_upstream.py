@@ -5,7 +5,9 @@ interval).
 
 Its tools:
   steady            answers "steady" (read-only)
-  grow(name, notify=True)    adds a read-only tool `name` that answers "<name> here"
+  grow(name, notify=True, read_only=True)
+                    adds a tool `name` that answers "<name> here", described
+                    "The tool <name>.", read-only unless `read_only` is false
   shrink(name, notify=True)  removes the tool `name`
 With `notify`, the change is told with `notifications/tools/list_changed`; without it, only a
 new `tools/list` shows it.
@@ -36,9 +38,10 @@ def answering(name: str):
 
 
 @server.tool(annotations=IDEMPOTENT)
-async def grow(name: str, ctx: Context, notify: bool = True) -> str:
+async def grow(name: str, ctx: Context, notify: bool = True, read_only: bool = True) -> str:
     """Add a tool named `name`."""
-    server.add_tool(answering(name), name=name, description=f"The tool {name}.", annotations=READ_ONLY)
+    annotations = READ_ONLY if read_only else ToolAnnotations(readOnlyHint=False, destructiveHint=True)
+    server.add_tool(answering(name), name=name, description=f"The tool {name}.", annotations=annotations)
     if notify:
         await ctx.session.send_tool_list_changed()
     return f"{name} added"
