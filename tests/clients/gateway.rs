@@ -114,6 +114,24 @@ fn the_gateway_loses_no_read_and_repeats_no_write_while_its_upstreams_die() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The official Python client, in a session with the gateway over Streamable HTTP, is sent
+/// `notifications/tools/list_changed` when the Python SDK's server it mounts adds a tool and
+/// when it removes it (`gateway_client.py grow`, against `python/changing_upstream.py`).
+#[test]
+fn the_python_client_is_told_when_an_upstreams_tools_change() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mut command = Command::new(support::example_binary("gateway"));
+    command
+        .args(["--http", "0", "--python"])
+        .arg(&python)
+        .arg("--python-server")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py"));
+    let gateway = HttpServer::start(command, TIMEOUT);
+    phase(&python, "grow", gateway.url(), &[], &gateway);
+}
+
 /// A child process killed (with its group) when the test ends, however it ends.
 struct Child(std::process::Child);
 
