@@ -8,6 +8,11 @@
 //! - the dead fusion upstream's tools leave `tools/list`, its calls say when to retry, and
 //!   its tools come back when it does; each time the session is told
 //!   (`notifications/tools/list_changed`).
+//!
+//! Then the upstream's tools changing while the gateway runs, with a server written with the
+//! Python SDK whose tools change on demand (`tests/python/changing_upstream.py`): listed again
+//! on its `list_changed` and at the refresh interval; an optional upstream down at start added
+//! when it comes; a required one that cannot be reached still failing the start.
 
 use std::{
     path::Path,

@@ -17,8 +17,11 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// `serve_*` methods; [`build`](Self::build) refuses a server with upstreams): its tools
     /// are listed then, and a start that cannot reach it within its
     /// [`connect_timeout`](Upstream::connect_timeout) fails with
-    /// [`StartupError::Upstream`]. While its breaker is open, its tools are left out of
-    /// `tools/list` and their calls answered at once with when to retry.
+    /// [`StartupError::Upstream`], unless it is [`optional`](Upstream::optional). While its
+    /// breaker is open, its tools are left out of `tools/list` and their calls answered at
+    /// once with when to retry. Its tools are listed again when it sends
+    /// `notifications/tools/list_changed` and every
+    /// [`refresh_every`](Upstream::refresh_every): the sessions are told of each change.
     ///
     /// What the upstream answers is passed on: its results as they came, its error
     /// results as the tool's errors (transient when a fusion upstream marks them so). What

@@ -6,7 +6,9 @@
 //! retries, circuit breaker), the cache of its read-only tools, the credentials, the
 //! largest answer read. When the server starts, it connects to each upstream, lists its
 //! tools and registers each one as `<prefix>_<name>`, with the upstream's description,
-//! schemas and annotations. From there an upstream's tool is called through the same
+//! schemas and annotations. While the server runs, the tools are listed again when the
+//! upstream says they changed, at the upstream's refresh interval, and until an optional
+//! upstream that was down at start answers (`refresh.rs`). From there an upstream's tool is called through the same
 //! pipeline as a local one: validation of the call's shape, middleware, visibility, the
 //! timeout, retries of transient failures, the breaker, the cache with stale answers, the
 //! output limit, the call log and the metrics.
