@@ -28,7 +28,7 @@ use super::{
 pub(super) async fn admit<C: Send + Sync + 'static>(
     server: &Server<C>,
     tool: &RegisteredTool<C>,
-    slot: &super::Slot<C>,
+    slot: &super::slot::Slot<C>,
     context: impl FnOnce() -> Result<C, Failure>,
     target: &Target<'_>,
     args: &Value,

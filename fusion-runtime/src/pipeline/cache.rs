@@ -77,7 +77,7 @@ pub(super) fn cache_key<C>(tool: &RegisteredTool<C>, args: &Value, call: &Call) 
 pub(super) async fn serve<C: Send + Sync + 'static>(
     server: &Server<C>,
     tool: &RegisteredTool<C>,
-    slot: &super::Slot<C>,
+    slot: &super::slot::Slot<C>,
     key: String,
     context: C,
     call: &Call,
@@ -174,7 +174,7 @@ fn from_entry(value: Value, how: CacheUse) -> Option<Cached> {
 /// the call that started it may leave first.
 struct SharedRun<C> {
     server: Server<C>,
-    slot: super::Slot<C>,
+    slot: super::slot::Slot<C>,
     key: String,
     /// The tool's generation when the first caller looked: what the run stores is refused
     /// if a writer invalidated the tool since. `None`: the store could not be reached, so
@@ -196,8 +196,8 @@ impl<C: Send + Sync + 'static> SharedRun<C> {
     async fn run(self) -> Landed {
         let inner = &*self.server.inner;
         let tool = match &self.slot {
-            super::Slot::Registry(index) => inner.registry.tools.get(*index),
-            super::Slot::Added(tool) => Some(&**tool),
+            super::slot::Slot::Registry(index) => inner.registry.tools.get(*index),
+            super::slot::Slot::Added(tool) => Some(&**tool),
         };
         let (Some(tool), Some(policy)) = (tool, tool.and_then(|tool| tool.definition.spec.cache))
         else {

@@ -42,6 +42,7 @@ pub(crate) mod render;
 mod replay;
 mod run;
 mod serialize;
+mod slot;
 mod tool_search;
 
 use crate::cache::CacheUse;
@@ -53,24 +54,9 @@ use render::render;
 use replay::{
     Replay, deduplication_unavailable, earlier_run_stopped, idempotency_conflict, idempotency_key,
 };
+use slot::Slot;
 pub(crate) use tool_search::unwrap_call_tool;
 
-/// Where a call's tool is kept, for a step that must find it again from a task of its own
-/// (`cache.rs`'s shared run): in the registry, or among the tools a mounted upstream added
-/// since the server started (`setup/mounts.rs`).
-pub(crate) enum Slot<C> {
-    Registry(usize),
-    Added(Arc<crate::setup::registered::RegisteredTool<C>>),
-}
-
-impl<C> Clone for Slot<C> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Registry(index) => Self::Registry(*index),
-            Self::Added(tool) => Self::Added(Arc::clone(tool)),
-        }
-    }
-}
 use tool_search::{Route, route};
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -205,6 +191,7 @@ async fn run_call<C: Send + Sync + 'static>(
         Err(FailureKind::UnknownTool { .. }) if action.is_none() => {
             let visibility = &inner.visibility;
             inner
+                .registry
                 .added
                 .find(tool, |spec| visibility.shows(spec, call.request()))
         }

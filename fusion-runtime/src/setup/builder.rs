@@ -30,14 +30,14 @@ pub struct ServerBuilder<C = ()> {
     limits: Limits,
     pub(crate) policy: Policy,
     /// The output limit of tools that set none ([`Self::max_output`]).
-    max_output: usize,
+    pub(crate) max_output: usize,
     /// The start-up checks (`startup.rs`).
     pub(crate) startup: Startup,
     exposure: Exposure,
     group_descriptions: HashMap<String, String>,
     /// Groups whose reads may be listed destructive ([`Self::allow_mixed_hints`]).
     mixed_hints_allowed: Vec<String>,
-    middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
+    pub(crate) middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
     ok_level: tracing::Level,
     /// Whether error results carry the draft standard failure key too.
     pub(crate) draft_tool_failure: bool,
@@ -74,7 +74,7 @@ pub struct ServerBuilder<C = ()> {
 
 /// Where a middleware applies.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum MiddlewareScope {
+pub(crate) enum MiddlewareScope {
     All,
     Group(String),
     Tool(String),
@@ -580,27 +580,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
                 ),
                 tool_search: tool_search.map(crate::search::index::Searching::new),
                 mounts: self.mounts,
-                added: Arc::default(),
-                refresh_stop: crate::setup::mounts::RefreshStop::default(),
             }),
             session_peers: None,
         })
-    }
-
-    /// What a tool an upstream adds after start is completed with
-    /// (`setup/mounts.rs`): the defaults and the global middleware as this builder has them.
-    #[cfg(feature = "upstream")]
-    pub(crate) fn completion(&self) -> crate::setup::mounts::Completion<C> {
-        crate::setup::mounts::Completion {
-            policy: self.policy,
-            max_output: self.max_output,
-            global: self
-                .middleware
-                .iter()
-                .filter(|(scope, _)| *scope == MiddlewareScope::All)
-                .map(|(_, middleware)| Arc::clone(middleware))
-                .collect(),
-        }
     }
 
     /// Builds the server.

@@ -53,6 +53,9 @@ pub(crate) trait MountHealth: Send + Sync {
 pub(crate) struct Mounts {
     pub(crate) upstreams: Vec<Arc<dyn MountHealth>>,
     pub(crate) changed: Arc<ToolsChanged>,
+    /// Ends the refresh of the upstreams' tools when the server (the last owner) is dropped.
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+    pub(crate) refresh_stop: Arc<RefreshStop>,
 }
 
 /// What tells each session's client that its tool list changed

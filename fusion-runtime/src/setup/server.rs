@@ -125,11 +125,6 @@ pub(crate) struct Inner<C> {
     pub(crate) tool_search: Option<crate::search::index::Searching>,
     /// The mounted upstreams, whose tools are listed only while they are up.
     pub(crate) mounts: crate::setup::mounts::Mounts,
-    /// The tools the mounted upstreams added since the server started.
-    pub(crate) added: Arc<crate::setup::mounts::AddedTools<C>>,
-    /// Ends the refresh of the upstreams' tools when the server is dropped.
-    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
-    pub(crate) refresh_stop: crate::setup::mounts::RefreshStop,
 }
 
 impl<C: Send + Sync + 'static> Server<C> {
@@ -184,7 +179,7 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// upstreams added since the server started, in name order).
     pub fn tool_names(&self) -> Vec<String> {
         let mut names = self.inner.registry.names();
-        let added = &self.inner.added;
+        let added = &self.inner.registry.added;
         if !added.is_empty() {
             let wire = added.wire(|_| true, |_| true);
             names.extend(wire.into_iter().map(|tool| tool.name.into_owned()));
@@ -226,7 +221,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             }
         };
         let listed = self.inner.mounts.listed(listed);
-        let added = &self.inner.added;
+        let added = &self.inner.registry.added;
         if added.is_empty() {
             return listed;
         }
@@ -302,7 +297,7 @@ impl<C: Send + Sync + 'static> Server<C> {
             tool.metrics.snapshot(&name, open)
         };
         // Then the tools mounted upstreams added since the server started.
-        let added = self.inner.added.registered();
+        let added = self.inner.registry.added.registered();
         MetricsSnapshot {
             tools: registry
                 .tools

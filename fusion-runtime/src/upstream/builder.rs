@@ -3,7 +3,10 @@
 use std::{collections::HashSet, sync::Arc};
 
 use super::{Upstream, mount, refresh::Refresher};
-use crate::{BuildError, ServerBuilder, StartupError};
+use crate::{
+    BuildError, ServerBuilder, StartupError,
+    setup::{builder::MiddlewareScope, mounts::Completion},
+};
 
 impl<C: Send + Sync + 'static> ServerBuilder<C> {
     /// Serves every tool of another MCP server as this server's own, named
@@ -66,7 +69,7 @@ pub(crate) async fn mount_all<C: Send + Sync + 'static>(
     mut builder: ServerBuilder<C>,
     upstreams: Vec<(String, Upstream)>,
 ) -> Result<(ServerBuilder<C>, Vec<Refresher<C>>), StartupError> {
-    let completion = Arc::new(builder.completion());
+    let completion = Arc::new(completion(&builder));
     let mut refreshers = Vec::new();
     for (prefix, upstream) in upstreams {
         let changed = Arc::clone(&builder.mounts.changed);
@@ -98,6 +101,21 @@ pub(crate) async fn mount_all<C: Send + Sync + 'static>(
     Ok((builder, refreshers))
 }
 
+/// What a tool an upstream adds after start is completed with (`setup/mounts.rs`): the
+/// defaults and the global middleware as `builder` has them.
+fn completion<C>(builder: &ServerBuilder<C>) -> Completion<C> {
+    Completion {
+        policy: builder.policy,
+        max_output: builder.max_output,
+        global: builder
+            .middleware
+            .iter()
+            .filter(|(scope, _)| *scope == MiddlewareScope::All)
+            .map(|(_, middleware)| Arc::clone(middleware))
+            .collect(),
+    }
+}
+
 /// Starts the refresh of each mount of `server` (`refresh.rs`), each ended when the server
 /// is dropped.
 pub(crate) fn start_refreshes<C: Send + Sync + 'static>(
@@ -112,9 +130,9 @@ pub(crate) fn start_refreshes<C: Send + Sync + 'static>(
             taken.remove(*name);
         }
         refresher.start(
-            Arc::clone(&server.inner.added),
+            Arc::clone(&server.inner.registry.added),
             taken,
-            server.inner.refresh_stop.token(),
+            server.inner.mounts.refresh_stop.token(),
         );
     }
 }

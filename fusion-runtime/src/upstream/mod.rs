@@ -21,7 +21,9 @@
 //! - `http.rs`: Streamable HTTP, JSON or SSE answers, the session and its renewal;
 //! - `offered.rs`: what an upstream offers at one moment, and the names its tools are
 //!   listed under (interned, capped);
-//! - `mount.rs`: an upstream's tools as tool definitions, and their answers as outcomes;
+//! - `mount.rs`: an upstream's tools as tool definitions, called through the link, and
+//!   its one breaker;
+//! - `outcome.rs`: the upstream's answers, and the link's failures, as outcomes;
 //! - `refresh.rs`: the upstream's tools listed again (on `list_changed`, at an interval, and
 //!   until an optional upstream not reached at start answers);
 //! - `identity.rs`: who the upstream is told calls (the configured credential, the caller's
@@ -36,6 +38,7 @@ pub(crate) mod link;
 mod link_error;
 mod mount;
 mod offered;
+mod outcome;
 mod refresh;
 mod rpc;
 mod stdio;
