@@ -501,3 +501,59 @@ fn a_required_upstream_that_cannot_be_reached_fails_the_start() {
     );
     assert!(out.stderr.contains("app"), "{}", out.report());
 }
+
+/// Whether the process `pid` is gone (or a zombie waiting to be reaped).
+fn is_gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The refresh of an upstream's tools ends when the server is dropped: nothing keeps the
+/// stdio upstream's process alive after it (the process ends with its link).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_refresh_ends_with_the_server() {
+    use fusion_runtime::{prelude::*, upstream::Upstream};
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("fusion-refresh-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let pid_file = dir.join("notes.pid");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py");
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "notes",
+            Upstream::stdio(
+                python.to_string_lossy(),
+                [script.to_string_lossy().into_owned()],
+            )
+            .env("NOTES_PID_FILE", pid_file.to_string_lossy())
+            .refresh_every(Duration::from_millis(100))
+            .connect_timeout(Duration::from_secs(60)),
+        )
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let pid = std::fs::read_to_string(&pid_file).expect("the upstream wrote its pid");
+    let pid = pid.trim().to_owned();
+    // A few refreshes run.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!is_gone(&pid), "the upstream runs while the server does");
+    drop(server);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !is_gone(&pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the upstream process {pid} outlived the server by 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
