@@ -267,7 +267,8 @@ impl Upstream {
     /// Lets the server start without this upstream when it cannot be reached within its
     /// [`connect_timeout`](Self::connect_timeout): the server starts with none of its tools,
     /// tries again in the background (after 1 s, backing off to every 30 s), and adds its
-    /// tools when it answers, with `notifications/tools/list_changed` to the sessions.
+    /// tools when it answers, with `notifications/tools/list_changed` to the sessions. Until
+    /// then `/readyz` says it is `down`.
     /// Without it an upstream is required: a start that cannot reach it fails with
     /// [`StartupError::Upstream`](crate::StartupError::Upstream).
     ///

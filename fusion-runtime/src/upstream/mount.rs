@@ -42,6 +42,9 @@ pub(crate) struct Mount {
     cooldown: Duration,
     /// Whether a task pings the upstream until it is up (one at most).
     probing: AtomicBool,
+    /// Whether it has answered a listing: an optional upstream not reached at start is down
+    /// (`/readyz` says so) until it does.
+    reached: AtomicBool,
     /// Who the upstream is told calls.
     identity: super::identity::Identity,
     /// Told when the upstream goes down or comes back, or its tools change.
@@ -67,9 +70,11 @@ pub(crate) struct Now {
 
 impl crate::setup::mounts::MountHealth for Mount {
     fn is_down(&self) -> bool {
-        self.circuit
-            .as_ref()
-            .is_some_and(|circuit| !circuit.is_closed())
+        !self.reached.load(Ordering::Acquire)
+            || self
+                .circuit
+                .as_ref()
+                .is_some_and(|circuit| !circuit.is_closed())
     }
 
     fn owns(&self, name: &str) -> bool {
@@ -131,6 +136,11 @@ impl Mount {
             Err(poisoned) => *poisoned.into_inner() = now,
         }
         true
+    }
+
+    /// Notes that the upstream answered a listing.
+    pub(crate) fn mark_reached(&self) {
+        self.reached.store(true, Ordering::Release);
     }
 
     /// What it offered at start.
@@ -228,6 +238,7 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
             .circuit
             .map_or(Duration::ZERO, |circuit| circuit.cooldown),
         probing: AtomicBool::new(false),
+        reached: AtomicBool::new(reached),
         identity: upstream.identity.clone(),
         changed,
         now: RwLock::new(Arc::new(Now {

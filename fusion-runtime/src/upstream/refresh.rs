@@ -94,6 +94,9 @@ impl<C: Send + Sync + 'static> Refresher<C> {
                     }
                     reached = true;
                     retry = FIRST_RETRY;
+                    // Up (`/readyz`, the listing) before its tools are added and the
+                    // sessions told: a session that lists them at once sees them.
+                    self.mount.mark_reached();
                     self.apply(listed, added, taken);
                 }
                 Ok(Err(error)) => self.missed(&mut retry, reached, &error.to_string()),
