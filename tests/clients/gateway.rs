@@ -137,6 +137,61 @@ fn the_python_client_is_told_when_an_upstreams_tools_change() {
     phase(&python, "grow", gateway.url(), &[], &gateway);
 }
 
+/// The gateway with its app (a fusion server over HTTP) `--app-optional` and down: it starts,
+/// `/readyz` says the app is down and the notes up; once the app is started on its port, the
+/// gateway adds it and `/readyz` says it is up.
+#[test]
+fn an_optional_fusion_upstream_is_down_for_readyz_until_it_comes() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let app_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut command = Command::new(support::example_binary("gateway"));
+    command
+        .args(["--http", "0", "--app-optional", "--python"])
+        .arg(&python)
+        .arg("--python-server")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
+        .args(["--app-url", &format!("http://127.0.0.1:{app_port}/mcp")]);
+    let gateway = HttpServer::start(command, TIMEOUT);
+    let readyz = || {
+        support::raw_http(
+            gateway.addr(),
+            "GET",
+            "/readyz",
+            &[],
+            b"",
+            Duration::from_secs(5),
+        )
+    };
+    let ready = readyz();
+    assert_eq!(ready.status, 200, "{ready:?}");
+    assert!(
+        ready.body.contains("upstream app down") && ready.body.contains("upstream notes up"),
+        "{}",
+        ready.body
+    );
+
+    let _app = quickstart(app_port);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let ready = readyz();
+        if ready.body.contains("upstream app up") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the app was not added within {TIMEOUT:?}: {}\ngateway's stderr:\n{}",
+            ready.body,
+            gateway.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A child process killed (with its group) when the test ends, however it ends.
 struct Child(std::process::Child);
 
