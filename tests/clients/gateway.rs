@@ -288,6 +288,9 @@ async fn the_python_sdks_http_server_and_an_rmcp_server_are_mounted_and_called()
     );
 }
 
+/// How long an answer of the changing upstream is cached: longer than the test.
+const CACHE_TTL: Duration = Duration::from_secs(600);
+
 /// How long a test waits for a change of an upstream's tools to show in `tools/list`.
 const CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -346,8 +349,14 @@ async fn an_upstreams_tools_follow_its_list_changed() {
     let Some(python) = support::python() else {
         return;
     };
+    // Its read-only tools' answers cached: a withdrawn tool's are not served.
+    let cache = fusion_runtime::cache::CachePolicy {
+        ttl: CACHE_TTL,
+        stale_if_error: Duration::from_secs(600),
+        scope: fusion_runtime::cache::CacheScope::Public,
+    };
     let server = Server::builder("gateway", "1")
-        .upstream("chg", changing_upstream(&python))
+        .upstream("chg", changing_upstream(&python).cache(cache))
         .start()
         .await
         .expect("the upstream lists its tools");
@@ -355,6 +364,11 @@ async fn an_upstreams_tools_follow_its_list_changed() {
     let mut names = tester.tools().await;
     names.sort();
     assert_eq!(names, ["chg_grow", "chg_shrink", "chg_steady"]);
+    assert_eq!(
+        bounded(&tester, "chg_steady", json!({})).await.text(),
+        "steady",
+        "answered, and cached"
+    );
 
     let grown = bounded(&tester, "chg_grow", json!({"name": "fresh"})).await;
     assert!(!grown.is_error, "{}", grown.text());
@@ -388,7 +402,7 @@ async fn an_upstreams_tools_follow_its_list_changed() {
             && gone
                 .text()
                 .contains("no longer offers the tool `chg_steady`"),
-        "a call to a removed tool says the upstream no longer offers it: {}",
+        "a call to a removed tool says the upstream no longer offers it (its cached answer is not served): {}",
         gone.text()
     );
 
@@ -411,9 +425,13 @@ async fn an_upstreams_tools_follow_its_list_changed() {
         Some("The tool steady."),
         "its description as the upstream gives it now"
     );
-    assert_eq!(
-        bounded(&tester, "chg_steady", json!({})).await.text(),
-        "steady here"
+    // Called again: the same tool (its hints unchanged), so its record and cached answer
+    // (still within its time to live) stay.
+    let steady = bounded(&tester, "chg_steady", json!({})).await;
+    assert!(
+        !steady.is_error && steady.text() == "steady",
+        "{}",
+        steady.text()
     );
     // Offered again as destructive: not called under the retries and cache of a read-only
     // tool; left out, and its calls refused.

@@ -86,6 +86,11 @@ pub(super) async fn serve<C: Send + Sync + 'static>(
     target: &Target<'_>,
 ) -> Answer {
     let inner = &*server.inner;
+    // A tool a mounted upstream has withdrawn is refused here, before its cached answers
+    // are looked at (its handler refuses it otherwise).
+    if let Some(refused) = inner.mounts.withdrawn(tool.definition.spec.name) {
+        return Answer::no_attempt(refused);
+    }
     let Some(policy) = tool.definition.spec.cache else {
         let ran = run_policy(tool, &*inner.locks, &context, call, args, redactor, target).await;
         return Answer::Ran(ran, None);

@@ -43,6 +43,9 @@ pub(crate) trait MountHealth: Send + Sync {
     fn has_changed(&self) -> bool;
     /// How its tool `name` is listed now.
     fn listed_now(&self, name: &str) -> ListedNow;
+    /// Why its tool `name`, one it had at start, is no longer called: the upstream withdrew
+    /// it, or changed how safe it says it is to repeat (`upstream/mount.rs`).
+    fn withdrawn(&self, name: &str) -> Option<crate::failure::Failure>;
     /// The prefix its tools are listed under (`/readyz`).
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     fn prefix(&self) -> &str;
@@ -112,6 +115,15 @@ impl Mounts {
                 && (mount.is_down()
                     || (mount.has_changed() && matches!(mount.listed_now(name), ListedNow::Not)))
         })
+    }
+
+    /// Why the tool `name` is no longer called, when it is one a mounted upstream had at
+    /// start and has withdrawn since: asked before a cached answer is served, so that a
+    /// withdrawn tool's answers are not (no cost without upstreams).
+    pub(crate) fn withdrawn(&self, name: &str) -> Option<crate::failure::Failure> {
+        self.upstreams
+            .iter()
+            .find_map(|mount| mount.withdrawn(name))
     }
 
     /// `tools` as they are listed now: without the tools of the upstreams that are down,

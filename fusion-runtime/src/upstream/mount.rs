@@ -106,6 +106,11 @@ impl crate::setup::mounts::MountHealth for Mount {
         }
     }
 
+    fn withdrawn(&self, name: &str) -> Option<Failure> {
+        let registered = self.at_start.tools.get(name)?;
+        self.refusal(name, registered.hints())
+    }
+
     fn prefix(&self) -> &str {
         &self.prefix
     }
