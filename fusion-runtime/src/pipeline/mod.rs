@@ -56,7 +56,6 @@ use replay::{
 };
 use slot::Slot;
 pub(crate) use tool_search::unwrap_call_tool;
-
 use tool_search::{Route, route};
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
