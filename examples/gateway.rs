@@ -8,7 +8,8 @@
 //! The notes' read-only tools are retried and cached (a stale answer while the upstream is
 //! down); `add_note` is destructive, so it is never sent twice. Serves stdio, or Streamable
 //! HTTP with `--http PORT`. tests/clients/gateway.rs drives it with the official Python
-//! client while it kills the upstreams.
+//! client while it kills the upstreams. With `--app-optional` it starts while the app is
+//! down, and adds the app's tools when it comes.
 
 use std::time::Duration;
 
@@ -41,6 +42,11 @@ const USAGE: cli::Usage = cli::Usage {
             "--app-url",
             "URL",
             "a fusion server's Streamable HTTP endpoint, mounted as `app` (optional)",
+        ),
+        (
+            "--app-optional",
+            "",
+            "start without the app when it is down, and add its tools when it comes",
         ),
         (
             "--cooldown-ms",
@@ -110,7 +116,11 @@ async fn main() -> std::process::ExitCode {
         gateway = gateway.upstream("notes", notes);
     }
     if let Some(url) = app_url {
-        gateway = gateway.upstream("app", Upstream::http(url).policy(policy));
+        let mut app = Upstream::http(url).policy(policy);
+        if args.iter().any(|arg| arg == "--app-optional") {
+            app = app.optional().connect_timeout(Duration::from_secs(1));
+        }
+        gateway = gateway.upstream("app", app);
     }
     gateway.serve().await
 }

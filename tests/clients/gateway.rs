@@ -8,6 +8,11 @@
 //! - the dead fusion upstream's tools leave `tools/list`, its calls say when to retry, and
 //!   its tools come back when it does; each time the session is told
 //!   (`notifications/tools/list_changed`).
+//!
+//! Then the upstream's tools changing while the gateway runs, with a server written with the
+//! Python SDK whose tools change on demand (`tests/python/changing_upstream.py`): listed again
+//! on its `list_changed` and at the refresh interval; an optional upstream down at start added
+//! when it comes; a required one that cannot be reached still failing the start.
 
 use std::{
     path::Path,
@@ -114,6 +119,79 @@ fn the_gateway_loses_no_read_and_repeats_no_write_while_its_upstreams_die() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The official Python client, in a session with the gateway over Streamable HTTP, is sent
+/// `notifications/tools/list_changed` when the Python SDK's server it mounts adds a tool and
+/// when it removes it (`gateway_client.py grow`, against `python/changing_upstream.py`).
+#[test]
+fn the_python_client_is_told_when_an_upstreams_tools_change() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mut command = Command::new(support::example_binary("gateway"));
+    command
+        .args(["--http", "0", "--python"])
+        .arg(&python)
+        .arg("--python-server")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py"));
+    let gateway = HttpServer::start(command, TIMEOUT);
+    phase(&python, "grow", gateway.url(), &[], &gateway);
+}
+
+/// The gateway with its app (a fusion server over HTTP) `--app-optional` and down: it starts,
+/// `/readyz` says the app is down and the notes up; once the app is started on its port, the
+/// gateway adds it and `/readyz` says it is up.
+#[test]
+fn an_optional_fusion_upstream_is_down_for_readyz_until_it_comes() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let app_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut command = Command::new(support::example_binary("gateway"));
+    command
+        .args(["--http", "0", "--app-optional", "--python"])
+        .arg(&python)
+        .arg("--python-server")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
+        .args(["--app-url", &format!("http://127.0.0.1:{app_port}/mcp")]);
+    let gateway = HttpServer::start(command, TIMEOUT);
+    let readyz = || {
+        support::raw_http(
+            gateway.addr(),
+            "GET",
+            "/readyz",
+            &[],
+            b"",
+            Duration::from_secs(5),
+        )
+    };
+    let ready = readyz();
+    assert_eq!(ready.status, 200, "{ready:?}");
+    assert!(
+        ready.body.contains("upstream app down") && ready.body.contains("upstream notes up"),
+        "{}",
+        ready.body
+    );
+
+    let _app = quickstart(app_port);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let ready = readyz();
+        if ready.body.contains("upstream app up") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the app was not added within {TIMEOUT:?}: {}\ngateway's stderr:\n{}",
+            ready.body,
+            gateway.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A child process killed (with its group) when the test ends, however it ends.
 struct Child(std::process::Child);
 
@@ -208,4 +286,347 @@ async fn the_python_sdks_http_server_and_an_rmcp_server_are_mounted_and_called()
         "a fusion tool inside rmcp keeps its error through two hops: {}",
         divided.text()
     );
+}
+
+/// How long an answer of the changing upstream is cached: longer than the test.
+const CACHE_TTL: Duration = Duration::from_secs(600);
+
+/// How long a test waits for a change of an upstream's tools to show in `tools/list`.
+const CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Polls `tester`'s `tools/list` until `holds` says yes, or panics after [`CHANGE_TIMEOUT`]
+/// with what was listed last.
+async fn until_listed(
+    tester: &fusion_runtime::testing::Tester,
+    what: &str,
+    holds: impl Fn(&[String]) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + CHANGE_TIMEOUT;
+    loop {
+        let names = tester.tools().await;
+        if holds(&names) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} within {CHANGE_TIMEOUT:?}; listed: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Calls `tool` through `tester`, bounded by [`TIMEOUT`].
+async fn bounded(
+    tester: &fusion_runtime::testing::Tester,
+    tool: &str,
+    args: serde_json::Value,
+) -> fusion_runtime::testing::TestResult {
+    tokio::time::timeout(TIMEOUT, tester.call(tool, args))
+        .await
+        .unwrap_or_else(|_| panic!("{tool} was not answered within {TIMEOUT:?}"))
+}
+
+/// The Python SDK's server whose tools change (`python/changing_upstream.py`), over stdio.
+fn changing_upstream(python: &Path) -> fusion_runtime::upstream::Upstream {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py");
+    fusion_runtime::upstream::Upstream::stdio(
+        python.to_string_lossy(),
+        [script.to_string_lossy().into_owned()],
+    )
+    .env("PYTHONDONTWRITEBYTECODE", "1")
+    .connect_timeout(Duration::from_secs(60))
+}
+
+/// An upstream's tools are listed again when it sends `notifications/tools/list_changed`: a
+/// tool it adds appears and answers; a tool it removes disappears, and a call to it is
+/// answered with a clear error (one it had at start: it no longer offers it; one it added:
+/// an unknown tool). The tools that stay keep answering.
+#[tokio::test]
+async fn an_upstreams_tools_follow_its_list_changed() {
+    use fusion_runtime::prelude::*;
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    // Its read-only tools' answers cached: a withdrawn tool's are not served.
+    let cache = fusion_runtime::cache::CachePolicy {
+        ttl: CACHE_TTL,
+        stale_if_error: Duration::from_secs(600),
+        scope: fusion_runtime::cache::CacheScope::Public,
+    };
+    let server = Server::builder("gateway", "1")
+        .upstream("chg", changing_upstream(&python).cache(cache))
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = fusion_runtime::testing::Tester::new(server);
+    let mut names = tester.tools().await;
+    names.sort();
+    assert_eq!(names, ["chg_grow", "chg_shrink", "chg_steady"]);
+    assert_eq!(
+        bounded(&tester, "chg_steady", json!({})).await.text(),
+        "steady",
+        "answered, and cached"
+    );
+
+    let grown = bounded(&tester, "chg_grow", json!({"name": "fresh"})).await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the added tool is listed", |names| {
+        names.iter().any(|name| name == "chg_fresh")
+    })
+    .await;
+    let fresh = bounded(&tester, "chg_fresh", json!({})).await;
+    assert_eq!(fresh.text(), "fresh here", "the added tool answers");
+
+    // Removed: the added tool, and one the upstream had at start.
+    for name in ["fresh", "steady"] {
+        let shrunk = bounded(&tester, "chg_shrink", json!({"name": name})).await;
+        assert!(!shrunk.is_error, "{}", shrunk.text());
+    }
+    until_listed(&tester, "the removed tools leave the list", |names| {
+        !names
+            .iter()
+            .any(|name| name == "chg_fresh" || name == "chg_steady")
+    })
+    .await;
+    let gone = bounded(&tester, "chg_fresh", json!({})).await;
+    assert!(
+        gone.is_error && gone.text().contains("chg_fresh"),
+        "a call to a removed added tool is an unknown tool's: {}",
+        gone.text()
+    );
+    let gone = bounded(&tester, "chg_steady", json!({})).await;
+    assert!(
+        gone.is_error
+            && gone
+                .text()
+                .contains("no longer offers the tool `chg_steady`"),
+        "a call to a removed tool says the upstream no longer offers it (its cached answer is not served): {}",
+        gone.text()
+    );
+
+    // A tool it had at start, offered again with another description: listed as it is
+    // now, and called.
+    let grown = bounded(&tester, "chg_grow", json!({"name": "steady"})).await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the tool offered again is listed", |names| {
+        names.iter().any(|name| name == "chg_steady")
+    })
+    .await;
+    let steady = tester
+        .list_tools()
+        .await
+        .into_iter()
+        .find(|tool| tool.name == "chg_steady")
+        .expect("listed");
+    assert_eq!(
+        steady.description.as_deref(),
+        Some("The tool steady."),
+        "its description as the upstream gives it now"
+    );
+    // Called again: the same tool (its hints unchanged), so its record and cached answer
+    // (still within its time to live) stay.
+    let steady = bounded(&tester, "chg_steady", json!({})).await;
+    assert!(
+        !steady.is_error && steady.text() == "steady",
+        "{}",
+        steady.text()
+    );
+    // Offered again as destructive: not called under the retries and cache of a read-only
+    // tool; left out, and its calls refused.
+    let shrunk = bounded(&tester, "chg_shrink", json!({"name": "steady"})).await;
+    assert!(!shrunk.is_error, "{}", shrunk.text());
+    let grown = bounded(
+        &tester,
+        "chg_grow",
+        json!({"name": "steady", "read_only": false}),
+    )
+    .await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(
+        &tester,
+        "the tool whose hints changed leaves the list",
+        |names| !names.iter().any(|name| name == "chg_steady"),
+    )
+    .await;
+    let refused = bounded(&tester, "chg_steady", json!({})).await;
+    assert!(
+        refused.is_error && refused.text().contains("changed whether `chg_steady`"),
+        "{}",
+        refused.text()
+    );
+
+    // Added again, it comes back, with the same record.
+    let grown = bounded(&tester, "chg_grow", json!({"name": "fresh"})).await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the tool added again is listed", |names| {
+        names.iter().any(|name| name == "chg_fresh")
+    })
+    .await;
+    assert_eq!(
+        bounded(&tester, "chg_fresh", json!({})).await.text(),
+        "fresh here"
+    );
+}
+
+/// With `refresh_every`, a tool the upstream adds without telling anyone (no
+/// `list_changed`) is listed at the next refresh.
+#[tokio::test]
+async fn an_upstreams_tools_are_listed_again_at_its_refresh_interval() {
+    use fusion_runtime::prelude::*;
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "chg",
+            changing_upstream(&python).refresh_every(Duration::from_millis(500)),
+        )
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = fusion_runtime::testing::Tester::new(server);
+    let grown = bounded(
+        &tester,
+        "chg_grow",
+        json!({"name": "quiet", "notify": false}),
+    )
+    .await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the quietly added tool is listed", |names| {
+        names.iter().any(|name| name == "chg_quiet")
+    })
+    .await;
+    assert_eq!(
+        bounded(&tester, "chg_quiet", json!({})).await.text(),
+        "quiet here"
+    );
+}
+
+/// An optional upstream that cannot be reached at start: the server starts without its
+/// tools (the local ones answer), and lists them once the upstream comes (the Python SDK's
+/// server over Streamable HTTP, started after the gateway).
+#[tokio::test]
+async fn an_optional_upstream_down_at_start_is_added_when_it_comes() {
+    use fusion_runtime::{prelude::*, upstream::Upstream};
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "late",
+            Upstream::http(format!("http://127.0.0.1:{port}/mcp"))
+                .optional()
+                .connect_timeout(Duration::from_millis(500)),
+        )
+        .start()
+        .await
+        .expect("an optional upstream does not stop the start");
+    let tester = fusion_runtime::testing::Tester::new(server);
+    assert!(tester.tools().await.is_empty(), "no tool before it comes");
+    let early = bounded(&tester, "late_shout", json!({"text": "early"})).await;
+    assert!(early.is_error, "not there yet: {}", early.text());
+
+    let mut command = Command::new(&python);
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _python_server = Child(support::process::spawn_in_group(&mut command));
+    // Tried after 1 s, 2 s, 4 s, …: well within the wait.
+    until_listed(&tester, "the late upstream's tools are listed", |names| {
+        names.iter().any(|name| name == "late_shout")
+    })
+    .await;
+    let shouted = bounded(&tester, "late_shout", json!({"text": "late"})).await;
+    assert_eq!(shouted.text(), "LATE", "{}", shouted.text());
+}
+
+/// A required upstream (the default) that cannot be reached still stops the start: the
+/// gateway exits with 78 (`EX_CONFIG`) after its connect timeout, naming the upstream.
+#[test]
+fn a_required_upstream_that_cannot_be_reached_fails_the_start() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut command = Command::new(support::example_binary("gateway"));
+    command
+        .args(["--http", "0", "--app-url"])
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .stderr(std::process::Stdio::piped());
+    let out = support::run_with_timeout(command, TIMEOUT);
+    assert_eq!(
+        out.status.and_then(|status| status.code()),
+        Some(i32::from(fusion_runtime::exit::EXIT_CONFIG)),
+        "{}",
+        out.report()
+    );
+    assert!(out.stderr.contains("app"), "{}", out.report());
+}
+
+/// Whether the process `pid` is gone (or a zombie waiting to be reaped).
+fn is_gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The refresh of an upstream's tools ends when the server is dropped: nothing keeps the
+/// stdio upstream's process alive after it (the process ends with its link).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_refresh_ends_with_the_server() {
+    use fusion_runtime::{prelude::*, upstream::Upstream};
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("fusion-refresh-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let pid_file = dir.join("notes.pid");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py");
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "notes",
+            Upstream::stdio(
+                python.to_string_lossy(),
+                [script.to_string_lossy().into_owned()],
+            )
+            .env("NOTES_PID_FILE", pid_file.to_string_lossy())
+            .refresh_every(Duration::from_millis(100))
+            .connect_timeout(Duration::from_secs(60)),
+        )
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let pid = std::fs::read_to_string(&pid_file).expect("the upstream wrote its pid");
+    let pid = pid.trim().to_owned();
+    // A few refreshes run.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!is_gone(&pid), "the upstream runs while the server does");
+    drop(server);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !is_gone(&pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the upstream process {pid} outlived the server by 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,10 +5,11 @@
 //! - over stdio, `tests/python/hostile_upstream.py`: a call that never returns, 200,000
 //!   notifications before the answer, a 50 MB result, an answer to another id, a line that
 //!   is not JSON, a request for sampling this gateway never declared, a process that dies
-//!   mid-call;
+//!   mid-call, 100,000 `notifications/tools/list_changed` (a few listings, not one each);
 //! - over Streamable HTTP, an axum server: a body over the limit with and without a
 //!   `Content-Length`, an SSE stream that never ends, `503` and `429` with `Retry-After`,
-//!   a session the upstream forgets.
+//!   a session the upstream forgets; and a well-behaved one whose `list_changed`, on a
+//!   call's event stream, gets its new tool listed.
 
 use std::{
     sync::{
@@ -163,6 +164,141 @@ async fn a_hostile_stdio_upstream_gets_each_caller_a_clear_error_and_harms_nothi
         );
         still_serving(&tester, "bad_ok", tool).await;
     }
+}
+
+/// A flood of `notifications/tools/list_changed` costs a few listings of the upstream's
+/// tools, not one each: one stored wake-up, one listing in flight, at least a second
+/// between two. The tools stay listed, and the upstream's and the local tools answer.
+#[tokio::test]
+async fn a_flood_of_list_changed_costs_a_few_listings() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hostile_upstream.py");
+    let upstream = Upstream::stdio(python.to_string_lossy(), [script.to_string_lossy()])
+        .policy(strict())
+        .tool_policy(
+            "churn",
+            Policy {
+                timeout: Some(FLOOD_TIMEOUT),
+                ..Policy::default()
+            },
+        )
+        .max_message(MAX_MESSAGE);
+    let server = Server::builder("gateway", "1")
+        .tool(local)
+        .upstream("bad", upstream)
+        .start()
+        .await
+        .expect("the hostile upstream lists its tools");
+    let tester = Tester::new(server);
+    let before = tester.tools().await;
+
+    let started = Instant::now();
+    let churned = bounded_call_within(FLOOD_TIMEOUT, &tester, "bad_churn", json!({})).await;
+    assert_eq!(churned.text(), "churned", "{}", churned.text());
+    // Time for the listings the flood may cause, and no more.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let listings = bounded_call(&tester, "bad_listings", json!({})).await;
+    let count: u64 = listings.text().parse().unwrap_or_else(|_| {
+        panic!("a count of listings, not {:?}", listings.text());
+    });
+    // The start's listing, then at most one a second (and one more at either end).
+    let most = 3 + started.elapsed().as_secs();
+    assert!(
+        (2..=most).contains(&count),
+        "100,000 list_changed cost {count} listings (at most {most})"
+    );
+    assert_eq!(tester.tools().await, before, "the same tools are listed");
+    still_serving(&tester, "bad_ok", "the list_changed flood").await;
+}
+
+/// An HTTP upstream whose `reveal` adds a tool `revealed`, telling so with
+/// `notifications/tools/list_changed` on the call's own event stream (the one place an
+/// upstream over HTTP can send it to a gateway, which opens no stream of its own).
+async fn revealing_http(body: Bytes, revealed: Arc<AtomicUsize>) -> Response {
+    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let json = |result: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body))
+            .unwrap_or_default()
+    };
+    match message.get("method").and_then(Value::as_str) {
+        Some("initialize") => json(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "revealing-http", "version": "1"},
+        })),
+        Some("tools/list") => {
+            let mut names = vec!["reveal"];
+            if revealed.load(Ordering::SeqCst) > 0 {
+                names.push("revealed");
+            }
+            let tools: Vec<Value> = names
+                .iter()
+                .map(|name| json!({"name": name, "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}))
+                .collect();
+            json(json!({"tools": tools}))
+        }
+        Some("tools/call") => {
+            let name = message.pointer("/params/name").and_then(Value::as_str);
+            if name == Some("reveal") {
+                revealed.fetch_add(1, Ordering::SeqCst);
+            }
+            let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": format!("{} done", name.unwrap_or("?"))}]}});
+            Response::builder()
+                .header(header::CONTENT_TYPE, "text/event-stream")
+                .body(Body::from(format!("data: {changed}\n\ndata: {answer}\n\n")))
+                .unwrap_or_default()
+        }
+        _ => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// An HTTP upstream's `list_changed`, sent on a call's event stream, lists its tools again:
+/// the tool it added is listed and answers.
+#[tokio::test]
+async fn an_http_upstreams_list_changed_on_a_calls_stream_lists_its_tools_again() {
+    let revealed = Arc::new(AtomicUsize::new(0));
+    let upstream_server = AxumThread::start("revealing-upstream", |_| {
+        Router::new().route(
+            "/mcp",
+            post(move |body: Bytes| revealing_http(body, Arc::clone(&revealed))),
+        )
+    });
+    let upstream = Upstream::http(format!("{}/mcp", upstream_server.url())).policy(strict());
+    let server = Server::builder("gateway", "1")
+        .upstream("web", upstream)
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = Tester::new(server);
+    assert_eq!(tester.tools().await, ["web_reveal"]);
+    let revealed = bounded_call(&tester, "web_reveal", json!({})).await;
+    assert_eq!(revealed.text(), "reveal done");
+    let deadline = Instant::now() + BOUND;
+    while !tester
+        .tools()
+        .await
+        .iter()
+        .any(|name| name == "web_revealed")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the tool the upstream added was not listed within {BOUND:?}: {:?}",
+            tester.tools().await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let called = bounded_call(&tester, "web_revealed", json!({})).await;
+    assert_eq!(called.text(), "revealed done");
 }
 
 /// What the hostile HTTP upstream does for each tool.

@@ -148,7 +148,33 @@ async def app_up(session: ClientSession) -> None:
     check(not greeted.is_error and "Ann" in text_of(greeted), "the restarted upstream answers", text_of(greeted))
 
 
-PHASES = {"load": load, "app-down": app_down, "app-up": app_up}
+async def grow(session: ClientSession) -> None:
+    # The gateway mounts tests/python/changing_upstream.py as `notes`: a tool it adds reaches
+    # this session as `notifications/tools/list_changed`, then in tools/list.
+    names = await tool_names(session)
+    check("notes_fresh" not in names, "before it is added, the tool is not listed", sorted(names))
+    grown = await step("notes_grow", session.call_tool("notes_grow", {"name": "fresh"}))
+    check(not grown.is_error, "the upstream adds a tool", text_of(grown))
+    await told_the_list_changed("the upstream added a tool")
+    with anyio.fail_after(STEP_TIMEOUT):
+        while "notes_fresh" not in await tool_names(session):
+            await anyio.sleep(0.1)
+    check(True, "the added tool is listed")
+    fresh = await step("notes_fresh", session.call_tool("notes_fresh", {}))
+    check(text_of(fresh) == "fresh here", "the added tool answers", text_of(fresh))
+    LIST_CHANGED.clear()
+    shrunk = await step("notes_shrink", session.call_tool("notes_shrink", {"name": "fresh"}))
+    check(not shrunk.is_error, "the upstream removes the tool", text_of(shrunk))
+    await told_the_list_changed("the upstream removed a tool")
+    with anyio.fail_after(STEP_TIMEOUT):
+        while "notes_fresh" in await tool_names(session):
+            await anyio.sleep(0.1)
+    check(True, "the removed tool left tools/list")
+    gone = await step("notes_fresh", session.call_tool("notes_fresh", {}))
+    check(gone.is_error is True and "notes_fresh" in text_of(gone), "a call to the removed tool is a clear error", text_of(gone))
+
+
+PHASES = {"load": load, "app-down": app_down, "app-up": app_up, "grow": grow}
 
 
 async def run(url: str) -> None:

@@ -7,7 +7,9 @@ Tools: `ok` (echoes `text`), `steps` (three progress notifications on the reques
 progressToken, then the answer; not misbehaving: the progress a gateway passes on), `hang` (never answers), `flood` (200,000 notifications, then
 the answer), `huge` (a 50 MB result), `wrong_id` (answers another id), `garbage` (a line
 that is not JSON, then an answer with neither result nor error), `sampling` (asks the
-client for sampling, then says what came back), `die` (exits mid-call).
+client for sampling, then says what came back), `die` (exits mid-call), `churn` (100,000
+`notifications/tools/list_changed`, then the answer), `listings` (how many `tools/list`
+requests it was sent).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import json
 import os
 import sys
 
-TOOLS = ["ok", "hang", "flood", "huge", "wrong_id", "garbage", "sampling", "die", "steps"]
-READ_ONLY = {"ok", "hang", "flood", "huge", "wrong_id", "garbage", "sampling", "steps"}
+TOOLS = ["ok", "hang", "flood", "huge", "wrong_id", "garbage", "sampling", "die", "steps", "churn", "listings"]
+READ_ONLY = {"ok", "hang", "flood", "huge", "wrong_id", "garbage", "sampling", "steps", "churn", "listings"}
+listings = 0
 
 
 def send(message: dict) -> None:
@@ -68,6 +71,12 @@ def call(request_id, name: str, arguments: dict, meta: dict) -> None:
         answer(request_id, f"sampling answered with error {code}")
     elif name == "die":
         os._exit(3)
+    elif name == "churn":
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        sys.stdout.write((note + "\n") * 100_000)
+        answer(request_id, "churned")
+    elif name == "listings":
+        answer(request_id, str(listings))
 
 
 def main() -> None:
@@ -84,6 +93,8 @@ def main() -> None:
                 "serverInfo": {"name": "hostile", "version": "1"},
             }})
         elif method == "tools/list":
+            global listings
+            listings += 1
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [tool(name) for name in TOOLS]}})
         elif method == "tools/call":
             params = message.get("params", {})

@@ -17,7 +17,7 @@ use super::{
     run::run_policy,
 };
 
-/// Admits a call to `tool` (at `index` of `server`'s registry) and runs it: the context
+/// Admits a call to `tool` (at `slot`) and runs it: the context
 /// made for the call (`context` makes it, or says why it could not), the server's argument
 /// limits, the tool's scopes, then its middleware chain; then, while the middleware's
 /// guards are held, the cache step for a tool with `cache` (`cache.rs`), or the handler
@@ -28,7 +28,7 @@ use super::{
 pub(super) async fn admit<C: Send + Sync + 'static>(
     server: &Server<C>,
     tool: &RegisteredTool<C>,
-    index: usize,
+    slot: &super::slot::Slot<C>,
     context: impl FnOnce() -> Result<C, Failure>,
     target: &Target<'_>,
     args: &Value,
@@ -84,7 +84,7 @@ pub(super) async fn admit<C: Send + Sync + 'static>(
         // or not.
         Some(key) => {
             Box::pin(serve(
-                server, tool, index, key, context, call, args, redactor, target,
+                server, tool, slot, key, context, call, args, redactor, target,
             ))
             .await
         }

@@ -70,14 +70,14 @@ pub(super) fn cache_key<C>(tool: &RegisteredTool<C>, args: &Value, call: &Call) 
     Some(crate::canonical_json::fingerprint_with(&caller, args))
 }
 
-/// Serves a call to the cached tool at `index` of `server`, under `key`, its context made
+/// Serves a call to the cached tool at `slot` of `server`, under `key`, its context made
 /// and its middleware passed.
 // Each argument is a part of the call the step reads or moves into the shared run.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn serve<C: Send + Sync + 'static>(
     server: &Server<C>,
     tool: &RegisteredTool<C>,
-    index: usize,
+    slot: &super::slot::Slot<C>,
     key: String,
     context: C,
     call: &Call,
@@ -86,6 +86,11 @@ pub(super) async fn serve<C: Send + Sync + 'static>(
     target: &Target<'_>,
 ) -> Answer {
     let inner = &*server.inner;
+    // A tool a mounted upstream has withdrawn is refused here, before its cached answers
+    // are looked at (its handler refuses it otherwise).
+    if let Some(refused) = inner.mounts.withdrawn(tool.definition.spec.name) {
+        return Answer::no_attempt(refused);
+    }
     let Some(policy) = tool.definition.spec.cache else {
         let ran = run_policy(tool, &*inner.locks, &context, call, args, redactor, target).await;
         return Answer::Ran(ran, None);
@@ -115,7 +120,7 @@ pub(super) async fn serve<C: Send + Sync + 'static>(
     }
     let run = SharedRun {
         server: server.clone(),
-        index,
+        slot: slot.clone(),
         key: key.clone(),
         generation,
         context,
@@ -174,7 +179,7 @@ fn from_entry(value: Value, how: CacheUse) -> Option<Cached> {
 /// the call that started it may leave first.
 struct SharedRun<C> {
     server: Server<C>,
-    index: usize,
+    slot: super::slot::Slot<C>,
     key: String,
     /// The tool's generation when the first caller looked: what the run stores is refused
     /// if a writer invalidated the tool since. `None`: the store could not be reached, so
@@ -195,14 +200,12 @@ impl<C: Send + Sync + 'static> SharedRun<C> {
 
     async fn run(self) -> Landed {
         let inner = &*self.server.inner;
-        let (Some(tool), Some(policy)) = (
-            inner.registry.tools.get(self.index),
-            inner
-                .registry
-                .tools
-                .get(self.index)
-                .and_then(|tool| tool.definition.spec.cache),
-        ) else {
+        let tool = match &self.slot {
+            super::slot::Slot::Registry(index) => inner.registry.tools.get(*index),
+            super::slot::Slot::Added(tool) => Some(&**tool),
+        };
+        let (Some(tool), Some(policy)) = (tool, tool.and_then(|tool| tool.definition.spec.cache))
+        else {
             let failure = Failure::internal_message("the cached tool is missing");
             return Landed::Ran {
                 outcome: Outcome::Failure(failure),

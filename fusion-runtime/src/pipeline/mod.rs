@@ -14,7 +14,10 @@
 //! 7. the call log (`call_log.rs`): one event a call, a dropped call included.
 
 use std::{
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Instant,
 };
 
@@ -38,6 +41,7 @@ pub(crate) mod render;
 mod replay;
 mod run;
 mod serialize;
+mod slot;
 mod tool_search;
 mod until_cancelled;
 
@@ -50,6 +54,7 @@ use render::render;
 use replay::{
     Replay, deduplication_unavailable, earlier_run_stopped, idempotency_conflict, idempotency_key,
 };
+use slot::Slot;
 pub(crate) use tool_search::unwrap_call_tool;
 use tool_search::{Route, route};
 use until_cancelled::until_cancelled;
@@ -157,20 +162,37 @@ async fn run_call<C: Send + Sync + 'static>(
             .registry
             .resolve_shown(tool, action, &mut args, &shown),
     };
-    let (registered, action) = match &resolved {
-        Ok((index, resolved)) => (
+    // A tool a mounted upstream added since the server started: looked for only when the
+    // registry knows no such tool, so that a call to any other costs what it did.
+    let added = match &resolved {
+        Err(FailureKind::UnknownTool { .. }) if action.is_none() => {
+            let visibility = &inner.visibility;
+            inner
+                .registry
+                .added
+                .find(tool, |spec| visibility.shows(spec, call.request()))
+        }
+        _ => None,
+    };
+    let resolved = match &added {
+        Some(_) => Ok((0, None)),
+        None => resolved,
+    };
+    let (registered, action) = match (&resolved, &added) {
+        (_, Some(added)) => (Some((&**added, Slot::Added(Arc::clone(added)))), None),
+        (Ok((index, resolved)), None) => (
             inner
                 .registry
                 .tools
                 .get(*index)
-                .map(|registered| (registered, *index)),
+                .map(|registered| (registered, Slot::Registry(*index))),
             resolved.map(str::to_owned),
         ),
-        Err(_) => (None, action.map(str::to_owned)),
+        (Err(_), None) => (None, action.map(str::to_owned)),
     };
-    let (registered, index) = match registered {
-        Some((registered, index)) => (Some(registered), index),
-        None => (None, 0),
+    let (registered, slot) = match registered {
+        Some((registered, slot)) => (Some(registered), slot),
+        None => (None, Slot::Registry(0)),
     };
     let target = Target {
         tool,
@@ -272,7 +294,7 @@ async fn run_call<C: Send + Sync + 'static>(
                 admit(
                     server,
                     registered,
-                    index,
+                    &slot,
                     context,
                     &target,
                     &log.args,

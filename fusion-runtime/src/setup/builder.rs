@@ -30,14 +30,14 @@ pub struct ServerBuilder<C = ()> {
     limits: Limits,
     pub(crate) policy: Policy,
     /// The output limit of tools that set none ([`Self::max_output`]).
-    max_output: usize,
+    pub(crate) max_output: usize,
     /// The start-up checks (`startup.rs`).
     pub(crate) startup: Startup,
     exposure: Exposure,
     group_descriptions: HashMap<String, String>,
     /// Groups whose reads may be listed destructive ([`Self::allow_mixed_hints`]).
     mixed_hints_allowed: Vec<String>,
-    middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
+    pub(crate) middleware: Vec<(MiddlewareScope, Arc<dyn Middleware<C>>)>,
     ok_level: tracing::Level,
     /// Whether error results carry the draft standard failure key too.
     pub(crate) draft_tool_failure: bool,
@@ -74,7 +74,7 @@ pub struct ServerBuilder<C = ()> {
 
 /// Where a middleware applies.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum MiddlewareScope {
+pub(crate) enum MiddlewareScope {
     All,
     Group(String),
     Tool(String),

@@ -2,16 +2,50 @@
 //! needs it: the tools of an upstream that is down are left out of the list, and come back
 //! when it recovers. Their calls still reach the pipeline, which answers them with when to
 //! retry. The sessions' clients are told (`notifications/tools/list_changed`) each time.
-//! Compiled without the `upstream` feature too, as an empty list.
+//!
+//! An upstream's tools can change while the server runs (`upstream/refresh.rs`). The tools
+//! it had at start are in the registry, built once: each mount says how each of them is
+//! listed now (as built, with what the upstream says of it now, or not at all). The tools it
+//! added since are in [`AddedTools`], a table of its own that only `tools/list` and a call
+//! to a name the registry does not know look at, so that a call to a local tool costs what
+//! it did. Compiled without the `upstream` feature too, as empty lists.
 
-use std::{borrow::Cow, sync::Arc};
+use std::{
+    borrow::Cow,
+    collections::HashMap,
+    sync::{Arc, RwLock},
+};
+
+use crate::{
+    middleware::Middleware, policy::Policy, setup::registered::RegisteredTool, tool::ToolSpec,
+};
+
+/// How a tool an upstream had at start is listed now.
+#[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+pub(crate) enum ListedNow {
+    /// As the registry built it: the upstream says of it what it said at start.
+    AsBuilt,
+    /// As the upstream describes it now (its description or schemas changed).
+    As(Box<rmcp::model::Tool>),
+    /// Not listed: the upstream no longer offers it, or no longer says it is as safe to
+    /// repeat as it said at start (its calls are refused, `upstream/mount.rs`).
+    Not,
+}
 
 /// One mounted upstream, as the listing sees it.
 pub(crate) trait MountHealth: Send + Sync {
     /// Whether the upstream is down now (its breaker is open).
     fn is_down(&self) -> bool;
-    /// Whether the listed tool `name` is one of its tools.
+    /// Whether the listed tool `name` is one of its tools (had at start, or added since).
     fn owns(&self, name: &str) -> bool;
+    /// Whether any of its tools is listed otherwise than at start: the listing then asks
+    /// [`listed_now`](Self::listed_now) of each.
+    fn has_changed(&self) -> bool;
+    /// How its tool `name` is listed now.
+    fn listed_now(&self, name: &str) -> ListedNow;
+    /// Why its tool `name`, one it had at start, is no longer called: the upstream withdrew
+    /// it, or changed how safe it says it is to repeat (`upstream/mount.rs`).
+    fn withdrawn(&self, name: &str) -> Option<crate::failure::Failure>;
     /// The prefix its tools are listed under (`/readyz`).
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     fn prefix(&self) -> &str;
@@ -22,6 +56,9 @@ pub(crate) trait MountHealth: Send + Sync {
 pub(crate) struct Mounts {
     pub(crate) upstreams: Vec<Arc<dyn MountHealth>>,
     pub(crate) changed: Arc<ToolsChanged>,
+    /// Ends the refresh of the upstreams' tools when the server (the last owner) is dropped.
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+    pub(crate) refresh_stop: Arc<RefreshStop>,
 }
 
 /// What tells each session's client that its tool list changed
@@ -70,34 +107,179 @@ impl Mounts {
             .collect()
     }
 
-    /// Whether the tool `name` is listed now: it is no tool of an upstream that is down.
+    /// Whether the tool `name` is listed now: it is no tool of an upstream that is down,
+    /// nor one its upstream no longer offers.
     pub(crate) fn is_listed(&self, name: &str) -> bool {
-        !self
-            .upstreams
-            .iter()
-            .any(|mount| mount.is_down() && mount.owns(name))
+        !self.upstreams.iter().any(|mount| {
+            mount.owns(name)
+                && (mount.is_down()
+                    || (mount.has_changed() && matches!(mount.listed_now(name), ListedNow::Not)))
+        })
     }
 
-    /// `tools` without the tools of the upstreams that are down: borrowed as it is while
-    /// none is (the usual case costs one look at each breaker).
+    /// Why the tool `name` is no longer called, when it is one a mounted upstream had at
+    /// start and has withdrawn since: asked before a cached answer is served, so that a
+    /// withdrawn tool's answers are not (no cost without upstreams).
+    pub(crate) fn withdrawn(&self, name: &str) -> Option<crate::failure::Failure> {
+        self.upstreams
+            .iter()
+            .find_map(|mount| mount.withdrawn(name))
+    }
+
+    /// `tools` as they are listed now: without the tools of the upstreams that are down,
+    /// and each tool of an upstream whose tools changed as it is now. Borrowed as it is
+    /// while no upstream is down or changed (the usual case costs two looks at each mount).
     pub(crate) fn listed<'a>(
         &self,
         tools: Cow<'a, [rmcp::model::Tool]>,
     ) -> Cow<'a, [rmcp::model::Tool]> {
-        let down: Vec<&Arc<dyn MountHealth>> = self
+        let affected: Vec<&Arc<dyn MountHealth>> = self
             .upstreams
             .iter()
-            .filter(|mount| mount.is_down())
+            .filter(|mount| mount.is_down() || mount.has_changed())
             .collect();
-        if down.is_empty() {
+        if affected.is_empty() {
             return tools;
         }
         Cow::Owned(
             tools
                 .iter()
-                .filter(|tool| !down.iter().any(|mount| mount.owns(&tool.name)))
-                .cloned()
+                .filter_map(|tool| {
+                    let Some(mount) = affected.iter().find(|mount| mount.owns(&tool.name)) else {
+                        return Some(tool.clone());
+                    };
+                    if mount.is_down() {
+                        return None;
+                    }
+                    match mount.listed_now(&tool.name) {
+                        ListedNow::AsBuilt => Some(tool.clone()),
+                        ListedNow::As(now) => Some(*now),
+                        ListedNow::Not => None,
+                    }
+                })
                 .collect(),
         )
+    }
+}
+
+/// The tools the mounted upstreams added after the server started, by listed name: each
+/// one registered as a tool of the registry is (its policy, breaker, cache and counters
+/// kept from one refresh to the next while the upstream says the same of it), and listed
+/// after the registry's tools.
+pub(crate) struct AddedTools<C>(RwLock<HashMap<&'static str, Added<C>>>);
+
+/// One tool an upstream added after start.
+pub(crate) struct Added<C> {
+    /// The prefix of the upstream that lists it.
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+    pub(crate) prefix: Arc<str>,
+    pub(crate) registered: Arc<RegisteredTool<C>>,
+    /// How `tools/list` describes it.
+    pub(crate) wire: rmcp::model::Tool,
+}
+
+impl<C> Default for AddedTools<C> {
+    fn default() -> Self {
+        Self(RwLock::new(HashMap::new()))
+    }
+}
+
+impl<C> AddedTools<C> {
+    /// The added tool listed as `name`, if the caller is `shown` it.
+    pub(crate) fn find(
+        &self,
+        name: &str,
+        shown: impl Fn(&ToolSpec) -> bool,
+    ) -> Option<Arc<RegisteredTool<C>>> {
+        let tools = self.0.read().ok()?;
+        let added = tools.get(name)?;
+        shown(&added.registered.definition.spec).then(|| Arc::clone(&added.registered))
+    }
+
+    /// How `tools/list` describes the added tools the caller is `shown` and `listed` lets
+    /// through (an upstream that is down lists none), in name order.
+    pub(crate) fn wire(
+        &self,
+        shown: impl Fn(&ToolSpec) -> bool,
+        listed: impl Fn(&str) -> bool,
+    ) -> Vec<rmcp::model::Tool> {
+        let Ok(tools) = self.0.read() else {
+            return Vec::new();
+        };
+        let mut wire: Vec<rmcp::model::Tool> = tools
+            .iter()
+            .filter(|(name, added)| listed(name) && shown(&added.registered.definition.spec))
+            .map(|(_, added)| added.wire.clone())
+            .collect();
+        wire.sort_by(|a, b| a.name.cmp(&b.name));
+        wire
+    }
+
+    /// The added tools' records, in name order (for the metrics).
+    pub(crate) fn registered(&self) -> Vec<Arc<RegisteredTool<C>>> {
+        let Ok(tools) = self.0.read() else {
+            return Vec::new();
+        };
+        let mut named: Vec<(&'static str, Arc<RegisteredTool<C>>)> = tools
+            .iter()
+            .map(|(name, added)| (*name, Arc::clone(&added.registered)))
+            .collect();
+        named.sort_by_key(|(name, _)| *name);
+        named
+            .into_iter()
+            .map(|(_, registered)| registered)
+            .collect()
+    }
+
+    /// Whether no upstream added a tool.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.read().map_or(true, |tools| tools.is_empty())
+    }
+
+    /// Runs `change` on the table, under its lock (a refresh, `upstream/refresh.rs`).
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+    pub(crate) fn change<R>(
+        &self,
+        change: impl FnOnce(&mut HashMap<&'static str, Added<C>>) -> R,
+    ) -> Option<R> {
+        self.0.write().ok().map(|mut tools| change(&mut tools))
+    }
+}
+
+/// What a tool added after start is registered with: what the builder completes every tool
+/// with (the server's default policy and output limit, its global middleware). Middleware
+/// scoped to a group or a tool names tools known at build, so none applies to it.
+#[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+pub(crate) struct Completion<C> {
+    pub(crate) policy: Policy,
+    pub(crate) max_output: usize,
+    pub(crate) global: Vec<Arc<dyn Middleware<C>>>,
+}
+
+#[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+impl<C> Completion<C> {
+    pub(crate) fn register(&self, definition: crate::tool::ToolDefinition<C>) -> RegisteredTool<C> {
+        let mut registered = RegisteredTool::new(definition);
+        registered.complete(self.policy, self.max_output, self.global.clone(), None);
+        registered
+    }
+}
+
+/// Ends the tasks that refresh the mounted upstreams' tools (`upstream/refresh.rs`) when the
+/// server that owns it is dropped.
+#[derive(Default)]
+pub(crate) struct RefreshStop(tokio_util::sync::CancellationToken);
+
+impl RefreshStop {
+    /// A token cancelled when this is dropped.
+    #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
+    pub(crate) fn token(&self) -> tokio_util::sync::CancellationToken {
+        self.0.clone()
+    }
+}
+
+impl Drop for RefreshStop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }

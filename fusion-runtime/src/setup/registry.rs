@@ -49,6 +49,8 @@ pub(crate) struct Registry<C> {
     max_tool_bytes: usize,
     /// The same for action names.
     max_action_bytes: usize,
+    /// The tools mounted upstreams added since the server started (`setup/mounts.rs`).
+    pub(crate) added: Arc<crate::setup::mounts::AddedTools<C>>,
 }
 
 impl<C> Registry<C> {
@@ -160,6 +162,7 @@ impl<C> Registry<C> {
             schema_listing,
             max_tool_bytes,
             max_action_bytes,
+            added: Arc::default(),
         })
     }
 

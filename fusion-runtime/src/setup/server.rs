@@ -175,9 +175,16 @@ impl<C: Send + Sync + 'static> Server<C> {
         self.inner.instructions.as_deref()
     }
 
-    /// The registered tools' names, in registration order.
+    /// The registered tools' names, in registration order (then the tools mounted
+    /// upstreams added since the server started, in name order).
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner.registry.names()
+        let mut names = self.inner.registry.names();
+        let added = &self.inner.registry.added;
+        if !added.is_empty() {
+            let wire = added.wire(|_| true, |_| true);
+            names.extend(wire.into_iter().map(|tool| tool.name.into_owned()));
+        }
+        names
     }
 
     /// The handlers the caller of `request` is shown, or `None` when every caller is shown
@@ -213,7 +220,18 @@ impl<C: Send + Sync + 'static> Server<C> {
                 std::borrow::Cow::Owned(list.to_vec())
             }
         };
-        self.inner.mounts.listed(listed)
+        let listed = self.inner.mounts.listed(listed);
+        let added = &self.inner.registry.added;
+        if added.is_empty() {
+            return listed;
+        }
+        let visibility = &self.inner.visibility;
+        let mut listed = listed.into_owned();
+        listed.extend(added.wire(
+            |spec| visibility.shows(spec, request),
+            |name| self.inner.mounts.is_listed(name),
+        ));
+        std::borrow::Cow::Owned(listed)
     }
 
     /// The tools as `tools/list` describes them.
@@ -269,19 +287,23 @@ impl<C: Send + Sync + 'static> Server<C> {
     /// flight, retries, circuit state.
     pub fn metrics(&self) -> MetricsSnapshot {
         let registry = &self.inner.registry;
+        let snapshot = |tool: &crate::setup::registered::RegisteredTool<C>| {
+            let spec = &tool.definition.spec;
+            let name = match (spec.group, spec.action) {
+                (Some(group), Some(action)) => format!("{group}/{action}"),
+                _ => spec.name.to_owned(),
+            };
+            let open = tool.circuit.as_ref().is_some_and(Circuit::is_open);
+            tool.metrics.snapshot(&name, open)
+        };
+        // Then the tools mounted upstreams added since the server started.
+        let added = self.inner.registry.added.registered();
         MetricsSnapshot {
             tools: registry
                 .tools
                 .iter()
-                .map(|tool| {
-                    let spec = &tool.definition.spec;
-                    let name = match (spec.group, spec.action) {
-                        (Some(group), Some(action)) => format!("{group}/{action}"),
-                        _ => spec.name.to_owned(),
-                    };
-                    let open = tool.circuit.as_ref().is_some_and(Circuit::is_open);
-                    tool.metrics.snapshot(&name, open)
-                })
+                .map(snapshot)
+                .chain(added.iter().map(|tool| snapshot(tool)))
                 .collect(),
             surface_digest: self.surface_digest().to_owned(),
             notifications_dropped: self.catalog().changes.dropped(),

@@ -199,9 +199,12 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         self.startup.token_budget = startup.token_budget;
         // Each upstream's tools join the server's before it is built.
         #[cfg(feature = "upstream")]
-        {
-            self = crate::upstream::builder::mount_all(self, startup.upstreams).await?;
-        }
+        let refreshers = {
+            let (builder, refreshers) =
+                crate::upstream::builder::mount_all(self, startup.upstreams).await?;
+            self = builder;
+            refreshers
+        };
         let server = self.try_build().map_err(StartupError::Build)?;
         if let Some(pin) = &startup.surface_pin {
             let pin = crate::contract::Pin::parse(pin).map_err(StartupError::InvalidSurfacePin)?;
@@ -226,6 +229,9 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
         for step in startup.steps {
             step().await.map_err(StartupError::Setup)?;
         }
+        // Once the server is what is returned: each refresh ends when it is dropped.
+        #[cfg(feature = "upstream")]
+        crate::upstream::builder::start_refreshes(&server, refreshers);
         Ok(server)
     }
 

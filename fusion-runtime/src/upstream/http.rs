@@ -58,6 +58,9 @@ pub(crate) struct HttpLink {
     /// Held while a session is made, so that two calls do not make the same one; a call
     /// whose session exists never waits for it.
     making: tokio::sync::Mutex<()>,
+    /// Told when an answer's event stream says the upstream's tools changed
+    /// (`refresh.rs` lists them again).
+    tools_changed: Arc<tokio::sync::Notify>,
 }
 
 /// What `initialize` gave: the session's id (none from a stateless server), the revision
@@ -82,6 +85,7 @@ impl HttpLink {
         headers: &[(String, String)],
         bearer: Option<&str>,
         max_message: usize,
+        tools_changed: Arc<tokio::sync::Notify>,
     ) -> Result<Self, String> {
         let url =
             Url::parse(url).map_err(|error| format!("the URL `{url}` is invalid: {error}"))?;
@@ -120,6 +124,7 @@ impl HttpLink {
             next: AtomicU64::new(1),
             sessions: std::sync::Mutex::new(HashMap::new()),
             making: tokio::sync::Mutex::new(()),
+            tools_changed,
         })
     }
 
@@ -464,6 +469,10 @@ impl HttpLink {
                     if let Some(route) = progress.filter(|route| route.token == token) {
                         let _ = route.sender.try_send(made);
                     }
+                }
+                // One stored permit however many come: a flood costs one more listing.
+                rpc::Incoming::Notification { method } if method == rpc::TOOLS_CHANGED => {
+                    self.tools_changed.notify_one();
                 }
                 _ => {}
             }

@@ -1,5 +1,7 @@
 //! One connection to an upstream, whichever its transport.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::{
@@ -13,13 +15,19 @@ pub(crate) enum Link {
 }
 
 impl Link {
-    pub(crate) fn new(upstream: &Upstream) -> Result<Self, String> {
+    /// A link to `upstream`; `tools_changed` is told each time the upstream sends
+    /// `notifications/tools/list_changed`.
+    pub(crate) fn new(
+        upstream: &Upstream,
+        tools_changed: Arc<tokio::sync::Notify>,
+    ) -> Result<Self, String> {
         Ok(match &upstream.endpoint {
             Endpoint::Stdio { program, args, env } => Self::Stdio(StdioLink::new(
                 program.clone(),
                 args.clone(),
                 env.clone(),
                 upstream.max_message,
+                tools_changed,
             )),
             Endpoint::Http {
                 url,
@@ -30,6 +38,7 @@ impl Link {
                 headers,
                 bearer.as_deref(),
                 upstream.max_message,
+                tools_changed,
             )?),
         })
     }

@@ -6,7 +6,9 @@
 //! retries, circuit breaker), the cache of its read-only tools, the credentials, the
 //! largest answer read. When the server starts, it connects to each upstream, lists its
 //! tools and registers each one as `<prefix>_<name>`, with the upstream's description,
-//! schemas and annotations. From there an upstream's tool is called through the same
+//! schemas and annotations. While the server runs, the tools are listed again when the
+//! upstream says they changed, at the upstream's refresh interval, and until an optional
+//! upstream that was down at start answers (`refresh.rs`). From there an upstream's tool is called through the same
 //! pipeline as a local one: validation of the call's shape, middleware, visibility, the
 //! timeout, retries of transient failures, the breaker, the cache with stale answers, the
 //! output limit, the call log and the metrics.
@@ -17,7 +19,13 @@
 //! - `rpc.rs`: the JSON-RPC messages a gateway sends and reads;
 //! - `stdio.rs`: a child process, restarted when it dies;
 //! - `http.rs`: Streamable HTTP, JSON or SSE answers, the session and its renewal;
-//! - `mount.rs`: an upstream's tools as tool definitions, and their answers as outcomes;
+//! - `offered.rs`: what an upstream offers at one moment, and the names its tools are
+//!   listed under (interned, capped);
+//! - `mount.rs`: an upstream's tools as tool definitions, called through the link, and
+//!   its one breaker;
+//! - `outcome.rs`: the upstream's answers, and the link's failures, as outcomes;
+//! - `refresh.rs`: the upstream's tools listed again (on `list_changed`, at an interval, and
+//!   until an optional upstream not reached at start answers);
 //! - `identity.rs`: who the upstream is told calls (the configured credential, the caller's
 //!   own token for its audience, or an exchanged one);
 //! - `builder.rs`: [`ServerBuilder::upstream`](crate::ServerBuilder::upstream), and the
@@ -29,6 +37,9 @@ mod identity;
 pub(crate) mod link;
 mod link_error;
 mod mount;
+mod offered;
+mod outcome;
+mod refresh;
 mod rpc;
 mod stdio;
 
@@ -85,6 +96,8 @@ pub struct Upstream {
     pub(crate) max_message: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) identity: identity::Identity,
+    pub(crate) refresh_every: Option<Duration>,
+    pub(crate) optional: bool,
 }
 
 /// Where an upstream is, and what is sent along with every request.
@@ -133,6 +146,8 @@ impl Upstream {
             max_message: DEFAULT_MAX_MESSAGE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             identity: identity::Identity::Configured,
+            refresh_every: None,
+            optional: false,
         }
     }
 
@@ -222,6 +237,52 @@ impl Upstream {
     /// ([`DEFAULT_CONNECT_TIMEOUT`]).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Lists the upstream's tools again every `interval`, besides each time it sends
+    /// `notifications/tools/list_changed` (which an upstream over HTTP can send only inside
+    /// the answer to a request). Tools it added appear, tools it removed disappear (a call
+    /// to one is answered that the upstream no longer offers it), and new descriptions and
+    /// schemas are listed; sessions are sent `notifications/tools/list_changed`. A listing
+    /// that fails leaves the tools as they were. Listings are at least a second apart,
+    /// whatever the interval. Without it, the tools change only on `list_changed`.
+    ///
+    /// A tool whose `readOnlyHint`, `destructiveHint` or `idempotentHint` changed is not
+    /// called under the retries and cache of its old hints: one the server had at start is
+    /// left out until the server restarts; one added since is registered anew.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::upstream::Upstream;
+    ///
+    /// let billing = Upstream::http("https://billing.internal/mcp").refresh_every(Duration::from_secs(300));
+    /// # let _ = billing;
+    /// ```
+    pub fn refresh_every(mut self, interval: Duration) -> Self {
+        self.refresh_every = Some(interval);
+        self
+    }
+
+    /// Lets the server start without this upstream when it cannot be reached within its
+    /// [`connect_timeout`](Self::connect_timeout): the server starts with none of its tools,
+    /// tries again in the background (after 1 s, backing off to every 30 s), and adds its
+    /// tools when it answers, with `notifications/tools/list_changed` to the sessions. Until
+    /// then `/readyz` says it is `down`.
+    /// Without it an upstream is required: a start that cannot reach it fails with
+    /// [`StartupError::Upstream`](crate::StartupError::Upstream).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::upstream::Upstream;
+    ///
+    /// let search = Upstream::http("https://search.internal/mcp")
+    ///     .optional()
+    ///     .connect_timeout(Duration::from_secs(2));
+    /// # let _ = search;
+    /// ```
+    pub fn optional(mut self) -> Self {
+        self.optional = true;
         self
     }
 

@@ -1,12 +1,10 @@
 //! An upstream's tools as this server's tool definitions: listed under the prefix, called
-//! through the link, their answers and the link's failures turned into outcomes the
-//! pipeline knows (transient, invalid input, internal, not sent), and one breaker for the
-//! whole upstream.
+//! through the link (their answers made outcomes in `outcome.rs`), refused once the upstream
+//! no longer offers them as they were registered, and one breaker for the whole upstream.
 
 use std::{
-    collections::HashSet,
     sync::{
-        Arc,
+        Arc, Mutex, RwLock,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
@@ -14,14 +12,20 @@ use std::{
 
 use serde_json::{Map, Value, json};
 
-use super::{Upstream, link::Link, link_error::LinkError, rpc::ProgressRoute};
+use super::{
+    Upstream,
+    link::Link,
+    link_error::LinkError,
+    offered::{Names, Offered, OfferedTool, same_treatment},
+    rpc::ProgressRoute,
+};
 use crate::{
     call::Call,
-    failure::{Classification, ErrorClass, ErrorCode, Failure, FailureKind},
+    failure::{Classification, ErrorClass, Failure, FailureKind},
     future::BoxFuture,
     policy::{Admission, Circuit, Transition},
-    setup::mounts::ToolsChanged,
-    tool::{Annotations, Invoke, Outcome, ToolDefinition, ToolOutput, ToolSpec},
+    setup::mounts::{ListedNow, ToolsChanged},
+    tool::{Annotations, Invoke, Outcome, ToolDefinition, ToolSpec},
     validate::{ArgIssue, Validator},
 };
 
@@ -29,38 +33,148 @@ use crate::{
 const MAX_TOOLS: usize = 1000;
 const MAX_PAGES: usize = 100;
 
-/// The longest tool name MCP allows.
-const MAX_TOOL_NAME: usize = 128;
-
-/// One mounted upstream: its link, its breaker, and the names its tools are listed under.
+/// One mounted upstream: its link, its breaker, and the tools it offers.
 pub(crate) struct Mount {
     pub(crate) prefix: String,
-    link: Link,
+    pub(crate) link: Link,
     circuit: Option<Circuit>,
     /// How long the breaker stays open before a probe.
     cooldown: Duration,
     /// Whether a task pings the upstream until it is up (one at most).
     probing: AtomicBool,
+    /// Whether it has answered a listing: an optional upstream not reached at start is down
+    /// (`/readyz` says so) until it does.
+    reached: AtomicBool,
     /// Who the upstream is told calls.
     identity: super::identity::Identity,
-    /// Told when the upstream goes down or comes back.
-    changed: Arc<ToolsChanged>,
-    listed: HashSet<String>,
+    /// Told when the upstream goes down or comes back, or its tools change.
+    pub(crate) changed: Arc<ToolsChanged>,
+    /// What it offered at start: the tools registered in the registry.
+    at_start: Offered,
+    /// What it offers now (`refresh.rs` replaces it), and whether that differs from
+    /// `at_start`. Read by a listing, and by each call of its tools; written by a refresh.
+    now: RwLock<Arc<Now>>,
+    /// The names its tools were ever listed under, each leaked once.
+    pub(crate) names: Mutex<Names>,
+    /// Told when the upstream sends `notifications/tools/list_changed`.
+    pub(crate) tools_changed: Arc<tokio::sync::Notify>,
+}
+
+/// What an upstream offers now.
+#[derive(Default)]
+pub(crate) struct Now {
+    pub(crate) offered: Offered,
+    /// Whether a tool of `at_start` is gone or described otherwise, or a tool was added.
+    pub(crate) changed_since_start: bool,
 }
 
 impl crate::setup::mounts::MountHealth for Mount {
     fn is_down(&self) -> bool {
-        self.circuit
-            .as_ref()
-            .is_some_and(|circuit| !circuit.is_closed())
+        !self.reached.load(Ordering::Acquire)
+            || self
+                .circuit
+                .as_ref()
+                .is_some_and(|circuit| !circuit.is_closed())
     }
 
     fn owns(&self, name: &str) -> bool {
-        self.listed.contains(name)
+        self.at_start.tools.contains_key(name) || self.now().offered.tools.contains_key(name)
+    }
+
+    fn has_changed(&self) -> bool {
+        self.now().changed_since_start
+    }
+
+    fn listed_now(&self, name: &str) -> ListedNow {
+        let now = self.now();
+        let (Some(then), Some(offered)) =
+            (self.at_start.tools.get(name), now.offered.tools.get(name))
+        else {
+            // Added since start: listed from `AddedTools`, as long as it is offered.
+            return if now.offered.tools.contains_key(name) {
+                ListedNow::AsBuilt
+            } else {
+                ListedNow::Not
+            };
+        };
+        if offered == then {
+            ListedNow::AsBuilt
+        } else if same_treatment(then.hints(), offered.hints()) {
+            ListedNow::As(Box::new(offered.wire.clone()))
+        } else {
+            ListedNow::Not
+        }
+    }
+
+    fn withdrawn(&self, name: &str) -> Option<Failure> {
+        let registered = self.at_start.tools.get(name)?;
+        self.refusal(name, registered.hints())
     }
 
     fn prefix(&self) -> &str {
         &self.prefix
+    }
+}
+
+impl Mount {
+    /// What the upstream offers now.
+    pub(crate) fn now(&self) -> Arc<Now> {
+        match self.now.read() {
+            Ok(now) => Arc::clone(&now),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Replaces what the upstream offers now with `offered`; whether that changed anything.
+    pub(crate) fn offer(&self, offered: Offered) -> bool {
+        let changed_since_start = offered.tools != self.at_start.tools;
+        let before = self.now();
+        if before.offered.tools == offered.tools {
+            return false;
+        }
+        let now = Arc::new(Now {
+            offered,
+            changed_since_start,
+        });
+        match self.now.write() {
+            Ok(mut slot) => *slot = now,
+            Err(poisoned) => *poisoned.into_inner() = now,
+        }
+        true
+    }
+
+    /// Notes that the upstream answered a listing.
+    pub(crate) fn mark_reached(&self) {
+        self.reached.store(true, Ordering::Release);
+    }
+
+    /// What it offered at start.
+    pub(crate) fn at_start(&self) -> &Offered {
+        &self.at_start
+    }
+
+    /// Why a call of `listed` (registered with `hints`) is not sent: the upstream no longer
+    /// offers that tool, or no longer says it is as safe to repeat as when it was registered
+    /// (the retries and the cache it is called under would be wrong for it).
+    fn refusal(&self, listed: &str, hints: Annotations) -> Option<Failure> {
+        let now = self.now();
+        let why = match now.offered.tools.get(listed) {
+            None => format!(
+                "upstream `{}` no longer offers the tool `{listed}`: it was removed upstream. List the tools again",
+                self.prefix
+            ),
+            Some(offered) if !same_treatment(hints, offered.hints()) => format!(
+                "upstream `{}` changed whether `{listed}` is read-only, destructive or idempotent since this server registered it; it is not called until the server restarts",
+                self.prefix
+            ),
+            Some(_) => return None,
+        };
+        let mut failure = Failure::new(FailureKind::Handler(Classification::of(
+            ErrorClass::InvalidInput,
+        )));
+        failure.chain = vec![why];
+        failure.not_sent = true;
+        Some(failure)
     }
 }
 
@@ -80,26 +194,47 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<(), String> {
     }
 }
 
+/// A mounted upstream, as `mount` made it.
+pub(crate) struct Mounted<C> {
+    /// A definition of each tool it offered at start, named `<prefix>_<name>`.
+    pub(crate) definitions: Vec<ToolDefinition<C>>,
+    pub(crate) mount: Arc<Mount>,
+    /// Whether it answered within its connect timeout (an optional upstream may not).
+    pub(crate) reached: bool,
+    /// The tags of its tools.
+    pub(crate) tags: &'static [&'static str],
+}
+
 /// Connects to `upstream`, lists its tools, and makes a definition of each, named
-/// `<prefix>_<name>`.
+/// `<prefix>_<name>`. An optional upstream that cannot be reached is mounted with no tools
+/// (the refresh lists them when it comes, `refresh.rs`).
 pub(crate) async fn mount<C: Send + Sync + 'static>(
     prefix: &str,
     upstream: &Upstream,
     changed: Arc<ToolsChanged>,
-) -> Result<(Vec<ToolDefinition<C>>, Arc<Mount>), String> {
+) -> Result<Mounted<C>, String> {
     check_prefix(prefix)?;
-    let link = Link::new(upstream)?;
-    let listed = until_listed(&link, upstream.connect_timeout).await?;
-    let mut tools = Vec::new();
-    for tool in listed {
-        match serde_json::from_value::<rmcp::model::Tool>(tool) {
-            Ok(tool) => tools.push(tool),
-            Err(error) => {
-                tracing::warn!(target: "fusion::upstream", prefix, %error, "a tool the upstream listed cannot be read; it is left out")
-            }
+    let tools_changed = Arc::new(tokio::sync::Notify::new());
+    let link = Link::new(upstream, Arc::clone(&tools_changed))?;
+    let (listed, reached) = match until_listed(&link, upstream.connect_timeout).await {
+        Ok(listed) => (listed, true),
+        Err(why) if upstream.optional => {
+            tracing::warn!(target: "fusion::upstream", prefix, upstream = upstream.describe(), reason = %why, "optional upstream not reached: the server starts without its tools, and adds them when it answers");
+            (Vec::new(), false)
         }
-    }
-    let mut mount = Mount {
+        Err(why) => return Err(why),
+    };
+    let mut names = Names::default();
+    let at_start = super::offered::offered(prefix, listed, &mut names);
+    let tags: &'static [&'static str] =
+        Box::leak(vec!["upstream", leak(prefix.to_owned())].into_boxed_slice());
+    // Registered in the order the upstream lists them.
+    let start: Vec<(&'static str, OfferedTool)> = at_start
+        .order
+        .iter()
+        .filter_map(|name| Some((*name, at_start.tools.get(name)?.clone())))
+        .collect();
+    let mount = Arc::new(Mount {
         prefix: prefix.to_owned(),
         link,
         circuit: upstream.policy.circuit.map(Circuit::new),
@@ -108,32 +243,30 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
             .circuit
             .map_or(Duration::ZERO, |circuit| circuit.cooldown),
         probing: AtomicBool::new(false),
+        reached: AtomicBool::new(reached),
         identity: upstream.identity.clone(),
         changed,
-        listed: HashSet::new(),
-    };
-    let mut specs = Vec::new();
-    for tool in tools {
-        let name = format!("{prefix}_{}", tool.name);
-        let valid = name.len() <= MAX_TOOL_NAME
-            && name
-                .bytes()
-                .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.'));
-        if !valid || mount.listed.contains(&name) {
-            tracing::warn!(target: "fusion::upstream", prefix, tool = %crate::limits::name(&tool.name), "a tool whose name cannot be listed (or is listed twice) is left out");
-            continue;
-        }
-        mount.listed.insert(name.clone());
-        specs.push((name, tool));
-    }
-    let mount = Arc::new(mount);
-    let tags: &'static [&'static str] =
-        Box::leak(vec!["upstream", leak(prefix.to_owned())].into_boxed_slice());
-    let definitions = specs
+        now: RwLock::new(Arc::new(Now {
+            offered: Offered {
+                tools: at_start.tools.clone(),
+                order: at_start.order.clone(),
+            },
+            changed_since_start: false,
+        })),
+        at_start,
+        names: Mutex::new(names),
+        tools_changed,
+    });
+    let definitions = start
         .into_iter()
-        .map(|(name, tool)| definition(&mount, upstream, name, tool, tags))
+        .map(|(name, tool)| definition(&mount, upstream, name, &tool, tags, Texts::Leaked))
         .collect();
-    Ok((definitions, mount))
+    Ok(Mounted {
+        definitions,
+        mount,
+        reached,
+        tags,
+    })
 }
 
 /// The upstream's tools, asked for again while it cannot be reached (an upstream started
@@ -160,7 +293,7 @@ async fn until_listed(link: &Link, within: Duration) -> Result<Vec<Value>, Strin
 const RETRY_CONNECT: Duration = Duration::from_millis(200);
 
 /// Every tool the upstream lists, page after page, up to [`MAX_TOOLS`].
-async fn list_tools(link: &Link) -> Result<Vec<Value>, LinkError> {
+pub(crate) async fn list_tools(link: &Link) -> Result<Vec<Value>, LinkError> {
     link.connect().await?;
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
@@ -184,31 +317,33 @@ async fn list_tools(link: &Link) -> Result<Vec<Value>, LinkError> {
     Ok(tools)
 }
 
-/// A name or a description made `'static`, as a [`ToolSpec`] holds them: an upstream is
-/// mounted once, at start, so what is leaked is bounded by what it lists then.
+/// A text made `'static`, as a [`ToolSpec`] holds it: only what an upstream lists at start
+/// (bounded by what it lists then); names are interned (`offered.rs`).
 fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
 }
 
-fn definition<C: Send + Sync + 'static>(
+/// Whether a definition's description and title are leaked into its [`ToolSpec`]: at
+/// start, once, for the contract and the tool search; a tool added later is listed from its
+/// own description (`setup/mounts.rs`), so its spec keeps none and nothing is leaked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Texts {
+    Leaked,
+    Left,
+}
+
+pub(crate) fn definition<C: Send + Sync + 'static>(
     mount: &Arc<Mount>,
     upstream: &Upstream,
-    name: String,
-    tool: rmcp::model::Tool,
+    name: &'static str,
+    offered: &OfferedTool,
     tags: &'static [&'static str],
+    texts: Texts,
 ) -> ToolDefinition<C> {
+    let tool = &offered.tool;
     let hints = tool.annotations.as_ref();
-    let read_only = hints.and_then(|hints| hints.read_only_hint);
-    let annotations = Annotations {
-        read_only,
-        // MCP's default for a tool that is not read-only: destructive. Written out, so
-        // that fusion never repeats a tool the upstream did not say is safe to repeat.
-        destructive: hints
-            .and_then(|hints| hints.destructive_hint)
-            .or((read_only != Some(true)).then_some(true)),
-        idempotent: hints.and_then(|hints| hints.idempotent_hint),
-        open_world: hints.and_then(|hints| hints.open_world_hint),
-    };
+    let annotations = offered.hints();
+    let read_only = annotations.read_only;
     let mut policy = upstream
         .tool_policies
         .get(tool.name.as_ref())
@@ -219,10 +354,17 @@ fn definition<C: Send + Sync + 'static>(
         .title
         .clone()
         .or_else(|| hints.and_then(|hints| hints.title.clone()));
+    let (description, title) = match texts {
+        Texts::Leaked => (
+            leak(tool.description.as_deref().unwrap_or_default().to_owned()),
+            title.map(leak),
+        ),
+        Texts::Left => ("", None),
+    };
     let spec = ToolSpec {
-        name: leak(name),
-        description: leak(tool.description.as_deref().unwrap_or_default().to_owned()),
-        title: title.map(leak),
+        name,
+        description,
+        title,
         annotations,
         policy,
         group: None,
@@ -238,8 +380,8 @@ fn definition<C: Send + Sync + 'static>(
     };
     ToolDefinition {
         spec,
-        input_schema: Arc::new((*tool.input_schema).clone()),
-        output_schema: tool.output_schema.map(|schema| Arc::new((*schema).clone())),
+        input_schema: Arc::clone(&tool.input_schema),
+        output_schema: tool.output_schema.clone(),
         wrap_structured: false,
         // The upstream checks its own arguments, by its own schema: what fusion's validator
         // would make of an arbitrary schema is not what the upstream accepts.
@@ -248,7 +390,9 @@ fn definition<C: Send + Sync + 'static>(
         default_issues: Vec::new(),
         invoker: Box::new(Forward {
             mount: Arc::clone(mount),
-            tool: tool.name.into_owned().into(),
+            tool: offered.upstream_name(),
+            listed: name,
+            hints: annotations,
         }),
         reconnect: None,
     }
@@ -259,6 +403,10 @@ struct Forward {
     mount: Arc<Mount>,
     /// Its name upstream.
     tool: Arc<str>,
+    /// Its name here.
+    listed: &'static str,
+    /// The hints it was registered with, which its retries and cache follow.
+    hints: Annotations,
 }
 
 impl<C: Send + Sync + 'static> Invoke<C> for Forward {
@@ -269,6 +417,9 @@ impl<C: Send + Sync + 'static> Invoke<C> for Forward {
         args: &Value,
         _validator: &Validator,
     ) -> Result<BoxFuture<'a, Outcome>, Vec<ArgIssue>> {
+        if let Some(refused) = self.mount.refusal(self.listed, self.hints) {
+            return Ok(Box::pin(std::future::ready(Outcome::Failure(refused))));
+        }
         #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
         let mut params = json!({"name": &*self.tool, "arguments": args});
         #[cfg(feature = "otel")]
@@ -391,13 +542,15 @@ async fn forward(mount: Arc<Mount>, mut params: Value, call: &Call) -> Outcome {
             Some(Transition::Closed) => {
                 tracing::info!(target: "fusion::upstream", prefix = %mount.prefix, "upstream is up again");
                 mount.changed.notify();
+                // What it offers may have changed while it was down.
+                mount.tools_changed.notify_one();
             }
             None => {}
         }
     }
     match answer {
-        Ok(result) => from_result(result),
-        Err(error) => Outcome::Failure(from_link_error(&mount.prefix, error)),
+        Ok(result) => super::outcome::from_result(result),
+        Err(error) => Outcome::Failure(super::outcome::from_link_error(&mount.prefix, error)),
     }
 }
 
@@ -430,6 +583,8 @@ async fn probe(mount: &Mount) {
             if circuit.success() == Some(Transition::Closed) {
                 tracing::info!(target: "fusion::upstream", prefix = %mount.prefix, "upstream is up again");
                 mount.changed.notify();
+                // What it offers may have changed while it was down.
+                mount.tools_changed.notify_one();
             }
             drop(probe);
             return;
@@ -437,155 +592,4 @@ async fn probe(mount: &Mount) {
         circuit.failure();
         drop(probe);
     }
-}
-
-/// A `CallToolResult` from the upstream as an outcome: a success as it came, an error
-/// result as a failure in the upstream's words, transient when a fusion upstream says so.
-fn from_result(result: Value) -> Outcome {
-    let result: rmcp::model::CallToolResult = match serde_json::from_value(result) {
-        Ok(result) => result,
-        Err(error) => {
-            return Outcome::Failure(Failure::internal_message(format!(
-                "the upstream's result is not a CallToolResult: {error}"
-            )));
-        }
-    };
-    if result.is_error != Some(true) {
-        let (data, data_is_text) = match &result.structured_content {
-            Some(structured) => (structured.clone(), false),
-            None => (Value::Null, true),
-        };
-        return Outcome::Success(ToolOutput {
-            content: result.content,
-            structured: result.structured_content,
-            data,
-            data_is_text,
-            presentation: None,
-        });
-    }
-    let text: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
-        .collect();
-    let text = if text.is_empty() {
-        "the upstream tool failed and said nothing more".to_owned()
-    } else {
-        text.join("\n")
-    };
-    // A fusion upstream says what kind of failure it was.
-    let said = result
-        .meta
-        .as_ref()
-        .and_then(|meta| meta.0.get(crate::meta::FAILURE_META_KEY));
-    let transient = said
-        .and_then(|entry| entry.get("class"))
-        .and_then(Value::as_str)
-        == Some("transient");
-    let classification = if transient {
-        Classification {
-            retry_after: said
-                .and_then(|entry| entry.get("retry_after_ms"))
-                .and_then(Value::as_u64)
-                .map(std::time::Duration::from_millis),
-            ..Classification::of(ErrorClass::Transient)
-        }
-    } else {
-        Classification::of(ErrorClass::InvalidInput)
-    };
-    let mut failure = Failure::new(FailureKind::Handler(classification));
-    failure.chain = vec![text];
-    Outcome::Failure(failure)
-}
-
-/// What the caller is told of a failure of the link, and how the pipeline treats it.
-fn from_link_error(prefix: &str, error: LinkError) -> Failure {
-    let (class, code, retry_after, not_sent, words) = match error {
-        LinkError::NotSent(why) => (
-            ErrorClass::Transient,
-            None,
-            None,
-            true,
-            format!("upstream `{prefix}` could not be sent the call: {why}"),
-        ),
-        LinkError::Lost(why) | LinkError::AlsoLost(why) => (
-            ErrorClass::Transient,
-            None,
-            None,
-            false,
-            format!("upstream `{prefix}` did not answer: {why}"),
-        ),
-        LinkError::Status {
-            status: 429,
-            retry_after,
-        } => (
-            ErrorClass::Transient,
-            Some(ErrorCode::RateLimited),
-            retry_after,
-            true,
-            format!("upstream `{prefix}` is rate limiting this server"),
-        ),
-        LinkError::Status {
-            status,
-            retry_after,
-        } if status >= 500 => (
-            ErrorClass::Transient,
-            None,
-            retry_after,
-            false,
-            format!("upstream `{prefix}` answered HTTP {status}"),
-        ),
-        LinkError::Status { status, .. } => (
-            ErrorClass::Internal,
-            None,
-            None,
-            false,
-            format!("upstream `{prefix}` answered HTTP {status}"),
-        ),
-        LinkError::Rpc { code, message } if code == -32602 || code == -32601 => {
-            (ErrorClass::InvalidInput, None, None, false, message)
-        }
-        LinkError::Rpc { code, message } if code == -32603 || (-32099..=-32000).contains(&code) => {
-            (
-                ErrorClass::Transient,
-                None,
-                None,
-                false,
-                format!("upstream `{prefix}` failed: {message}"),
-            )
-        }
-        LinkError::Rpc { code, message } => (
-            ErrorClass::Internal,
-            None,
-            None,
-            false,
-            format!("upstream `{prefix}` answered JSON-RPC error {code}: {message}"),
-        ),
-        LinkError::TooLarge { limit } => (
-            ErrorClass::InvalidInput,
-            None,
-            None,
-            false,
-            format!(
-                "the answer of upstream `{prefix}` is larger than {limit} bytes, the most this server reads from it. \
-                 Ask for less: a narrower filter, fewer items, or one page at a time"
-            ),
-        ),
-        LinkError::Garbage(why) => (
-            ErrorClass::Internal,
-            None,
-            None,
-            false,
-            format!("upstream `{prefix}` sent what is not MCP: {why}"),
-        ),
-    };
-    let mut failure = Failure::new(FailureKind::Handler(Classification {
-        class,
-        code,
-        hint: None,
-        retry_after,
-    }));
-    failure.chain = vec![words];
-    failure.not_sent = not_sent;
-    failure
 }

@@ -39,6 +39,9 @@ pub(super) fn request(id: u64, method: &str, params: &Value) -> Vec<u8> {
     serde_json::to_vec(&request).unwrap_or_default()
 }
 
+/// What an upstream sends when the tools it lists changed.
+pub(super) const TOOLS_CHANGED: &str = "notifications/tools/list_changed";
+
 /// A notification, as one line of JSON.
 pub(super) fn notification(method: &str, params: &Value) -> Vec<u8> {
     to_bytes(&json!({"jsonrpc": "2.0", "method": method, "params": params}))

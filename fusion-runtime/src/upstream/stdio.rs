@@ -2,7 +2,8 @@
 //! stdout.
 //!
 //! One task reads its stdout: answers reach the calls waiting for them by id, a request of
-//! the upstream's is answered (a `ping`) or refused, notifications are read and dropped. One
+//! the upstream's is answered (a `ping`) or refused, `notifications/tools/list_changed` wakes the refresh (`refresh.rs`), other
+//! notifications are read and dropped. One
 //! task writes its stdin from a bounded queue, so that a call dropped mid-send never leaves
 //! half a line in the pipe. When the process dies, every waiting call fails at once and the
 //! next call starts it again (at most twice a second).
@@ -50,6 +51,8 @@ pub(crate) struct StdioLink {
     max_message: usize,
     live: tokio::sync::Mutex<Option<Arc<Live>>>,
     last_start: Mutex<Option<Instant>>,
+    /// Told when the process says its tools changed (`refresh.rs` lists them again).
+    tools_changed: Arc<tokio::sync::Notify>,
 }
 
 /// One running process.
@@ -68,6 +71,7 @@ impl StdioLink {
         args: Vec<String>,
         env: Vec<(String, String)>,
         max_message: usize,
+        tools_changed: Arc<tokio::sync::Notify>,
     ) -> Self {
         Self {
             program,
@@ -76,6 +80,7 @@ impl StdioLink {
             max_message,
             live: tokio::sync::Mutex::new(None),
             last_start: Mutex::new(None),
+            tools_changed,
         }
     }
 
@@ -113,6 +118,11 @@ impl StdioLink {
         }
         let live = Arc::new(self.start().await?);
         *slot = Some(Arc::clone(&live));
+        if last.is_some() {
+            // A process started again (a new version of the program, say) may list other
+            // tools than the one it replaces: they are listed again.
+            self.tools_changed.notify_one();
+        }
         Ok(live)
     }
 
@@ -142,6 +152,7 @@ impl StdioLink {
             Arc::clone(&waiting),
             lines.clone(),
             self.max_message,
+            Arc::clone(&self.tools_changed),
         ));
         let mut live = Live {
             lines,
@@ -266,6 +277,7 @@ async fn read_lines(
     waiting: Arc<Waiting>,
     replies: mpsc::Sender<Vec<u8>>,
     max_message: usize,
+    tools_changed: Arc<tokio::sync::Notify>,
 ) {
     let mut lines = Lines::new(max_message);
     let mut chunk = vec![0; 64 * 1024];
@@ -278,7 +290,7 @@ async fn read_lines(
         lines.buffer.extend_from_slice(&chunk[..read]);
         loop {
             match lines.next() {
-                Next::Line(bytes) => take(bytes, &waiting, &replies),
+                Next::Line(bytes) => take(bytes, &waiting, &replies, &tools_changed),
                 Next::TooLong(start) => {
                     // The start holds the id: that call fails now, naming the limit.
                     if let Some(rmcp::model::NumberOrString::Number(id)) =
@@ -296,7 +308,12 @@ async fn read_lines(
     waiting.close(&why);
 }
 
-fn take(bytes: &[u8], waiting: &Waiting, replies: &mpsc::Sender<Vec<u8>>) {
+fn take(
+    bytes: &[u8],
+    waiting: &Waiting,
+    replies: &mpsc::Sender<Vec<u8>>,
+    tools_changed: &tokio::sync::Notify,
+) {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return;
     }
@@ -310,6 +327,10 @@ fn take(bytes: &[u8], waiting: &Waiting, replies: &mpsc::Sender<Vec<u8>>) {
             let _ = replies.try_send(line(rpc::answer_to(&id, &method)));
         }
         rpc::Incoming::Progress { token, progress } => waiting.progress(&token, progress),
+        // One stored permit however many come: a flood costs one more listing.
+        rpc::Incoming::Notification { method } if method == rpc::TOOLS_CHANGED => {
+            tools_changed.notify_one();
+        }
         rpc::Incoming::Notification { method } => {
             tracing::trace!(target: "fusion::upstream", method = %crate::limits::name(&method), "notification");
         }
