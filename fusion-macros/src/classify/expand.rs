@@ -5,10 +5,11 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{DeriveInput, Path};
 
-use super::parse::{ClassAttr, Input};
+use super::{parse::ClassAttr, valid::Valid};
 use crate::{krate, symbol};
 
-pub(crate) fn expand(input: &DeriveInput, parsed: &Input) -> TokenStream {
+pub(crate) fn expand(input: &DeriveInput, valid: &Valid<'_>) -> TokenStream {
+    let parsed = valid.input();
     let private = krate::private(parsed.krate.as_ref());
     let type_class = parsed.type_classes.first();
     let type_fatal = type_class.is_some_and(|c| c.class == symbol::FATAL);

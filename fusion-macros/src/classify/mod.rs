@@ -1,4 +1,5 @@
-//! `#[derive(Classify)]`: parse (`parse.rs`) → validate (`valid.rs`) → expand (`expand.rs`).
+//! `#[derive(Classify)]`: parse (`parse.rs`) → validate (`valid.rs`, which alone makes the
+//! `Valid` input that expansion takes) → expand (`expand.rs`).
 
 mod expand;
 mod parse;
@@ -17,20 +18,24 @@ pub(crate) fn expand(input: TokenStream) -> TokenStream {
         Err(error) => return error.to_compile_error(),
     };
     let mut cx = Ctxt::default();
-    let parsed = parse::parse(&input, &mut cx);
-    if let Some(parsed) = &parsed {
-        valid::check(parsed, &mut cx);
+    let Some(parsed) = parse::parse(&input, &mut cx) else {
+        return with_fallback(&input, cx.check().err(), None);
+    };
+    match valid::check(&parsed, cx) {
+        Ok(valid) => expand::expand(&input, &valid),
+        Err(errors) => with_fallback(&input, Some(errors), parsed.krate.as_ref()),
     }
-    match (parsed, cx.check()) {
-        (Some(parsed), Ok(())) => expand::expand(&input, &parsed),
-        (parsed, result) => {
-            let krate = parsed.and_then(|p| p.krate);
-            let mut out = result
-                .err()
-                .map(|errors| errors.to_compile_error())
-                .unwrap_or_default();
-            out.extend(expand::fallback(&input, krate.as_ref()));
-            out
-        }
-    }
+}
+
+/// The errors, and the impl that classifies everything as internal in place of the real one.
+fn with_fallback(
+    input: &syn::DeriveInput,
+    errors: Option<syn::Error>,
+    krate: Option<&syn::Path>,
+) -> TokenStream {
+    let mut out = errors
+        .map(|errors| errors.to_compile_error())
+        .unwrap_or_default();
+    out.extend(expand::fallback(input, krate));
+    out
 }

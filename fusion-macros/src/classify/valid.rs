@@ -4,7 +4,26 @@
 use super::parse::{ClassAttr, Input};
 use crate::{ctxt::Ctxt, symbol};
 
-pub(crate) fn check(input: &Input, cx: &mut Ctxt) {
+/// A derive input that passed every rule: only [`check`] makes one, and expansion
+/// (`expand.rs`) takes nothing else.
+pub(super) struct Valid<'a>(&'a Input);
+
+impl<'a> Valid<'a> {
+    /// The checked input.
+    pub(super) fn input(&self) -> &'a Input {
+        self.0
+    }
+}
+
+/// Checks every rule, records each violation in `cx` (the parse's too), and gives the input
+/// back as [`Valid`] when there is none; otherwise every error, together.
+pub(super) fn check(input: &Input, mut cx: Ctxt) -> syn::Result<Valid<'_>> {
+    check_rules(input, &mut cx);
+    cx.check()?;
+    Ok(Valid(input))
+}
+
+fn check_rules(input: &Input, cx: &mut Ctxt) {
     if let Some(second) = input.type_classes.get(1) {
         cx.error_spanned_by(
             &second.class,

@@ -1,5 +1,6 @@
-//! `#[mcp_tool]`: parse (`parse.rs`) → validate (`valid.rs`) → expand (`expand.rs`); the
-//! caching keys in one file of their own (`cache.rs`).
+//! `#[mcp_tool]`: parse (`parse.rs`) → validate (`valid.rs`, which alone makes the `Valid`
+//! tool that expansion takes) → expand (`expand/`); the caching keys in one file of their
+//! own (`cache.rs`).
 
 mod cache;
 mod expand;
@@ -23,9 +24,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         out.extend(item);
         return out;
     };
-    valid::check(&tool, &mut cx);
-    match cx.check() {
-        Ok(()) => expand::expand(&tool),
+    match valid::check(&tool, cx) {
+        Ok(valid) => expand::expand(&valid),
         Err(errors) => {
             let mut out = errors.to_compile_error();
             out.extend(stand_in::stand_in(&tool));

@@ -9,17 +9,33 @@ use crate::ctxt::Ctxt;
 /// MCP's tool-name rule: 1–128 characters of `A-Za-z0-9_-.`.
 const MAX_NAME_LEN: usize = 128;
 
-pub(crate) fn check(tool: &ToolFn, cx: &mut Ctxt) {
-    check_signature(tool, cx);
-    check_params(tool, cx);
-    check_name(tool, cx);
-    check_description(tool, cx);
-    check_hints(tool, cx);
-    check_policy(tool, cx);
-    check_group(tool, cx);
-    check_repeat_safety(tool, cx);
+/// A tool function that passed every check: only [`check`] makes one, and expansion
+/// (`expand/`) takes nothing else, so "expansion assumes a valid tool" is a type, not a
+/// convention.
+pub(super) struct Valid<'a>(&'a ToolFn);
+
+impl<'a> Valid<'a> {
+    /// The checked function.
+    pub(super) fn tool(&self) -> &'a ToolFn {
+        self.0
+    }
+}
+
+/// Checks every rule, records each violation in `cx` (the parse's too), and gives the tool
+/// back as [`Valid`] when there is none; otherwise every error, together.
+pub(super) fn check(tool: &ToolFn, mut cx: Ctxt) -> syn::Result<Valid<'_>> {
+    check_signature(tool, &mut cx);
+    check_params(tool, &mut cx);
+    check_name(tool, &mut cx);
+    check_description(tool, &mut cx);
+    check_hints(tool, &mut cx);
+    check_policy(tool, &mut cx);
+    check_group(tool, &mut cx);
+    check_repeat_safety(tool, &mut cx);
     let attrs = &tool.attrs;
-    super::cache::check(&attrs.cache, attrs.read_only, attrs.idempotent, cx);
+    super::cache::check(&attrs.cache, attrs.read_only, attrs.idempotent, &mut cx);
+    cx.check()?;
+    Ok(Valid(tool))
 }
 
 fn check_signature(tool: &ToolFn, cx: &mut Ctxt) {
