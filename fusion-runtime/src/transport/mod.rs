@@ -10,6 +10,7 @@
 mod call_answer;
 mod choice;
 pub(crate) mod decode;
+pub(crate) mod hand_off;
 #[cfg(feature = "http")]
 mod http;
 mod signals;
@@ -32,7 +33,7 @@ pub use self::http::{HttpConfigError, HttpOptions};
 pub use self::http::{JwtAlgorithm, OAuth};
 pub use self::stdio::StdioOptions;
 use self::stdio::{StdioHandle, StdioTransport};
-use crate::{protocol::answer_call, setup::server::Server};
+use crate::setup::server::Server;
 
 impl<C: Send + Sync + 'static> Server<C> {
     /// Serves the server over stdin/stdout until the client disconnects, and returns the
@@ -229,19 +230,7 @@ fn direct_calls<C: Send + Sync + 'static>(
             initialized: initialized.is_some(),
         },
     };
-    stdio::DirectCalls::new(server.call_tool_fn(), peer.clone(), session)
-}
-
-impl<C: Send + Sync + 'static> Server<C> {
-    /// What `ServerHandler::call_tool` does, boxed once here rather than twice: the
-    /// transports that serve `tools/call` past rmcp's service loop call it.
-    pub(crate) fn call_tool_fn(&self) -> stdio::CallTool {
-        let server = self.clone();
-        Arc::new(move |params, context| {
-            let server = server.clone();
-            Box::pin(async move { answer_call(&server, params, context).await })
-        })
-    }
+    stdio::DirectCalls::new(Arc::new(server.clone()), peer.clone(), session)
 }
 
 /// The environment variable that selects rmcp's own stdio transport (`=rmcp`).

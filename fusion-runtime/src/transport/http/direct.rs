@@ -66,12 +66,12 @@ use super::{
 use crate::call::client::{CallStream, OwnStream};
 use crate::transport::call_answer::{legacy_answer, task_only_if_declared};
 use crate::transport::decode::{self, ClientMessage, Decoded};
-use crate::transport::stdio::CallTool;
+use crate::transport::hand_off::{Calls, call_context};
 
 /// What serves the calls that go direct: the server's `call_tool`, and the MCP path (the
 /// guard also protects other routes).
 pub(super) struct DirectCalls {
-    pub(super) call_tool: CallTool,
+    pub(super) calls: Calls,
     pub(super) path: String,
     /// Whether a client asked for log messages (`logging/setLevel`): a call may then send
     /// notifications, which a call without a session can only send on its own SSE stream
@@ -214,7 +214,7 @@ pub(super) async fn serve_without_session(
     // the verified token's claims. A client that hangs up drops the answer, and the call
     // with it.
     context.extensions.insert(parts);
-    let call = (direct.call_tool)(params, context);
+    let call = direct.calls.answer(params, context);
     let pending: Pending = Box::pin(async move {
         // Await: the call, through the pipeline.
         let answered = call.await;
@@ -287,7 +287,7 @@ pub(super) async fn serve(
     // From here until the answer, a drop (the client hung up) gives the id back and
     // cancels the call with it.
     let claim = DirectClaim { entry, id, number };
-    let call_tool = Arc::clone(&direct.call_tool);
+    let calls = Arc::clone(&direct.calls);
     // What the call sends its client rides its own answer (`call_stream.rs`).
     let (stream, sent) = SessionCallStream::open(capabilities, Arc::clone(&claim.entry));
     context
@@ -303,7 +303,7 @@ pub(super) async fn serve(
         // headers, the verified token's claims) through it.
         context.extensions.insert(parts);
         // Await: the call, through the pipeline.
-        let answered = call_tool(params, context).await;
+        let answered = calls.answer(params, context).await;
         // Looked at before the claim goes: giving it back cancels the token.
         let cancelled = cancel.is_cancelled();
         let id = claim.id.clone();
@@ -460,23 +460,23 @@ fn taken_apart(
 )> {
     let JsonRpcMessage::Request(JsonRpcRequest {
         id,
-        request: ClientRequest::CallToolRequest(mut request),
+        request: ClientRequest::CallToolRequest(request),
         ..
     }) = message
     else {
         return None;
     };
-    let meta = request
-        .extensions
-        .remove::<RequestMetaObject>()
-        .unwrap_or_default();
-    if !progress && meta.get_progress_token().is_some() {
+    // A call that asks for progress on a session without its own stream is rmcp's.
+    if !progress
+        && request
+            .extensions
+            .get::<RequestMetaObject>()
+            .is_some_and(|meta| meta.get_progress_token().is_some())
+    {
         return None;
     }
-    let mut context = RequestContext::new(id.clone(), peer);
-    context.meta = meta;
-    context.extensions = std::mem::take(&mut request.extensions);
-    Some((id, request.params, context))
+    let (params, context) = call_context(id.clone(), request, peer);
+    Some((id, params, context))
 }
 
 #[cfg(test)]

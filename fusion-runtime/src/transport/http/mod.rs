@@ -482,13 +482,12 @@ impl<C: Send + Sync + 'static> Server<C> {
         })
     }
 
-    /// Calls running now, over every tool.
     /// What serves the `tools/call` requests that go past rmcp (`direct.rs`).
     fn direct_calls(&self, options: &HttpOptions) -> direct::DirectCalls {
         let logging = self.clone();
         let detached = self.clone();
         direct::DirectCalls {
-            call_tool: self.call_tool_fn(),
+            calls: Arc::new(self.clone()),
             path: options.path.clone(),
             logs_to_client: Arc::new(move || logging.log_level().is_some()),
             current: current::CurrentRevision::new(

@@ -58,6 +58,8 @@ use rmcp::{
     service::RequestContext,
 };
 use tokio::sync::mpsc;
+
+use crate::transport::hand_off::call_context;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -143,7 +145,7 @@ pub(super) fn take(
     if !goes_direct {
         return Err(message);
     }
-    let (id, mut request) = match *message {
+    let (id, request) = match *message {
         JsonRpcMessage::Request(JsonRpcRequest {
             id,
             request: ClientRequest::CallToolRequest(request),
@@ -151,14 +153,7 @@ pub(super) fn take(
         }) => (id, request),
         other => return Err(Box::new(other)),
     };
-    // As rmcp's loop does: `_meta` to the context's meta, the other extensions with it.
-    let meta = request
-        .extensions
-        .remove::<RequestMetaObject>()
-        .unwrap_or_default();
-    let mut context = RequestContext::new(id, direct.peer.clone());
-    context.meta = meta;
-    context.extensions = std::mem::take(&mut request.extensions);
+    let (params, context) = call_context(id, request, direct.peer.clone());
     let shape = match direct.session {
         Session::Legacy => Shape::Legacy,
         // As rmcp's dispatch reads it: the request's `_meta`, then (a session opened with
@@ -172,7 +167,7 @@ pub(super) fn take(
         },
     };
     Ok(DirectCall {
-        params: request.params,
+        params,
         context,
         shape,
     })
@@ -188,7 +183,7 @@ pub(super) fn start(direct: &DirectCalls, call: DirectCall, started: Started, in
         context,
         shape,
     } = call;
-    let mut answer = (direct.call_tool)(params, context);
+    let mut answer = direct.calls.answer(params, context);
     if inline {
         // A future re-registers its waker on every poll that returns `Pending`, so one
         // polled here with a no-op waker and then moved to a task (which polls it at once)

@@ -67,7 +67,7 @@ mod stream;
 mod writer;
 
 pub use self::options::StdioOptions;
-pub(crate) use self::state::{CallTool, DirectCalls, Session};
+pub(crate) use self::state::{DirectCalls, Session};
 pub(crate) use self::stream::{Input, Output};
 use self::{framing::*, state::*, writer::*};
 

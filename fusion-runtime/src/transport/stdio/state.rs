@@ -5,20 +5,19 @@ use std::{
     collections::HashMap,
     io::{self},
     sync::{
-        Arc, Mutex, OnceLock, PoisonError,
+        Mutex, OnceLock, PoisonError,
         atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
 };
 
 use rmcp::{
     Peer, RoleServer,
-    model::{CallToolRequestParams, CallToolResponse, ErrorData, ProtocolVersion, RequestId},
-    service::RequestContext,
+    model::{ProtocolVersion, RequestId},
 };
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::future::BoxFuture;
+use crate::transport::hand_off::Calls;
 
 /// What the writer is asked to do.
 pub(super) enum Outgoing {
@@ -62,20 +61,11 @@ impl Latch {
     }
 }
 
-/// The served handler's `ServerHandler::call_tool`.
-pub(crate) type CallTool = Arc<
-    dyn Fn(
-            CallToolRequestParams,
-            RequestContext<RoleServer>,
-        ) -> BoxFuture<'static, Result<CallToolResponse, ErrorData>>
-        + Send
-        + Sync,
->;
-
 /// What the transport needs to serve `tools/call` itself (`direct.rs`), once rmcp's
 /// handshake is done.
 pub(crate) struct DirectCalls {
-    pub(super) call_tool: CallTool,
+    /// The server the calls go to.
+    pub(super) calls: Calls,
     /// The session's peer, for the call's requests and notifications to the client.
     pub(super) peer: Peer<RoleServer>,
     /// Which calls go direct, and how their answers are shaped.
@@ -83,10 +73,10 @@ pub(crate) struct DirectCalls {
 }
 
 impl DirectCalls {
-    /// The handler's `call_tool`, the running session's peer, and what the session is.
-    pub(crate) fn new(call_tool: CallTool, peer: Peer<RoleServer>, session: Session) -> Self {
+    /// The server, the running session's peer, and what the session is.
+    pub(crate) fn new(calls: Calls, peer: Peer<RoleServer>, session: Session) -> Self {
         Self {
-            call_tool,
+            calls,
             peer,
             session,
         }
