@@ -32,6 +32,7 @@
 //!   mounting at start.
 
 pub(crate) mod builder;
+mod get_stream;
 mod http;
 mod identity;
 pub(crate) mod link;
@@ -41,6 +42,7 @@ mod offered;
 mod outcome;
 mod refresh;
 mod rpc;
+mod sse;
 mod stdio;
 
 use std::{collections::HashMap, time::Duration};

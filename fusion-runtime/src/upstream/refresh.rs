@@ -52,10 +52,19 @@ impl<C: Send + Sync + 'static> Refresher<C> {
         taken: HashSet<String>,
         stop: CancellationToken,
     ) {
+        let mount = Arc::clone(&self.mount);
+        let listens = self.upstream.identity.is_configured();
         tokio::spawn(async move {
+            // The upstream's own messages (an HTTP upstream's GET stream) are heard by the
+            // same task: they end together, with the server.
+            let listen = async {
+                if listens {
+                    mount.link.listen().await;
+                }
+            };
             tokio::select! {
                 () = stop.cancelled() => {}
-                () = self.run(&added, &taken) => {}
+                _ = async { tokio::join!(self.run(&added, &taken), listen) } => {}
             }
         });
     }
