@@ -156,6 +156,9 @@ async fn read(link: &HttpLink, session: &Session) -> Ended {
         Bound::EachEvent
     ));
     while let Some(data) = events.next().await {
+        // A flood arrives as fast as it is read: the task yields to the others (the calls)
+        // when its budget is spent, as it would on a socket.
+        tokio::task::consume_budget().await;
         let data = match data {
             Ok(data) => data,
             Err(error) => return Ended::Closed(error.to_string()),
