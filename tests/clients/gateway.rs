@@ -11,7 +11,8 @@
 //!
 //! Then the upstream's tools changing while the gateway runs, with a server written with the
 //! Python SDK whose tools change on demand (`tests/python/changing_upstream.py`): listed again
-//! on its `list_changed` and at the refresh interval; an optional upstream down at start added
+//! on its `list_changed` (over stdio, and over Streamable HTTP where the SDK sends it on the
+//! session's GET stream, with no `refresh_every`) and at the refresh interval; an optional upstream down at start added
 //! when it comes; a required one that cannot be reached still failing the start.
 
 use std::{

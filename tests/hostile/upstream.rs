@@ -8,8 +8,11 @@
 //!   mid-call, 100,000 `notifications/tools/list_changed` (a few listings, not one each);
 //! - over Streamable HTTP, an axum server: a body over the limit with and without a
 //!   `Content-Length`, an SSE stream that never ends, `503` and `429` with `Retry-After`,
-//!   a session the upstream forgets; and a well-behaved one whose `list_changed`, on a
-//!   call's event stream, gets its new tool listed.
+//!   a session the upstream forgets; a well-behaved one whose `list_changed`, on a
+//!   call's event stream, gets its new tool listed; and one whose session GET stream
+//!   floods 100,000 events and 50 MiB, then sends one event with no end, then refuses
+//!   (`405`): bounded memory, a few listings, its pings answered, the endless event cut at
+//!   `max_message` and the stream reopened after a wait, never asked again once refused.
 
 use std::{
     sync::{
@@ -215,8 +218,8 @@ async fn a_flood_of_list_changed_costs_a_few_listings() {
 }
 
 /// An HTTP upstream whose `reveal` adds a tool `revealed`, telling so with
-/// `notifications/tools/list_changed` on the call's own event stream (the one place an
-/// upstream over HTTP can send it to a gateway, which opens no stream of its own).
+/// `notifications/tools/list_changed` on the call's own event stream (it gives no session
+/// id, so the gateway holds no GET stream for it: the call's answer is where it can tell).
 async fn revealing_http(body: Bytes, revealed: Arc<AtomicUsize>) -> Response {
     let Ok(message) = serde_json::from_slice::<Value>(&body) else {
         return StatusCode::BAD_REQUEST.into_response();
@@ -817,8 +820,9 @@ async fn streaming_get(headers: HeaderMap, seen: Arc<StreamSeen>) -> Response {
 async fn a_hostile_get_stream_costs_bounded_memory_and_harms_nothing_else() {
     let seen = Arc::new(StreamSeen::default());
     let router_seen = Arc::clone(&seen);
-    let upstream_server =
-        AxumThread::start("streaming-upstream", move |_| streaming_upstream(router_seen));
+    let upstream_server = AxumThread::start("streaming-upstream", move |_| {
+        streaming_upstream(router_seen)
+    });
     let rss_before = support::rss_kib(std::process::id()).unwrap_or_default();
     let server = Server::builder("gateway", "1")
         .tool(local)

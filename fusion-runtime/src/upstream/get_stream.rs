@@ -64,7 +64,10 @@ pub(super) async fn listen(link: &HttpLink) {
     loop {
         changes.borrow_and_update();
         let session = link.configured_session().filter(|session| {
-            useful(session) && !refused.as_ref().is_some_and(|gone| Arc::ptr_eq(gone, session))
+            useful(session)
+                && !refused
+                    .as_ref()
+                    .is_some_and(|gone| Arc::ptr_eq(gone, session))
         });
         let Some(session) = session else {
             // Nothing to open until another session is made.
@@ -150,11 +153,7 @@ async fn read(link: &HttpLink, session: &Session) -> Ended {
     }
     // What was said while no stream was open is lost: the tools are listed once more.
     link.tools_changed().notify_one();
-    let mut events = std::pin::pin!(sse::events(
-        response,
-        link.max_message(),
-        Bound::EachEvent
-    ));
+    let mut events = std::pin::pin!(sse::events(response, link.max_message(), Bound::EachEvent));
     while let Some(data) = events.next().await {
         // A flood arrives as fast as it is read: the task yields to the others (the calls)
         // when its budget is spent, as it would on a socket.

@@ -210,9 +210,10 @@ impl HttpLink {
         if let Some(id) = &session.id {
             request = request.header(SESSION_ID, id.clone());
         }
-        request.send().await.map_err(|error| {
-            LinkError::NotSent(crate::tls::without_url(&error))
-        })
+        request
+            .send()
+            .await
+            .map_err(|error| LinkError::NotSent(crate::tls::without_url(&error)))
     }
 
     fn made(&self, key: &SessionKey) -> Option<Arc<Session>> {

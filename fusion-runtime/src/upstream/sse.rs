@@ -49,10 +49,7 @@ pub(super) fn events(
                     }
                 }
                 Ok(None) => None,
-                Err(error) => Some((
-                    Err(BodyError::Read(crate::tls::without_url(&error))),
-                    None,
-                )),
+                Err(error) => Some((Err(BodyError::Read(crate::tls::without_url(&error))), None)),
             }
         }
     });
