@@ -117,12 +117,15 @@ pub(super) async fn listen(link: &HttpLink) {
 /// Whether `session` has a stream worth holding: it has an id, and the upstream said it
 /// tells of changes to its tools.
 fn useful(session: &Session) -> bool {
-    session.id.is_some()
-        && session
-            .init
-            .pointer("/capabilities/tools/listChanged")
-            .and_then(serde_json::Value::as_bool)
-            == Some(true)
+    session.id.is_some() && declares_list_changed(&session.init)
+}
+
+/// Whether an `initialize` result declares `tools.listChanged: true` (absent or anything
+/// else: the upstream does not say it will tell).
+fn declares_list_changed(init: &serde_json::Value) -> bool {
+    init.pointer("/capabilities/tools/listChanged")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
 }
 
 /// Opens `session`'s stream and reads it until it ends.
@@ -189,4 +192,27 @@ async fn read(link: &HttpLink, session: &Session) -> Ended {
         }
     }
     Ended::Closed("the stream ended".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::declares_list_changed;
+
+    #[test]
+    fn only_a_declared_list_changed_is_worth_a_stream() {
+        assert!(declares_list_changed(
+            &json!({"capabilities": {"tools": {"listChanged": true}}})
+        ));
+        for init in [
+            json!({"capabilities": {"tools": {"listChanged": false}}}),
+            json!({"capabilities": {"tools": {}}}),
+            json!({"capabilities": {"tools": {"listChanged": "yes"}}}),
+            json!({"capabilities": {}}),
+            json!({}),
+        ] {
+            assert!(!declares_list_changed(&init), "{init}");
+        }
+    }
 }
