@@ -815,7 +815,7 @@ async fn streaming_get(headers: HeaderMap, seen: Arc<StreamSeen>) -> Response {
 /// the gateway reads the flood with bounded memory (a few listings for 100,000
 /// `list_changed`, its pings answered), ends the endless event at its limit and opens the
 /// stream again after a wait, and once refused (`405`) asks no more; the upstream's tool
-/// and the local tool answer throughout.
+/// and the local tool answer throughout, on the one thread the flood keeps busy.
 #[tokio::test]
 async fn a_hostile_get_stream_costs_bounded_memory_and_harms_nothing_else() {
     let seen = Arc::new(StreamSeen::default());

@@ -15,8 +15,9 @@ use futures_util::{Stream, StreamExt};
 
 use super::link_error::LinkError;
 
-/// The most bytes handed to the parser at once.
-const PIECE: usize = 8 * 1024;
+/// The most bytes handed to the parser at once: small, since each piece is one unit of the
+/// task's budget (a flood yields to the calls every 128 pieces).
+const PIECE: usize = 4 * 1024;
 
 /// What the limit bounds.
 #[derive(Clone, Copy)]
@@ -48,6 +49,9 @@ pub(super) fn events(
             let counted = Arc::clone(&counted);
             async move {
                 let mut response = response?;
+                // A body that is always ready (a flood) would keep the task parsing: it
+                // yields to the others when its budget is spent, as on a socket.
+                tokio::task::consume_budget().await;
                 if rest.is_empty() {
                     match response.chunk().await {
                         Ok(Some(chunk)) => rest = chunk,
