@@ -784,18 +784,22 @@ async fn streaming_get(headers: HeaderMap, seen: Arc<StreamSeen>) -> Response {
     match seen.gets.fetch_add(1, Ordering::SeqCst) {
         0 => {
             // Made as it is sent: the upstream holds one event at a time.
-            let small = (0..FLOOD_SMALL).map(|n| {
+            let changed = Bytes::from(format!(
+                "data: {}\n\n",
+                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            ));
+            let small = (0..FLOOD_SMALL).map(move |n| {
                 let message = match n % 10_000 {
                     0 => json!({"jsonrpc": "2.0", "id": format!("ping-{n}"), "method": "ping"}),
                     1 => json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": n}}),
-                    _ => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                    _ => return Ok::<_, std::convert::Infallible>(changed.clone()),
                 };
-                Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {message}\n\n")))
-            });
-            let large = (0..FLOOD_LARGE).map(|_| {
-                let message = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x".repeat(LARGE_EVENT)}});
                 Ok(Bytes::from(format!("data: {message}\n\n")))
             });
+            // Made once and shared: the upstream's own thread stays free to answer calls.
+            let message = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x".repeat(LARGE_EVENT)}});
+            let large_event = Bytes::from(format!("data: {message}\n\n"));
+            let large = (0..FLOOD_LARGE).map(move |_| Ok(large_event.clone()));
             events(Body::from_stream(futures_util::stream::iter(
                 small.chain(large),
             )))
