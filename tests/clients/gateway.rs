@@ -11,7 +11,8 @@
 //!
 //! Then the upstream's tools changing while the gateway runs, with a server written with the
 //! Python SDK whose tools change on demand (`tests/python/changing_upstream.py`): listed again
-//! on its `list_changed` and at the refresh interval; an optional upstream down at start added
+//! on its `list_changed` (over stdio, and over Streamable HTTP where the SDK sends it on the
+//! session's GET stream, with no `refresh_every`) and at the refresh interval; an optional upstream down at start added
 //! when it comes; a required one that cannot be reached still failing the start.
 
 use std::{
@@ -468,6 +469,63 @@ async fn an_upstreams_tools_follow_its_list_changed() {
         bounded(&tester, "chg_fresh", json!({})).await.text(),
         "fresh here"
     );
+}
+
+/// Over Streamable HTTP, the Python SDK sends `notifications/tools/list_changed` on the
+/// session's GET stream (its own `send_tool_list_changed()`, outside any call's answer): the
+/// gateway holds that stream, so a tool the upstream adds is listed within seconds, without
+/// `refresh_every`.
+#[tokio::test]
+async fn an_http_upstreams_list_changed_on_its_get_stream_is_heard() {
+    use fusion_runtime::{prelude::*, upstream::Upstream};
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut command = Command::new(&python);
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py"))
+        .args(["--http", &port.to_string()])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _python_server = Child(support::process::spawn_in_group(&mut command));
+    let server = Server::builder("gateway", "1")
+        .upstream(
+            "chg",
+            // No `refresh_every`: only the notification can tell.
+            Upstream::http(format!("http://127.0.0.1:{port}/mcp"))
+                .connect_timeout(Duration::from_secs(60)),
+        )
+        .start()
+        .await
+        .expect("the Python SDK's server over HTTP is mounted");
+    let tester = fusion_runtime::testing::Tester::new(server);
+    // The stream is opened once the server runs; what is sent before it is open is lost
+    // (and made up for by one listing when it opens): give it a moment.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let grown = bounded(&tester, "chg_grow", json!({"name": "fresh"})).await;
+    assert_eq!(grown.text(), "fresh added", "{}", grown.text());
+    let told = tokio::time::Instant::now();
+    let within = Duration::from_secs(10);
+    loop {
+        let names = tester.tools().await;
+        if names.iter().any(|name| name == "chg_fresh") {
+            break;
+        }
+        assert!(
+            told.elapsed() < within,
+            "the added tool is not listed within {within:?} of its list_changed; listed: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fresh = bounded(&tester, "chg_fresh", json!({})).await;
+    assert_eq!(fresh.text(), "fresh here", "{}", fresh.text());
 }
 
 /// With `refresh_every`, a tool the upstream adds without telling anyone (no

@@ -8,8 +8,11 @@
 //!   mid-call, 100,000 `notifications/tools/list_changed` (a few listings, not one each);
 //! - over Streamable HTTP, an axum server: a body over the limit with and without a
 //!   `Content-Length`, an SSE stream that never ends, `503` and `429` with `Retry-After`,
-//!   a session the upstream forgets; and a well-behaved one whose `list_changed`, on a
-//!   call's event stream, gets its new tool listed.
+//!   a session the upstream forgets; a well-behaved one whose `list_changed`, on a
+//!   call's event stream, gets its new tool listed; and one whose session GET stream
+//!   floods 100,000 events and 50 MiB, then sends one event with no end, then refuses
+//!   (`405`): bounded memory, a few listings, its pings answered, the endless event cut at
+//!   `max_message` and the stream reopened after a wait, never asked again once refused.
 
 use std::{
     sync::{
@@ -215,8 +218,8 @@ async fn a_flood_of_list_changed_costs_a_few_listings() {
 }
 
 /// An HTTP upstream whose `reveal` adds a tool `revealed`, telling so with
-/// `notifications/tools/list_changed` on the call's own event stream (the one place an
-/// upstream over HTTP can send it to a gateway, which opens no stream of its own).
+/// `notifications/tools/list_changed` on the call's own event stream (it gives no session
+/// id, so the gateway holds no GET stream for it: the call's answer is where it can tell).
 async fn revealing_http(body: Bytes, revealed: Arc<AtomicUsize>) -> Response {
     let Ok(message) = serde_json::from_slice::<Value>(&body) else {
         return StatusCode::BAD_REQUEST.into_response();
@@ -686,4 +689,191 @@ async fn an_upstream_that_is_down_leaves_the_tool_search() {
     );
     assert!(search("local").await.contains("local"));
     drop(upstream_server);
+}
+
+/// What the streaming upstream has seen: GET streams asked for, listings, answers to its
+/// pings.
+#[derive(Default)]
+struct StreamSeen {
+    gets: AtomicUsize,
+    listings: AtomicUsize,
+    pongs: AtomicUsize,
+}
+
+/// How many events the flood sends: small ones (mostly `list_changed`, a `ping` now and
+/// then), and large ones each under the limit, many times the limit in all.
+const FLOOD_SMALL: usize = 100_000;
+const FLOOD_LARGE: usize = 100;
+const LARGE_EVENT: usize = 512 * 1024;
+
+/// An HTTP upstream with sessions that declares `tools.listChanged`, whose GET stream
+/// misbehaves: the first floods events, the second is one event that never ends (past
+/// `MAX_MESSAGE`), and any later one is refused with `405`.
+fn streaming_upstream(seen: Arc<StreamSeen>) -> Router {
+    let posted = Arc::clone(&seen);
+    Router::new().route(
+        "/mcp",
+        post(move |body: Bytes| streaming_post(body, Arc::clone(&posted)))
+            .get(move |headers: HeaderMap| streaming_get(headers, Arc::clone(&seen))),
+    )
+}
+
+async fn streaming_post(body: Bytes, seen: Arc<StreamSeen>) -> Response {
+    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let json = |result: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("mcp-session-id", "streaming-session")
+            .body(Body::from(body))
+            .unwrap_or_default()
+    };
+    match message.get("method").and_then(Value::as_str) {
+        Some("initialize") => json(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "streaming-http", "version": "1"},
+        })),
+        Some("tools/list") => {
+            seen.listings.fetch_add(1, Ordering::SeqCst);
+            json(json!({"tools": [{
+                "name": "echo",
+                "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+                "annotations": {"readOnlyHint": true},
+            }]}))
+        }
+        Some("tools/call") => {
+            let text = message
+                .pointer("/params/arguments/text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            json(json!({"content": [{"type": "text", "text": text}]}))
+        }
+        Some(_) => StatusCode::ACCEPTED.into_response(),
+        // The gateway's answer to one of the stream's pings.
+        None => {
+            if message.get("result").is_some() {
+                seen.pongs.fetch_add(1, Ordering::SeqCst);
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+    }
+}
+
+async fn streaming_get(headers: HeaderMap, seen: Arc<StreamSeen>) -> Response {
+    let named = headers
+        .get("mcp-session-id")
+        .is_some_and(|id| id == "streaming-session");
+    let wants_sse = headers
+        .get(header::ACCEPT)
+        .and_then(|accept| accept.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/event-stream"));
+    if !named || !wants_sse {
+        return StatusCode::BAD_REQUEST.into_response();
+    }
+    let events = |body: Body| {
+        Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(body)
+            .unwrap_or_default()
+    };
+    match seen.gets.fetch_add(1, Ordering::SeqCst) {
+        0 => {
+            // Made as it is sent: the upstream holds one event at a time.
+            let changed = Bytes::from(format!(
+                "data: {}\n\n",
+                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            ));
+            let small = (0..FLOOD_SMALL).map(move |n| {
+                let message = match n % 10_000 {
+                    0 => json!({"jsonrpc": "2.0", "id": format!("ping-{n}"), "method": "ping"}),
+                    1 => json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": n}}),
+                    _ => return Ok::<_, std::convert::Infallible>(changed.clone()),
+                };
+                Ok(Bytes::from(format!("data: {message}\n\n")))
+            });
+            // Made once and shared: the upstream's own thread stays free to answer calls.
+            let message = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x".repeat(LARGE_EVENT)}});
+            let large_event = Bytes::from(format!("data: {message}\n\n"));
+            let large = (0..FLOOD_LARGE).map(move |_| Ok(large_event.clone()));
+            events(Body::from_stream(futures_util::stream::iter(
+                small.chain(large),
+            )))
+        }
+        1 => {
+            // One event that never ends: only the gateway's limit stops it.
+            let endless = std::iter::once(Bytes::from_static(b"data: "))
+                .chain(std::iter::repeat(Bytes::from(vec![b'x'; 64 * 1024])))
+                .map(Ok::<_, std::convert::Infallible>);
+            events(Body::from_stream(futures_util::stream::iter(endless)))
+        }
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+/// An HTTP upstream's GET stream that floods events, then sends one event with no end:
+/// the gateway reads the flood with bounded memory (a few listings for 100,000
+/// `list_changed`, its pings answered), ends the endless event at its limit and opens the
+/// stream again after a wait, and once refused (`405`) asks no more; the upstream's tool
+/// and the local tool answer throughout, on the one thread the flood keeps busy.
+#[tokio::test]
+async fn a_hostile_get_stream_costs_bounded_memory_and_harms_nothing_else() {
+    let seen = Arc::new(StreamSeen::default());
+    let router_seen = Arc::clone(&seen);
+    let upstream_server = AxumThread::start("streaming-upstream", move |_| {
+        streaming_upstream(router_seen)
+    });
+    let rss_before = support::rss_kib(std::process::id()).unwrap_or_default();
+    let server = Server::builder("gateway", "1")
+        .tool(local)
+        .upstream(
+            "web",
+            Upstream::http(format!("{}/mcp", upstream_server.url()))
+                .policy(strict())
+                .max_message(MAX_MESSAGE),
+        )
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = Tester::new(server);
+    // Flood (ends), wait 1 s, endless event (ended at the limit), wait 2 s, refused.
+    let deadline = Instant::now() + FLOOD_TIMEOUT;
+    while seen.gets.load(Ordering::SeqCst) < 3 {
+        still_serving(&tester, "web_echo", "the GET stream's misbehaviour").await;
+        assert!(
+            Instant::now() < deadline,
+            "the GET stream was not opened three times within {FLOOD_TIMEOUT:?}: {} times",
+            seen.gets.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Refused: not asked again, however long.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        seen.gets.load(Ordering::SeqCst),
+        3,
+        "a refused GET stream is not asked for again on the same session"
+    );
+    still_serving(&tester, "web_echo", "the refused GET stream").await;
+    let listings = seen.listings.load(Ordering::SeqCst);
+    assert!(
+        listings < 60,
+        "100,000 list_changed cost {listings} listings, not a few"
+    );
+    assert!(
+        seen.pongs.load(Ordering::SeqCst) >= 1,
+        "the pings on the GET stream are answered"
+    );
+    let rss_after = support::rss_kib(std::process::id()).unwrap_or_default();
+    let grown = rss_after.saturating_sub(rss_before);
+    // The flood is about 60 MiB and the endless event 1 MiB before it is cut: a gateway
+    // that kept them would grow by that much.
+    assert!(
+        grown < 40 * 1024,
+        "the process grew by {grown} KiB while the GET stream flooded"
+    );
 }

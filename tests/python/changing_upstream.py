@@ -11,10 +11,19 @@ Its tools:
   shrink(name, notify=True)  removes the tool `name`
 With `notify`, the change is told with `notifications/tools/list_changed`; without it, only a
 new `tools/list` shows it.
+
+Usage: python changing_upstream.py [--http PORT]
+With `--http PORT` it serves Streamable HTTP at http://127.0.0.1:PORT/mcp instead, and
+declares `tools.listChanged` (the SDK does not by default): the notification, sent by the
+SDK's own `send_tool_list_changed()` outside any request's answer, goes on the session's GET
+stream.
 """
 
 from __future__ import annotations
 
+import sys
+
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
@@ -56,5 +65,20 @@ async def shrink(name: str, ctx: Context, notify: bool = True) -> str:
     return f"{name} removed"
 
 
+def declare_tools_list_changed() -> None:
+    """Makes `initialize` say `tools.listChanged: true`, as a server that sends it should."""
+    lowlevel = server._lowlevel_server
+    original = lowlevel.create_initialization_options
+
+    def declaring(notification_options=None, *args, **kwargs):
+        return original(NotificationOptions(tools_changed=True), *args, **kwargs)
+
+    lowlevel.create_initialization_options = declaring
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        declare_tools_list_changed()
+        server.run("streamable-http", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

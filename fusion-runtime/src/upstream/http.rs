@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 use super::{
     link_error::LinkError,
     rpc::{self, ProgressRoute},
+    sse::{self, Bound},
 };
 
 const SESSION_ID: &str = "mcp-session-id";
@@ -61,15 +62,18 @@ pub(crate) struct HttpLink {
     /// Told when an answer's event stream says the upstream's tools changed
     /// (`refresh.rs` lists them again).
     tools_changed: Arc<tokio::sync::Notify>,
+    /// Counts the configured credential's sessions made and forgotten: the GET stream
+    /// (`get_stream.rs`) follows the session it names.
+    configured: tokio::sync::watch::Sender<u64>,
 }
 
 /// What `initialize` gave: the session's id (none from a stateless server), the revision
 /// to name in each request, and the result itself; and the `Authorization` of its calls
 /// when it is a caller's (the configured one otherwise).
-struct Session {
-    id: Option<HeaderValue>,
+pub(super) struct Session {
+    pub(super) id: Option<HeaderValue>,
     version: HeaderValue,
-    init: Value,
+    pub(super) init: Value,
     authorization: Option<HeaderValue>,
 }
 
@@ -125,6 +129,7 @@ impl HttpLink {
             sessions: std::sync::Mutex::new(HashMap::new()),
             making: tokio::sync::Mutex::new(()),
             tools_changed,
+            configured: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -159,9 +164,56 @@ impl HttpLink {
     }
 
     fn forget(&self, gone: &Arc<Session>) {
+        let mut configured = false;
         if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.retain(|_, session| !Arc::ptr_eq(session, gone));
+            sessions.retain(|key, session| {
+                let keep = !Arc::ptr_eq(session, gone);
+                configured |= !keep && key.is_none();
+                keep
+            });
         }
+        if configured {
+            self.configured.send_modify(|count| *count += 1);
+        }
+    }
+
+    /// The configured credential's session, if one is made.
+    pub(super) fn configured_session(&self) -> Option<Arc<Session>> {
+        self.made(&None)
+    }
+
+    /// Told each time the configured credential's session is made or forgotten.
+    pub(super) fn session_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.configured.subscribe()
+    }
+
+    pub(super) fn max_message(&self) -> usize {
+        self.max_message
+    }
+
+    pub(super) fn tools_changed(&self) -> &tokio::sync::Notify {
+        &self.tools_changed
+    }
+
+    /// Opens `session`'s GET stream (`get_stream.rs`): the configured headers, the session
+    /// and its revision, as every request of the session carries them.
+    pub(super) async fn open_stream(
+        &self,
+        session: &Session,
+    ) -> Result<reqwest::Response, LinkError> {
+        let mut request = self
+            .client
+            .get(self.url.clone())
+            .headers(self.headers_with(session.authorization.as_ref()))
+            .header(ACCEPT, "text/event-stream")
+            .header(PROTOCOL_VERSION_HEADER, session.version.clone());
+        if let Some(id) = &session.id {
+            request = request.header(SESSION_ID, id.clone());
+        }
+        request
+            .send()
+            .await
+            .map_err(|error| LinkError::NotSent(crate::tls::without_url(&error)))
     }
 
     fn made(&self, key: &SessionKey) -> Option<Arc<Session>> {
@@ -208,6 +260,9 @@ impl HttpLink {
                 sessions.remove(&old);
             }
             sessions.insert(key, Arc::clone(&session));
+        }
+        if key.is_none() {
+            self.configured.send_modify(|count| *count += 1);
         }
         Ok(session)
     }
@@ -414,46 +469,9 @@ impl HttpLink {
         session: Option<&Session>,
         progress: Option<&ProgressRoute>,
     ) -> Result<Value, LinkError> {
-        let limit = self.max_message;
-        let chunks = futures_util::stream::unfold(
-            (Some(response), 0_usize),
-            move |(response, read)| async move {
-                let mut response = response?;
-                match response.chunk().await {
-                    Ok(Some(chunk)) if read + chunk.len() > limit => {
-                        Some((Err(BodyError::TooLarge), (None, read)))
-                    }
-                    Ok(Some(chunk)) => {
-                        let read = read + chunk.len();
-                        Some((Ok(chunk), (Some(response), read)))
-                    }
-                    Ok(None) => None,
-                    Err(error) => Some((
-                        Err(BodyError::Read(crate::tls::without_url(&error))),
-                        (None, read),
-                    )),
-                }
-            },
-        );
-        let mut events = std::pin::pin!(sse_stream::SseStream::from_bytes_stream(chunks));
-        while let Some(event) = events.next().await {
-            let event = match event {
-                Ok(event) => event,
-                Err(sse_stream::Error::Body(error)) => {
-                    return Err(match error.downcast_ref::<BodyError>() {
-                        Some(BodyError::TooLarge) => LinkError::TooLarge { limit },
-                        _ => LinkError::Lost(format!("the event stream broke: {error}")),
-                    });
-                }
-                Err(error) => {
-                    return Err(LinkError::Garbage(format!(
-                        "the event stream is not SSE: {error}"
-                    )));
-                }
-            };
-            let Some(data) = event.data else {
-                continue;
-            };
+        let mut events = std::pin::pin!(sse::events(response, self.max_message, Bound::Whole));
+        while let Some(data) = events.next().await {
+            let data = data?;
             match rpc::read(data.as_bytes()) {
                 rpc::Incoming::Answer {
                     id: answered,
@@ -484,7 +502,7 @@ impl HttpLink {
 
     /// Posts the answer to one of the upstream's requests; its fate does not matter to the
     /// call (the upstream's request then waits for its own timeout).
-    async fn reply(&self, session: Option<&Session>, answer: Vec<u8>) {
+    pub(super) async fn reply(&self, session: Option<&Session>, answer: Vec<u8>) {
         let sent = self
             .send(
                 session.and_then(|session| session.id.as_ref()),
@@ -497,15 +515,6 @@ impl HttpLink {
             tracing::debug!(target: "fusion::upstream", %error, "an answer to the upstream's request was not delivered");
         }
     }
-}
-
-/// Why an event stream's body stopped.
-#[derive(Debug, thiserror::Error)]
-enum BodyError {
-    #[error("the stream is larger than the limit")]
-    TooLarge,
-    #[error("{0}")]
-    Read(String),
 }
 
 /// A POST whose caller stopped waiting: the upstream is told with `notifications/cancelled`

@@ -41,6 +41,15 @@ impl std::fmt::Debug for Identity {
     }
 }
 
+impl Identity {
+    /// Whether the upstream is called with the configured credential alone: only then does
+    /// the gateway hold the session's GET stream (`get_stream.rs`), which outlives every
+    /// call and so has no caller to name.
+    pub(crate) fn is_configured(&self) -> bool {
+        matches!(self, Self::Configured)
+    }
+}
+
 /// The token to send for `request`'s caller: `None` for the configured credential; a
 /// failure when the caller may not be named to the upstream.
 pub(crate) async fn token_for(

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{
-    Endpoint, Upstream, http::HttpLink, link_error::LinkError, rpc::ProgressRoute, stdio::StdioLink,
+    Endpoint, Upstream, get_stream, http::HttpLink, link_error::LinkError, rpc::ProgressRoute,
+    stdio::StdioLink,
 };
 
 /// A connection to one upstream.
@@ -71,6 +72,16 @@ impl Link {
         match self {
             Self::Stdio(link) => link.connect().await,
             Self::Http(link) => link.connect().await,
+        }
+    }
+
+    /// Listens to what the upstream sends on its own, for as long as the future is polled:
+    /// an HTTP upstream's GET stream (`get_stream.rs`). A stdio upstream's messages all come
+    /// on its stdout, read with its answers: this returns at once.
+    pub(crate) async fn listen(&self) {
+        match self {
+            Self::Stdio(_) => {}
+            Self::Http(link) => get_stream::listen(link).await,
         }
     }
 }

@@ -7,7 +7,8 @@
 //! largest answer read. When the server starts, it connects to each upstream, lists its
 //! tools and registers each one as `<prefix>_<name>`, with the upstream's description,
 //! schemas and annotations. While the server runs, the tools are listed again when the
-//! upstream says they changed, at the upstream's refresh interval, and until an optional
+//! upstream says they changed (on a stdio upstream's stdout, in an HTTP call's answer, or on
+//! the HTTP session's GET stream), at the upstream's refresh interval, and until an optional
 //! upstream that was down at start answers (`refresh.rs`). From there an upstream's tool is called through the same
 //! pipeline as a local one: validation of the call's shape, middleware, visibility, the
 //! timeout, retries of transient failures, the breaker, the cache with stale answers, the
@@ -19,6 +20,13 @@
 //! - `rpc.rs`: the JSON-RPC messages a gateway sends and reads;
 //! - `stdio.rs`: a child process, restarted when it dies;
 //! - `http.rs`: Streamable HTTP, JSON or SSE answers, the session and its renewal;
+//! - `sse.rs`: the events of an answer or of the GET stream, read under `max_message`;
+//! - `get_stream.rs`: the session's GET stream, held open while the server runs, where an
+//!   HTTP upstream sends `notifications/tools/list_changed` on its own: opened only when the
+//!   upstream gave a session id and declared `tools.listChanged`, and is called with its
+//!   configured credential (one called as each caller has no caller for a stream that
+//!   outlives the calls); not asked again on a session that refused it, reopened with
+//!   backoff when it ends;
 //! - `offered.rs`: what an upstream offers at one moment, and the names its tools are
 //!   listed under (interned, capped);
 //! - `mount.rs`: an upstream's tools as tool definitions, called through the link, and
@@ -32,6 +40,7 @@
 //!   mounting at start.
 
 pub(crate) mod builder;
+mod get_stream;
 mod http;
 mod identity;
 pub(crate) mod link;
@@ -41,6 +50,7 @@ mod offered;
 mod outcome;
 mod refresh;
 mod rpc;
+mod sse;
 mod stdio;
 
 use std::{collections::HashMap, time::Duration};

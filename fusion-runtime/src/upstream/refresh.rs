@@ -2,7 +2,9 @@
 //! `notifications/tools/list_changed`, every [`Upstream::refresh_every`], and, for an
 //! [`optional`](Upstream::optional) upstream not reached at start, until it answers.
 //!
-//! One task per mount, ended when the server is dropped. A listing replaces what the mount
+//! One task per mount, ended when the server is dropped; it also holds an HTTP upstream's
+//! session GET stream (`get_stream.rs`), where such an upstream sends `list_changed` on its
+//! own, so that the stream ends with the server too. A listing replaces what the mount
 //! offers (`mount.rs`): a tool it had at start stays in the registry, listed as the upstream
 //! describes it now, or left out when it is gone; a tool it added is registered in
 //! [`AddedTools`], its record (breaker, cache, counters) kept while the upstream says the
@@ -52,10 +54,19 @@ impl<C: Send + Sync + 'static> Refresher<C> {
         taken: HashSet<String>,
         stop: CancellationToken,
     ) {
+        let mount = Arc::clone(&self.mount);
+        let listens = self.upstream.identity.is_configured();
         tokio::spawn(async move {
+            // The upstream's own messages (an HTTP upstream's GET stream) are heard by the
+            // same task: they end together, with the server.
+            let listen = async {
+                if listens {
+                    mount.link.listen().await;
+                }
+            };
             tokio::select! {
                 () = stop.cancelled() => {}
-                () = self.run(&added, &taken) => {}
+                _ = async { tokio::join!(self.run(&added, &taken), listen) } => {}
             }
         });
     }
