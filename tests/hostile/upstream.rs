@@ -840,8 +840,9 @@ async fn a_hostile_get_stream_costs_bounded_memory_and_harms_nothing_else() {
         .await
         .expect("the upstream lists its tools");
     let tester = Tester::new(server);
+    let started = Instant::now();
     // Flood (ends), wait 1 s, endless event (ended at the limit), wait 2 s, refused.
-    let deadline = Instant::now() + FLOOD_TIMEOUT;
+    let deadline = started + FLOOD_TIMEOUT;
     while seen.gets.load(Ordering::SeqCst) < 3 {
         still_serving(&tester, "web_echo", "the GET stream's misbehaviour").await;
         assert!(
@@ -859,10 +860,16 @@ async fn a_hostile_get_stream_costs_bounded_memory_and_harms_nothing_else() {
         "a refused GET stream is not asked for again on the same session"
     );
     still_serving(&tester, "web_echo", "the refused GET stream").await;
+    // The refresh lists at most once a second (`MIN_SPACING`), plus once per stream
+    // opened: bounded by the time the flood took, not by its 100,000 notifications, on a
+    // slow machine as on a fast one.
     let listings = seen.listings.load(Ordering::SeqCst);
+    let allowed = usize::try_from(started.elapsed().as_secs())
+        .unwrap_or(usize::MAX)
+        .saturating_add(5);
     assert!(
-        listings < 60,
-        "100,000 list_changed cost {listings} listings, not a few"
+        listings <= allowed,
+        "100,000 list_changed cost {listings} listings, more than one a second ({allowed})"
     );
     assert!(
         seen.pongs.load(Ordering::SeqCst) >= 1,
