@@ -8,8 +8,8 @@
 //! The notes' read-only tools are retried and cached (a stale answer while the upstream is
 //! down); `add_note` is destructive, so it is never sent twice. Serves stdio, or Streamable
 //! HTTP with `--http PORT`. tests/clients/gateway.rs drives it with the official Python
-//! client while it kills the upstreams. With `--app-optional` it starts while the app is
-//! down, and adds the app's tools when it comes.
+//! client while it kills the upstreams. It starts while the app is down, and adds the app's
+//! tools when it comes; with `--app-required` it exits with 78 instead.
 
 use std::time::Duration;
 
@@ -44,9 +44,9 @@ const USAGE: cli::Usage = cli::Usage {
             "a fusion server's Streamable HTTP endpoint, mounted as `app` (optional)",
         ),
         (
-            "--app-optional",
+            "--app-required",
             "",
-            "start without the app when it is down, and add its tools when it comes",
+            "exit with 78 when the app cannot be reached at start (by default the gateway starts without it and adds its tools when it comes)",
         ),
         (
             "--cooldown-ms",
@@ -116,9 +116,11 @@ async fn main() -> std::process::ExitCode {
         gateway = gateway.upstream("notes", notes);
     }
     if let Some(url) = app_url {
-        let mut app = Upstream::http(url).policy(policy);
-        if args.iter().any(|arg| arg == "--app-optional") {
-            app = app.optional().connect_timeout(Duration::from_secs(1));
+        let mut app = Upstream::http(url)
+            .policy(policy)
+            .connect_timeout(Duration::from_secs(2));
+        if args.iter().any(|arg| arg == "--app-required") {
+            app = app.required();
         }
         gateway = gateway.upstream("app", app);
     }

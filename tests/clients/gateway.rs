@@ -12,8 +12,8 @@
 //! Then the upstream's tools changing while the gateway runs, with a server written with the
 //! Python SDK whose tools change on demand (`tests/python/changing_upstream.py`): listed again
 //! on its `list_changed` (over stdio, and over Streamable HTTP where the SDK sends it on the
-//! session's GET stream, with no `refresh_every`) and at the refresh interval; an optional upstream down at start added
-//! when it comes; a required one that cannot be reached still failing the start.
+//! session's GET stream, with no `refresh_every`) and at the refresh interval; an upstream down at start added
+//! when it comes; a required one that cannot be reached failing the start.
 
 use std::{
     path::Path,
@@ -138,11 +138,11 @@ fn the_python_client_is_told_when_an_upstreams_tools_change() {
     phase(&python, "grow", gateway.url(), &[], &gateway);
 }
 
-/// The gateway with its app (a fusion server over HTTP) `--app-optional` and down: it starts,
+/// The gateway with its app (a fusion server over HTTP) down: it starts,
 /// `/readyz` says the app is down and the notes up; once the app is started on its port, the
 /// gateway adds it and `/readyz` says it is up.
 #[test]
-fn an_optional_fusion_upstream_is_down_for_readyz_until_it_comes() {
+fn a_fusion_upstream_down_at_start_is_down_for_readyz_until_it_comes() {
     let Some(python) = support::python() else {
         return;
     };
@@ -152,7 +152,7 @@ fn an_optional_fusion_upstream_is_down_for_readyz_until_it_comes() {
         .port();
     let mut command = Command::new(support::example_binary("gateway"));
     command
-        .args(["--http", "0", "--app-optional", "--python"])
+        .args(["--http", "0", "--python"])
         .arg(&python)
         .arg("--python-server")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
@@ -302,18 +302,14 @@ async fn until_listed(
     what: &str,
     holds: impl Fn(&[String]) -> bool,
 ) {
-    let deadline = tokio::time::Instant::now() + CHANGE_TIMEOUT;
-    loop {
-        let names = tester.tools().await;
-        if holds(&names) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} within {CHANGE_TIMEOUT:?}; listed: {names:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    listed_within(
+        tester,
+        what,
+        tokio::time::Instant::now(),
+        CHANGE_TIMEOUT,
+        holds,
+    )
+    .await;
 }
 
 /// Calls `tool` through `tester`, bounded by [`TIMEOUT`].
@@ -471,12 +467,52 @@ async fn an_upstreams_tools_follow_its_list_changed() {
     );
 }
 
+/// `python/changing_upstream.py` over Streamable HTTP on `port`, killed with the test.
+fn changing_http_upstream(python: &Path, port: u16) -> Child {
+    let mut command = Command::new(python);
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py"))
+        .args(["--http", &port.to_string()])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    Child(support::process::spawn_in_group(&mut command))
+}
+
+/// Polls `tester`'s `tools/list` until `holds` says yes, or panics after `within` (from
+/// `since`) with what was listed last.
+async fn listed_within(
+    tester: &fusion_runtime::testing::Tester,
+    what: &str,
+    since: tokio::time::Instant,
+    within: Duration,
+    holds: impl Fn(&[String]) -> bool,
+) {
+    loop {
+        let names = tester.tools().await;
+        if holds(&names) {
+            return;
+        }
+        assert!(
+            since.elapsed() < within,
+            "{what} within {within:?}; listed: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Over Streamable HTTP, the Python SDK sends `notifications/tools/list_changed` on the
 /// session's GET stream (its own `send_tool_list_changed()`, outside any call's answer): the
 /// gateway holds that stream, so a tool the upstream adds is listed within seconds, without
 /// `refresh_every`.
+///
+/// Then the upstream restarts on its port, and forgets the session: the GET the gateway
+/// opens again is answered `404`. With no call to find that out, the gateway makes a new
+/// session itself (its ping on the old one is answered `404` too) and lists the tools once
+/// its new stream opens: the tool the old process added leaves the list. A tool added by the
+/// new process is heard on the new session's stream.
 #[tokio::test]
-async fn an_http_upstreams_list_changed_on_its_get_stream_is_heard() {
+async fn an_http_upstreams_list_changed_on_its_get_stream_is_heard_across_a_restart() {
     use fusion_runtime::{prelude::*, upstream::Upstream};
     use serde_json::json;
 
@@ -487,18 +523,11 @@ async fn an_http_upstreams_list_changed_on_its_get_stream_is_heard() {
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
         .port();
-    let mut command = Command::new(&python);
-    command
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py"))
-        .args(["--http", &port.to_string()])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let _python_server = Child(support::process::spawn_in_group(&mut command));
+    let python_server = changing_http_upstream(&python, port);
     let server = Server::builder("gateway", "1")
         .upstream(
             "chg",
-            // No `refresh_every`: only the notification can tell.
+            // No `refresh_every`: only the notification, or a new stream, can tell.
             Upstream::http(format!("http://127.0.0.1:{port}/mcp"))
                 .connect_timeout(Duration::from_secs(60)),
         )
@@ -511,21 +540,44 @@ async fn an_http_upstreams_list_changed_on_its_get_stream_is_heard() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let grown = bounded(&tester, "chg_grow", json!({"name": "fresh"})).await;
     assert_eq!(grown.text(), "fresh added", "{}", grown.text());
-    let told = tokio::time::Instant::now();
     let within = Duration::from_secs(10);
-    loop {
-        let names = tester.tools().await;
-        if names.iter().any(|name| name == "chg_fresh") {
-            break;
-        }
-        assert!(
-            told.elapsed() < within,
-            "the added tool is not listed within {within:?} of its list_changed; listed: {names:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    listed_within(
+        &tester,
+        "the added tool is listed after its list_changed",
+        tokio::time::Instant::now(),
+        within,
+        |names| names.iter().any(|name| name == "chg_fresh"),
+    )
+    .await;
     let fresh = bounded(&tester, "chg_fresh", json!({})).await;
     assert_eq!(fresh.text(), "fresh here", "{}", fresh.text());
+
+    // The restart: the new process knows neither the session nor `fresh`.
+    drop(python_server);
+    let _python_server = changing_http_upstream(&python, port);
+    let restarted = tokio::time::Instant::now();
+    // The stream is opened again after 1 s, 2 s, 4 s, … while the process starts; no call
+    // is made meanwhile, so only the stream's own 404 can renew the session.
+    listed_within(
+        &tester,
+        "the tool of the process before the restart leaves the list once the new session's stream opens",
+        restarted,
+        CHANGE_TIMEOUT,
+        |names| names.iter().any(|name| name == "chg_steady") && !names.iter().any(|name| name == "chg_fresh"),
+    )
+    .await;
+    // Heard on the new session's stream.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let grown = bounded(&tester, "chg_grow", json!({"name": "again"})).await;
+    assert_eq!(grown.text(), "again added", "{}", grown.text());
+    listed_within(
+        &tester,
+        "a tool the restarted upstream adds is listed after its list_changed",
+        tokio::time::Instant::now(),
+        within,
+        |names| names.iter().any(|name| name == "chg_again"),
+    )
+    .await;
 }
 
 /// With `refresh_every`, a tool the upstream adds without telling anyone (no
@@ -564,11 +616,11 @@ async fn an_upstreams_tools_are_listed_again_at_its_refresh_interval() {
     );
 }
 
-/// An optional upstream that cannot be reached at start: the server starts without its
+/// An upstream that cannot be reached at start: the server starts without its
 /// tools (the local ones answer), and lists them once the upstream comes (the Python SDK's
 /// server over Streamable HTTP, started after the gateway).
 #[tokio::test]
-async fn an_optional_upstream_down_at_start_is_added_when_it_comes() {
+async fn an_upstream_down_at_start_is_added_when_it_comes() {
     use fusion_runtime::{prelude::*, upstream::Upstream};
     use serde_json::json;
 
@@ -583,12 +635,11 @@ async fn an_optional_upstream_down_at_start_is_added_when_it_comes() {
         .upstream(
             "late",
             Upstream::http(format!("http://127.0.0.1:{port}/mcp"))
-                .optional()
                 .connect_timeout(Duration::from_millis(500)),
         )
         .start()
         .await
-        .expect("an optional upstream does not stop the start");
+        .expect("an upstream down at start does not stop the start");
     let tester = fusion_runtime::testing::Tester::new(server);
     assert!(tester.tools().await.is_empty(), "no tool before it comes");
     let early = bounded(&tester, "late_shout", json!({"text": "early"})).await;
@@ -610,7 +661,7 @@ async fn an_optional_upstream_down_at_start_is_added_when_it_comes() {
     assert_eq!(shouted.text(), "LATE", "{}", shouted.text());
 }
 
-/// A required upstream (the default) that cannot be reached still stops the start: the
+/// A required upstream (`--app-required`) that cannot be reached stops the start: the
 /// gateway exits with 78 (`EX_CONFIG`) after its connect timeout, naming the upstream.
 #[test]
 fn a_required_upstream_that_cannot_be_reached_fails_the_start() {
@@ -620,7 +671,7 @@ fn a_required_upstream_that_cannot_be_reached_fails_the_start() {
         .port();
     let mut command = Command::new(support::example_binary("gateway"));
     command
-        .args(["--http", "0", "--app-url"])
+        .args(["--http", "0", "--app-required", "--app-url"])
         .arg(format!("http://127.0.0.1:{port}/mcp"))
         .stderr(std::process::Stdio::piped());
     let out = support::run_with_timeout(command, TIMEOUT);

@@ -225,11 +225,15 @@ fn handler_contract<C>(tool: &RegisteredTool<C>) -> ToolContract {
                     backoff_ms: millis(retry.backoff),
                     max_backoff_ms: millis(retry.max_backoff),
                 }),
-            circuit: policy.circuit.map(|circuit| CircuitContract {
-                failures: circuit.failures,
-                window_ms: millis(circuit.window),
-                cooldown_ms: millis(circuit.cooldown),
-            }),
+            // As retries of one run are none: `CircuitPolicy::NONE` is no breaker.
+            circuit: policy
+                .circuit
+                .filter(|circuit| circuit.failures > 0)
+                .map(|circuit| CircuitContract {
+                    failures: circuit.failures,
+                    window_ms: millis(circuit.window),
+                    cooldown_ms: millis(circuit.cooldown),
+                }),
             idempotency_key: spec.idempotency_key.map(str::to_owned),
             serialize: spec.serialize.map(str::to_owned),
             max_output_bytes: u64::try_from(tool.max_output).unwrap_or(u64::MAX),

@@ -15,9 +15,13 @@ use tokio::time::Instant;
 
 /// When a tool's circuit opens: after `failures` consecutive transient failures within
 /// `window`, calls fail fast for `cooldown`; then one probe call decides.
+///
+/// [`CircuitPolicy::NONE`] (`failures` 0) is no breaker at all: where a default would put
+/// one (an upstream's [`DEFAULT_POLICY`](crate::upstream::DEFAULT_POLICY)), it takes it
+/// off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CircuitPolicy {
-    /// Consecutive transient failures that open the circuit.
+    /// Consecutive transient failures that open the circuit (0: it never opens).
     pub failures: u32,
     /// The window they must fall within.
     pub window: Duration,
@@ -26,6 +30,26 @@ pub struct CircuitPolicy {
 }
 
 impl CircuitPolicy {
+    /// No breaker: calls are never failed fast, whatever fails.
+    ///
+    /// ```
+    /// use fusion_runtime::policy::{CircuitPolicy, Policy};
+    ///
+    /// // Over an upstream's default policy: its timeout and retries, and no breaker.
+    /// let no_breaker = Policy { circuit: Some(CircuitPolicy::NONE), ..Default::default() };
+    /// # let _ = no_breaker;
+    /// ```
+    pub const NONE: Self = Self {
+        failures: 0,
+        window: Duration::ZERO,
+        cooldown: Duration::ZERO,
+    };
+
+    /// The breaker this policy asks for: none for [`NONE`](Self::NONE) (`failures` 0).
+    pub(crate) fn breaker(self) -> Option<Circuit> {
+        (self.failures > 0).then(|| Circuit::new(self))
+    }
+
     /// The window of `#[mcp_tool(circuit(..))]` without `window`.
     pub const DEFAULT_WINDOW: Duration = Duration::from_secs(30);
 

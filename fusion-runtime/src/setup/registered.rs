@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::{
     metrics::ToolMetrics,
     middleware::Middleware,
-    policy::{Circuit, Policy},
+    policy::{Circuit, CircuitPolicy, Policy},
     tool::ToolDefinition,
 };
 
@@ -72,7 +72,7 @@ impl<C> RegisteredTool<C> {
     ) {
         self.policy = self.definition.spec.policy.or(defaults);
         self.max_output = self.definition.spec.max_output.unwrap_or(max_output);
-        self.circuit = self.policy.circuit.map(Circuit::new);
+        self.circuit = self.policy.circuit.and_then(CircuitPolicy::breaker);
         self.chain = chain;
         self.check_with = check_with;
     }

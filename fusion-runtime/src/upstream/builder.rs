@@ -18,9 +18,10 @@ impl<C: Send + Sync + 'static> ServerBuilder<C> {
     ///
     /// The upstream is connected to when the server starts ([`start`](Self::start) and the
     /// `serve_*` methods; [`build`](Self::build) refuses a server with upstreams): its tools
-    /// are listed then, and a start that cannot reach it within its
-    /// [`connect_timeout`](Upstream::connect_timeout) fails with
-    /// [`StartupError::Upstream`], unless it is [`optional`](Upstream::optional). While its
+    /// are listed then. One that cannot be reached within its
+    /// [`connect_timeout`](Upstream::connect_timeout) is left out until it answers (its
+    /// tools are added then), or, when it is [`required`](Upstream::required), fails the
+    /// start with [`StartupError::Upstream`]. While its
     /// breaker is open, its tools are left out of `tools/list` and their calls answered at
     /// once with when to retry. Its tools are listed again when it sends
     /// `notifications/tools/list_changed` and every

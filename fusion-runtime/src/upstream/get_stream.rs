@@ -20,10 +20,12 @@
 //! Bounds: one stream at a time; an event over `max_message` ends it; events are handled
 //! one at a time, with no queue between the socket and the handling (a flood is read as
 //! fast as it is handled, and costs one stored `Notify` permit); a stream that sends
-//! nothing holds only its connection. An upstream that refuses the stream (`405`, `404`, any
-//! other `4xx`, or an answer that is not SSE) is not asked again on that session; one that
-//! ends or breaks it is asked again after 1 s, doubling to 30 s. A new session (the link
-//! renews one the upstream forgot) gets a stream of its own at once.
+//! nothing holds only its connection. An upstream that refuses the stream (`405`, any other
+//! `4xx`, or an answer that is not SSE) is not asked again on that session; one that ends or
+//! breaks it is asked again after 1 s, doubling to 30 s. A `404` says the upstream forgot
+//! the session (it restarted) or has no stream: a `ping` on the session tells which, and a
+//! forgotten session is renewed at once, as a call would renew it. A new session (made
+//! there, or by a call that found its session forgotten) gets a stream of its own at once.
 //!
 //! [`Identity::Configured`]: super::identity::Identity::Configured
 
@@ -35,6 +37,7 @@ use tokio::time::Instant;
 
 use super::{
     http::{HttpLink, Session},
+    link_error::LinkError,
     rpc,
     sse::{self, Bound},
 };
@@ -52,6 +55,9 @@ enum Ended {
     Refused(String),
     /// It ended or broke: opened again after a wait.
     Closed(String),
+    /// `404`: the upstream forgot the session (it restarted), or has no GET stream at all
+    /// ([`not_found`] tells which).
+    NotFound(String),
 }
 
 /// Keeps the GET stream of `link`'s configured session open, for as long as the future is
@@ -88,12 +94,24 @@ pub(super) async fn listen(link: &HttpLink) {
                 continue;
             }
         };
+        let ended = match ended {
+            Ended::NotFound(why) => match not_found(link, &session, why).await {
+                Some(ended) => ended,
+                // A new session: its stream is opened at once.
+                None => {
+                    wait = FIRST_REOPEN;
+                    continue;
+                }
+            },
+            ended => ended,
+        };
         match ended {
             Ended::Refused(why) => {
                 tracing::debug!(target: "fusion::upstream", reason = %why, "the upstream offers no GET stream on this session");
                 refused = Some(session);
             }
-            Ended::Closed(why) => {
+            // (`not_found` turns every `NotFound` into one of the others.)
+            Ended::Closed(why) | Ended::NotFound(why) => {
                 // A stream that lasted was a working one: its successor starts the backoff
                 // afresh.
                 if opened.elapsed() >= LAST_REOPEN {
@@ -128,6 +146,36 @@ fn declares_list_changed(init: &serde_json::Value) -> bool {
         == Some(true)
 }
 
+/// After a `404` to the GET, which the transport gives for a session the upstream no
+/// longer knows: a `ping` on the session tells whether it does. When it does not, the link
+/// makes a new session (as for a call, `HttpLink::request`) and `None` says so: its stream
+/// is opened next. When it still answers there, the `404` was the upstream's way of saying it
+/// has no stream (`Refused`); when the ping gets no answer, the stream is tried again later
+/// (`Closed`).
+async fn not_found(link: &HttpLink, session: &Arc<Session>, why: String) -> Option<Ended> {
+    let pinged = tokio::time::timeout(
+        ANSWER_TIMEOUT,
+        link.request(rpc::PING, serde_json::json!({}), None, None),
+    )
+    .await;
+    let renewed = !link
+        .configured_session()
+        .is_some_and(|now| Arc::ptr_eq(&now, session));
+    if renewed {
+        tracing::debug!(target: "fusion::upstream", reason = %why, "the upstream forgot the session of its GET stream: a new session's is opened");
+        return None;
+    }
+    Some(match pinged {
+        // An answer, or a JSON-RPC error (an upstream that does not serve `ping`): the
+        // session is alive, and has no stream.
+        Ok(Ok(_) | Err(LinkError::Rpc { .. })) => Ended::Refused(why),
+        Ok(Err(error)) => Ended::Closed(format!("{why}; the session's ping failed: {error}")),
+        Err(_) => Ended::Closed(format!(
+            "{why}; the session's ping got no answer within {ANSWER_TIMEOUT:?}"
+        )),
+    })
+}
+
 /// Opens `session`'s stream and reads it until it ends.
 async fn read(link: &HttpLink, session: &Session) -> Ended {
     let response = match tokio::time::timeout(ANSWER_TIMEOUT, link.open_stream(session)).await {
@@ -142,6 +190,8 @@ async fn read(link: &HttpLink, session: &Session) -> Ended {
         let why = format!("the GET was answered {status}");
         return if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
             Ended::Closed(why)
+        } else if status == StatusCode::NOT_FOUND {
+            Ended::NotFound(why)
         } else {
             Ended::Refused(why)
         };

@@ -8,8 +8,8 @@
 //! tools and registers each one as `<prefix>_<name>`, with the upstream's description,
 //! schemas and annotations. While the server runs, the tools are listed again when the
 //! upstream says they changed (on a stdio upstream's stdout, in an HTTP call's answer, or on
-//! the HTTP session's GET stream), at the upstream's refresh interval, and until an optional
-//! upstream that was down at start answers (`refresh.rs`). From there an upstream's tool is called through the same
+//! the HTTP session's GET stream), at the upstream's refresh interval, and until an upstream
+//! that was down at start answers (`refresh.rs`). From there an upstream's tool is called through the same
 //! pipeline as a local one: validation of the call's shape, middleware, visibility, the
 //! timeout, retries of transient failures, the breaker, the cache with stale answers, the
 //! output limit, the call log and the metrics.
@@ -33,7 +33,7 @@
 //!   its one breaker;
 //! - `outcome.rs`: the upstream's answers, and the link's failures, as outcomes;
 //! - `refresh.rs`: the upstream's tools listed again (on `list_changed`, at an interval, and
-//!   until an optional upstream not reached at start answers);
+//!   until an upstream not reached at start answers);
 //! - `identity.rs`: who the upstream is told calls (the configured credential, the caller's
 //!   own token for its audience, or an exchanged one);
 //! - `builder.rs`: [`ServerBuilder::upstream`](crate::ServerBuilder::upstream), and the
@@ -107,7 +107,7 @@ pub struct Upstream {
     pub(crate) connect_timeout: Duration,
     pub(crate) identity: identity::Identity,
     pub(crate) refresh_every: Option<Duration>,
-    pub(crate) optional: bool,
+    pub(crate) required: bool,
 }
 
 /// Where an upstream is, and what is sent along with every request.
@@ -157,7 +157,7 @@ impl Upstream {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             identity: identity::Identity::Configured,
             refresh_every: None,
-            optional: false,
+            required: false,
         }
     }
 
@@ -217,6 +217,24 @@ impl Upstream {
     /// [`DEFAULT_POLICY`]'s. Its `circuit` is the upstream's one breaker: transport
     /// failures of any of its tools open it, and while it is open its tools are left out
     /// of `tools/list` and their calls answered at once with when to retry.
+    ///
+    /// To take a part off: `retry: Some(RetryPolicy::NONE)` sends each call once, and
+    /// `circuit: Some(CircuitPolicy::NONE)` keeps the tools listed and called whatever
+    /// fails. A call always has a deadline (as a local tool's does): a long `timeout` is
+    /// how an upstream's slow tools are given the time they take.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fusion_runtime::{policy::{CircuitPolicy, Policy, RetryPolicy}, upstream::Upstream};
+    ///
+    /// let batch = Upstream::http("https://batch.internal/mcp").policy(Policy {
+    ///     timeout: Some(Duration::from_secs(3600)),
+    ///     retry: Some(RetryPolicy::NONE),
+    ///     circuit: Some(CircuitPolicy::NONE),
+    ///     ..Default::default()
+    /// });
+    /// # let _ = batch;
+    /// ```
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy.or(DEFAULT_POLICY);
         self
@@ -274,25 +292,29 @@ impl Upstream {
         self
     }
 
-    /// Lets the server start without this upstream when it cannot be reached within its
-    /// [`connect_timeout`](Self::connect_timeout): the server starts with none of its tools,
-    /// tries again in the background (after 1 s, backing off to every 30 s), and adds its
-    /// tools when it answers, with `notifications/tools/list_changed` to the sessions. Until
-    /// then `/readyz` says it is `down`.
-    /// Without it an upstream is required: a start that cannot reach it fails with
-    /// [`StartupError::Upstream`](crate::StartupError::Upstream).
+    /// Makes the upstream required: a start that cannot reach it within its
+    /// [`connect_timeout`](Self::connect_timeout) fails with
+    /// [`StartupError::Upstream`](crate::StartupError::Upstream) (`serve` exits with 78,
+    /// `EX_CONFIG`), naming it.
+    ///
+    /// Without it, an upstream that cannot be reached at start does not stop the server:
+    /// the server starts with none of its tools (a warning in the log says why), tries again
+    /// in the background (after 1 s, backing off to every 30 s), and adds its tools when it
+    /// answers, with `notifications/tools/list_changed` to the sessions. Until then
+    /// `/readyz` reports it `down`, and the server's other tools answer.
     ///
     /// ```
     /// use std::time::Duration;
     /// use fusion_runtime::upstream::Upstream;
     ///
-    /// let search = Upstream::http("https://search.internal/mcp")
-    ///     .optional()
-    ///     .connect_timeout(Duration::from_secs(2));
-    /// # let _ = search;
+    /// // The gateway is useless without billing: fail the deploy rather than start.
+    /// let billing = Upstream::http("https://billing.internal/mcp")
+    ///     .required()
+    ///     .connect_timeout(Duration::from_secs(30));
+    /// # let _ = billing;
     /// ```
-    pub fn optional(mut self) -> Self {
-        self.optional = true;
+    pub fn required(mut self) -> Self {
+        self.required = true;
         self
     }
 

@@ -17,13 +17,13 @@ use super::{
     link::Link,
     link_error::LinkError,
     offered::{Names, Offered, OfferedTool, same_treatment},
-    rpc::ProgressRoute,
+    rpc::{self, ProgressRoute},
 };
 use crate::{
     call::Call,
     failure::{Classification, ErrorClass, Failure, FailureKind},
     future::BoxFuture,
-    policy::{Admission, Circuit, Transition},
+    policy::{Admission, Circuit, CircuitPolicy, Transition},
     setup::mounts::{ListedNow, ToolsChanged},
     tool::{Annotations, Invoke, Outcome, ToolDefinition, ToolSpec},
     validate::{ArgIssue, Validator},
@@ -42,7 +42,7 @@ pub(crate) struct Mount {
     cooldown: Duration,
     /// Whether a task pings the upstream until it is up (one at most).
     probing: AtomicBool,
-    /// Whether it has answered a listing: an optional upstream not reached at start is down
+    /// Whether it has answered a listing: an upstream not reached at start is down
     /// (`/readyz` says so) until it does.
     reached: AtomicBool,
     /// Who the upstream is told calls.
@@ -199,14 +199,14 @@ pub(crate) struct Mounted<C> {
     /// A definition of each tool it offered at start, named `<prefix>_<name>`.
     pub(crate) definitions: Vec<ToolDefinition<C>>,
     pub(crate) mount: Arc<Mount>,
-    /// Whether it answered within its connect timeout (an optional upstream may not).
+    /// Whether it answered within its connect timeout (one not [`required`](Upstream::required) may not).
     pub(crate) reached: bool,
     /// The tags of its tools.
     pub(crate) tags: &'static [&'static str],
 }
 
 /// Connects to `upstream`, lists its tools, and makes a definition of each, named
-/// `<prefix>_<name>`. An optional upstream that cannot be reached is mounted with no tools
+/// `<prefix>_<name>`. An upstream that cannot be reached is mounted with no tools, unless it is required
 /// (the refresh lists them when it comes, `refresh.rs`).
 pub(crate) async fn mount<C: Send + Sync + 'static>(
     prefix: &str,
@@ -218,8 +218,8 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
     let link = Link::new(upstream, Arc::clone(&tools_changed))?;
     let (listed, reached) = match until_listed(&link, upstream.connect_timeout).await {
         Ok(listed) => (listed, true),
-        Err(why) if upstream.optional => {
-            tracing::warn!(target: "fusion::upstream", prefix, upstream = upstream.describe(), reason = %why, "optional upstream not reached: the server starts without its tools, and adds them when it answers");
+        Err(why) if !upstream.required => {
+            tracing::warn!(target: "fusion::upstream", prefix, upstream = upstream.describe(), reason = %why, "upstream not reached: the server starts without its tools, and adds them when it answers");
             (Vec::new(), false)
         }
         Err(why) => return Err(why),
@@ -237,7 +237,7 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
     let mount = Arc::new(Mount {
         prefix: prefix.to_owned(),
         link,
-        circuit: upstream.policy.circuit.map(Circuit::new),
+        circuit: upstream.policy.circuit.and_then(CircuitPolicy::breaker),
         cooldown: upstream
             .policy
             .circuit
@@ -576,7 +576,7 @@ async fn probe(mount: &Mount) {
         };
         let pinged = tokio::time::timeout(
             super::DEFAULT_CONNECT_TIMEOUT,
-            mount.link.request("ping", json!({})),
+            mount.link.request(rpc::PING, json!({})),
         )
         .await;
         if matches!(pinged, Ok(Ok(_))) {

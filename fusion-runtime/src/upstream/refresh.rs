@@ -1,6 +1,6 @@
 //! An upstream's tools, listed again while the server runs: when the upstream sends
 //! `notifications/tools/list_changed`, every [`Upstream::refresh_every`], and, for an
-//! [`optional`](Upstream::optional) upstream not reached at start, until it answers.
+//! upstream not reached at start, until it answers.
 //!
 //! One task per mount, ended when the server is dropped; it also holds an HTTP upstream's
 //! session GET stream (`get_stream.rs`), where such an upstream sends `list_changed` on its
@@ -30,7 +30,7 @@ use crate::setup::mounts::{Added, AddedTools, Completion};
 /// The least time between two listings of one upstream.
 pub(crate) const MIN_SPACING: Duration = Duration::from_secs(1);
 
-/// How long an optional upstream not reached yet is first waited for before another try,
+/// How long an upstream not reached yet is first waited for before another try,
 /// and the longest wait the tries back off to.
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 const LAST_RETRY: Duration = Duration::from_secs(30);
@@ -101,7 +101,7 @@ impl<C: Send + Sync + 'static> Refresher<C> {
             match listed {
                 Ok(Ok(listed)) => {
                     if !reached {
-                        tracing::info!(target: "fusion::upstream", prefix = %self.mount.prefix, upstream = self.upstream.describe(), "optional upstream reached: its tools are added");
+                        tracing::info!(target: "fusion::upstream", prefix = %self.mount.prefix, upstream = self.upstream.describe(), "upstream reached: its tools are added");
                     }
                     reached = true;
                     retry = FIRST_RETRY;
@@ -126,7 +126,7 @@ impl<C: Send + Sync + 'static> Refresher<C> {
         if reached {
             tracing::debug!(target: "fusion::upstream", prefix = %self.mount.prefix, reason = why, "the upstream's tools could not be listed again; they stay as they were");
         } else {
-            tracing::debug!(target: "fusion::upstream", prefix = %self.mount.prefix, reason = why, retry_in = ?*retry, "optional upstream still not reached");
+            tracing::debug!(target: "fusion::upstream", prefix = %self.mount.prefix, reason = why, retry_in = ?*retry, "upstream still not reached");
             *retry = (*retry * 2).min(LAST_RETRY);
         }
     }

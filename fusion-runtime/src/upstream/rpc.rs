@@ -39,6 +39,9 @@ pub(super) fn request(id: u64, method: &str, params: &Value) -> Vec<u8> {
     serde_json::to_vec(&request).unwrap_or_default()
 }
 
+/// The request that asks whether the other side is there, both ways.
+pub(super) const PING: &str = "ping";
+
 /// What an upstream sends when the tools it lists changed.
 pub(super) const TOOLS_CHANGED: &str = "notifications/tools/list_changed";
 
@@ -50,7 +53,7 @@ pub(super) fn notification(method: &str, params: &Value) -> Vec<u8> {
 /// The answer to a request the upstream sent this gateway: `ping` is answered, anything
 /// else (sampling, elicitation, roots: none was declared) refused.
 pub(super) fn answer_to(id: &Value, method: &str) -> Vec<u8> {
-    if method == "ping" {
+    if method == PING {
         return to_bytes(&json!({"jsonrpc": "2.0", "id": id, "result": {}}));
     }
     to_bytes(&json!({
