@@ -580,6 +580,139 @@ async fn an_http_upstreams_list_changed_on_its_get_stream_is_heard_across_a_rest
     .await;
 }
 
+/// With tool search, a tool the upstream adds since start is found by `search_tools` (by
+/// its name and by its upstream's prefix) and called through `call_tool`; once the upstream
+/// removes it, it is found no more.
+#[tokio::test]
+async fn tool_search_finds_the_tools_an_upstream_adds_and_not_those_it_removes() {
+    use fusion_runtime::{prelude::*, search::ToolSearch};
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = Server::builder("gateway", "1")
+        .tool_search(ToolSearch::always())
+        .upstream("chg", changing_upstream(&python))
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = fusion_runtime::testing::Tester::new(server);
+    let search = |query: &'static str| {
+        let tester = &tester;
+        async move {
+            let found = bounded(tester, "search_tools", json!({"query": query, "limit": 50})).await;
+            assert!(!found.is_error, "{}", found.text());
+            found.text()
+        }
+    };
+    // Searched before the tool is added: the index of the tools at start is built.
+    assert!(!search("zebra").await.contains("chg_zebra"));
+    let grown = bounded(&tester, "chg_grow", json!({"name": "zebra"})).await;
+    assert!(!grown.is_error, "{}", grown.text());
+    let deadline = tokio::time::Instant::now() + CHANGE_TIMEOUT;
+    loop {
+        if search("zebra").await.contains("chg_zebra") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the added tool is not found within {CHANGE_TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Its upstream's prefix is one of its words, as for the tools it had at start.
+    let by_prefix = search("chg").await;
+    assert!(
+        by_prefix.contains("chg_zebra") && by_prefix.contains("chg_steady"),
+        "{by_prefix}"
+    );
+    let called = bounded(
+        &tester,
+        "call_tool",
+        json!({"name": "chg_zebra", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(called.text(), "zebra here", "{}", called.text());
+
+    let shrunk = bounded(&tester, "chg_shrink", json!({"name": "zebra"})).await;
+    assert!(!shrunk.is_error, "{}", shrunk.text());
+    let deadline = tokio::time::Instant::now() + CHANGE_TIMEOUT;
+    loop {
+        if !search("zebra").await.contains("chg_zebra") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the removed tool is still found after {CHANGE_TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(search("steady").await.contains("chg_steady"));
+}
+
+/// A tool the upstream adds since start keeps the upstream's `task_after`, as the tools it
+/// had at start do: served over Streamable HTTP, a 2026-07-28 client that declared the
+/// tasks extension is answered with a task at the deadline, and the task completes with the
+/// upstream's answer.
+#[tokio::test]
+async fn a_tool_an_upstream_adds_becomes_a_task_at_its_task_after() {
+    use fusion_runtime::{HttpOptions, policy::Policy, prelude::*};
+    use serde_json::json;
+
+    let Some(python) = support::python() else {
+        return;
+    };
+    let policy = Policy {
+        task_after: Some(Duration::from_millis(500)),
+        ..Default::default()
+    };
+    let server = Server::builder("gateway", "1")
+        .upstream("chg", changing_upstream(&python).policy(policy))
+        .start()
+        .await
+        .expect("the upstream lists its tools");
+    let tester = fusion_runtime::testing::Tester::new(server.clone());
+    let router = server
+        .router(HttpOptions::default())
+        .expect("the gateway's router");
+    let http = support::axum_thread::AxumThread::start("gateway-http", move |_| router);
+    let addr: std::net::SocketAddr = http
+        .url()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("a loopback address");
+
+    let grown = bounded(&tester, "chg_grow", json!({"name": "slow", "seconds": 3})).await;
+    assert!(!grown.is_error, "{}", grown.text());
+    until_listed(&tester, "the added tool is listed", |names| {
+        names.iter().any(|name| name == "chg_slow")
+    })
+    .await;
+    let asked = Instant::now();
+    let created = tokio::task::spawn_blocking(move || {
+        support::task_client::create(addr, "chg_slow", json!({}))
+    })
+    .await
+    .expect("the request's thread");
+    let id = created.unwrap_or_else(|answer| panic!("not a task: {answer}"));
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "a task at the deadline, before the tool's answer: {:?}",
+        asked.elapsed()
+    );
+    let done = tokio::task::spawn_blocking(move || {
+        support::task_client::poll_end(addr, &id, Duration::from_secs(30))
+    })
+    .await
+    .expect("the polling thread");
+    assert_eq!(support::task_client::status(&done), "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "slow here",
+        "{done}"
+    );
+}
+
 /// With `refresh_every`, a tool the upstream adds without telling anyone (no
 /// `list_changed`) is listed at the next refresh.
 #[tokio::test]

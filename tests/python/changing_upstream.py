@@ -5,9 +5,9 @@ interval).
 
 Its tools:
   steady            answers "steady" (read-only)
-  grow(name, notify=True, read_only=True)
-                    adds a tool `name` that answers "<name> here", described
-                    "The tool <name>.", read-only unless `read_only` is false
+  grow(name, notify=True, read_only=True, seconds=0)
+                    adds a tool `name` that answers "<name> here" after `seconds`,
+                    described "The tool <name>.", read-only unless `read_only` is false
   shrink(name, notify=True)  removes the tool `name`
 With `notify`, the change is told with `notifications/tools/list_changed`; without it, only a
 new `tools/list` shows it.
@@ -22,6 +22,8 @@ stream.
 from __future__ import annotations
 
 import sys
+
+import anyio
 
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
@@ -39,18 +41,22 @@ def steady() -> str:
     return "steady"
 
 
-def answering(name: str):
-    def tool() -> str:
+def answering(name: str, seconds: float):
+    async def tool() -> str:
+        if seconds > 0:
+            await anyio.sleep(seconds)
         return f"{name} here"
 
     return tool
 
 
 @server.tool(annotations=IDEMPOTENT)
-async def grow(name: str, ctx: Context, notify: bool = True, read_only: bool = True) -> str:
+async def grow(
+    name: str, ctx: Context, notify: bool = True, read_only: bool = True, seconds: float = 0
+) -> str:
     """Add a tool named `name`."""
     annotations = READ_ONLY if read_only else ToolAnnotations(readOnlyHint=False, destructiveHint=True)
-    server.add_tool(answering(name), name=name, description=f"The tool {name}.", annotations=annotations)
+    server.add_tool(answering(name, seconds), name=name, description=f"The tool {name}.", annotations=annotations)
     if notify:
         await ctx.session.send_tool_list_changed()
     return f"{name} added"

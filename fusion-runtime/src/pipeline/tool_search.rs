@@ -13,10 +13,10 @@ use crate::{
     failure::{Classification, ErrorClass, Failure, FailureKind},
     search::{
         CALL_TOOL, SEARCH_TOOLS,
-        index::{Indexed, Searching, query_words},
+        index::{IndexKey, Indexed, Searching, query_words},
         listed,
     },
-    setup::{registry::Listing, server::Server, visibility::Shown},
+    setup::{mounts::SearchedTool, registry::Listing, server::Server, visibility::Shown},
     tool::output::Outcome,
 };
 
@@ -167,20 +167,37 @@ fn search<C: Send + Sync + 'static>(
         .and_then(|limit| usize::try_from(limit).ok())
         .unwrap_or(searching.settings().limit());
     let shown = server.shown(call.request());
-    let indexed = searching.indexed(shown.as_ref(), || index(server, shown.as_ref()));
+    let added = &server.inner.registry.added;
+    let indexed = if added.is_empty() {
+        searching.indexed(shown.as_ref(), || index(server, shown.as_ref(), Vec::new()))
+    } else {
+        // Read before the table: a change meanwhile makes the next search build anew.
+        let generation = added.generation();
+        let visibility = &server.inner.visibility;
+        let searched = added.searched(|spec| visibility.shows(spec, call.request()));
+        let key = IndexKey {
+            shown: shown.clone(),
+            added: searched.iter().map(|tool| tool.name).collect(),
+        };
+        searching.indexed_with_added(key, generation, || index(server, shown.as_ref(), searched))
+    };
     let mounts = &server.inner.mounts;
     let (hits, matched) = indexed.search(&words, limit, |tool| mounts.is_listed(&tool.name));
     Outcome::Success(listed::answer(query, &hits, matched, indexed.len()))
 }
 
 /// The index of the tools a caller shown `shown` sees (`None`: all), as `tools/list`
-/// would describe them without tool search.
-fn index<C>(server: &Server<C>, shown: Option<&Shown>) -> Indexed {
+/// would describe them without tool search, then the tools upstreams `added` since start
+/// that it is shown.
+fn index<C>(server: &Server<C>, shown: Option<&Shown>, added: Vec<SearchedTool>) -> Indexed {
     let registry = &server.inner.registry;
-    let tools = match shown {
+    let mut tools = match shown {
         None => registry.wire.clone(),
         Some(shown) => registry.shown_wire(shown),
     };
+    let added_tags: std::collections::HashMap<&str, &[&str]> =
+        added.iter().map(|tool| (tool.name, tool.tags)).collect();
+    tools.extend(added.iter().map(|tool| tool.wire.clone()));
     // The words a listing does not show: the group, the actions, the handlers' own
     // names, the tags, of the handlers the caller is shown.
     let labels = |tool: &Tool| -> Vec<String> {
@@ -202,7 +219,12 @@ fn index<C>(server: &Server<C>, shown: Option<&Shown>) -> Indexed {
                     handler(*index, &mut labels);
                 }
             }
-            None => {}
+            None => {
+                // An added tool: its tags (`upstream` and its prefix).
+                if let Some(tags) = added_tags.get(tool.name.as_ref()) {
+                    labels.extend(tags.iter().map(|tag| (*tag).to_owned()));
+                }
+            }
         }
         labels
     };

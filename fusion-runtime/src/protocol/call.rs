@@ -30,7 +30,7 @@ use crate::{
     protocol::input_required::{Round, connected_call, is_current},
     protocol::request::{request_id_text, request_info},
     setup::server::Server,
-    tasks::{Relaunch, TaskOrigin, TaskOutcome, refusal},
+    tasks::{Relaunch, TaskOrigin, TaskOutcome, Tasking, refusal},
 };
 
 /// How a round ended.
@@ -56,7 +56,12 @@ pub(crate) async fn answer_call<C: Send + Sync + 'static>(
         server.note_shown(&super::request::request_info(&context.extensions), &context);
     }
     let current = is_current(&context);
-    let tasking = server.inner.tasks.tasking(&request.name);
+    let tasking = server.inner.tasks.tasking(&request.name).or_else(|| {
+        // A tool an upstream added since start, with a `task_after`.
+        (server.inner.registry.added)
+            .task_deadline(&request.name)
+            .map(Tasking::after)
+    });
     // The client's capabilities are a copy: only made for a tool that runs as a task.
     let declared_tasks = tasking.is_some()
         && context

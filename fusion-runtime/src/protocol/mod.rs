@@ -182,7 +182,7 @@ impl<C: Send + Sync + 'static> ServerHandler for Server<C> {
         if catalog.prompts.has_completions() {
             capabilities.completions = Some(Default::default());
         }
-        if self.inner.tasks.any() {
+        if self.inner.tasks.any() || self.inner.mounts.tasks_later {
             capabilities
                 .extensions
                 .get_or_insert_with(Default::default)

@@ -40,6 +40,18 @@ pub(crate) struct Searching {
     call_args: Validator,
     everyone: OnceLock<Arc<Indexed>>,
     by_shown: Mutex<HashMap<Shown, Arc<Indexed>>>,
+    /// With tools a mounted upstream added since start: the indexes of what callers see,
+    /// built for the table's generation they hold (`AddedTools::generation`), and made
+    /// anew after the next change.
+    with_added: Mutex<(u64, HashMap<IndexKey, Arc<Indexed>>)>,
+}
+
+/// What one index holds, when upstreams added tools: the registry's handlers the caller
+/// is shown (`None`: all), and the names of the added tools it is shown.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct IndexKey {
+    pub(crate) shown: Option<Shown>,
+    pub(crate) added: Vec<&'static str>,
 }
 
 impl Searching {
@@ -51,6 +63,7 @@ impl Searching {
             call_args: Validator::compile(&listed::call_schema()),
             everyone: OnceLock::new(),
             by_shown: Mutex::default(),
+            with_added: Mutex::default(),
         }
     }
 
@@ -98,6 +111,39 @@ impl Searching {
                 indexes.clear();
             }
             indexes.insert(shown.clone(), Arc::clone(&built));
+        }
+        built
+    }
+}
+
+impl Searching {
+    /// The index of what a caller sees when upstreams added tools (`key`), as of the added
+    /// tools' `generation`, built by `build` when there is none for both.
+    pub(crate) fn indexed_with_added(
+        &self,
+        key: IndexKey,
+        generation: u64,
+        build: impl FnOnce() -> Indexed,
+    ) -> Arc<Indexed> {
+        if let Ok(mut cached) = self.with_added.lock() {
+            let (built_for, indexes) = &mut *cached;
+            if *built_for != generation {
+                *built_for = generation;
+                indexes.clear();
+            }
+            if let Some(found) = indexes.get(&key) {
+                return Arc::clone(found);
+            }
+        }
+        let built = Arc::new(build());
+        if let Ok(mut cached) = self.with_added.lock() {
+            let (built_for, indexes) = &mut *cached;
+            if *built_for == generation {
+                if indexes.len() >= MAX_CACHED_INDEXES {
+                    indexes.clear();
+                }
+                indexes.insert(key, Arc::clone(&built));
+            }
         }
         built
     }

@@ -6,14 +6,21 @@
 //! An upstream's tools can change while the server runs (`upstream/refresh.rs`). The tools
 //! it had at start are in the registry, built once: each mount says how each of them is
 //! listed now (as built, with what the upstream says of it now, or not at all). The tools it
-//! added since are in [`AddedTools`], a table of its own that only `tools/list` and a call
-//! to a name the registry does not know look at, so that a call to a local tool costs what
-//! it did. Compiled without the `upstream` feature too, as empty lists.
+//! added since are in [`AddedTools`], a table of its own that only `tools/list`, tool
+//! search (its index built again after each change), the `task_after` of a call to a name
+//! the server has no task for, and a call to a name the registry does not know look at, so
+//! that a call to a local tool costs what it did. The surface contract and its digest are
+//! the server's as built: what an upstream adds later is the upstream's to version, and a
+//! fleet's replicas would disagree on it while their refreshes run. Compiled without the
+//! `upstream` feature too, as empty lists.
 
 use std::{
     borrow::Cow,
     collections::HashMap,
-    sync::{Arc, RwLock},
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
 };
 
 use crate::{
@@ -56,6 +63,10 @@ pub(crate) trait MountHealth: Send + Sync {
 pub(crate) struct Mounts {
     pub(crate) upstreams: Vec<Arc<dyn MountHealth>>,
     pub(crate) changed: Arc<ToolsChanged>,
+    /// Whether a tool an upstream adds after start may run as a task (an upstream's policy,
+    /// or the server's, has a `task_after`): the tasks extension is then advertised even
+    /// when no tool known at start runs as one.
+    pub(crate) tasks_later: bool,
     /// Ends the refresh of the upstreams' tools when the server (the last owner) is dropped.
     #[cfg_attr(not(feature = "upstream"), allow(dead_code))]
     pub(crate) refresh_stop: Arc<RefreshStop>,
@@ -166,7 +177,24 @@ impl Mounts {
 /// one registered as a tool of the registry is (its policy, breaker, cache and counters
 /// kept from one refresh to the next while the upstream says the same of it), and listed
 /// after the registry's tools.
-pub(crate) struct AddedTools<C>(RwLock<HashMap<&'static str, Added<C>>>);
+pub(crate) struct AddedTools<C> {
+    tools: RwLock<HashMap<&'static str, Added<C>>>,
+    /// Counts the changes of the table: what was built from it (tool search's index) is
+    /// built again when it moved.
+    generation: AtomicU64,
+    /// Whether any added tool has a `task_after` (`task_deadline`).
+    any_task_deadline: AtomicBool,
+}
+
+/// A tool an upstream added since start, as tool search indexes it.
+pub(crate) struct SearchedTool {
+    /// As `tools/list` describes it.
+    pub(crate) wire: rmcp::model::Tool,
+    /// The name it is listed under.
+    pub(crate) name: &'static str,
+    /// Its tags (`upstream` and its prefix): words the listing does not show.
+    pub(crate) tags: &'static [&'static str],
+}
 
 /// One tool an upstream added after start.
 pub(crate) struct Added<C> {
@@ -180,7 +208,11 @@ pub(crate) struct Added<C> {
 
 impl<C> Default for AddedTools<C> {
     fn default() -> Self {
-        Self(RwLock::new(HashMap::new()))
+        Self {
+            tools: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+            any_task_deadline: AtomicBool::new(false),
+        }
     }
 }
 
@@ -191,7 +223,7 @@ impl<C> AddedTools<C> {
         name: &str,
         shown: impl Fn(&ToolSpec) -> bool,
     ) -> Option<Arc<RegisteredTool<C>>> {
-        let tools = self.0.read().ok()?;
+        let tools = self.tools.read().ok()?;
         let added = tools.get(name)?;
         shown(&added.registered.definition.spec).then(|| Arc::clone(&added.registered))
     }
@@ -203,7 +235,7 @@ impl<C> AddedTools<C> {
         shown: impl Fn(&ToolSpec) -> bool,
         listed: impl Fn(&str) -> bool,
     ) -> Vec<rmcp::model::Tool> {
-        let Ok(tools) = self.0.read() else {
+        let Ok(tools) = self.tools.read() else {
             return Vec::new();
         };
         let mut wire: Vec<rmcp::model::Tool> = tools
@@ -217,7 +249,7 @@ impl<C> AddedTools<C> {
 
     /// The added tools' records, in name order (for the metrics).
     pub(crate) fn registered(&self) -> Vec<Arc<RegisteredTool<C>>> {
-        let Ok(tools) = self.0.read() else {
+        let Ok(tools) = self.tools.read() else {
             return Vec::new();
         };
         let mut named: Vec<(&'static str, Arc<RegisteredTool<C>>)> = tools
@@ -233,7 +265,7 @@ impl<C> AddedTools<C> {
 
     /// Whether no upstream added a tool.
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.read().map_or(true, |tools| tools.is_empty())
+        self.tools.read().map_or(true, |tools| tools.is_empty())
     }
 
     /// Runs `change` on the table, under its lock (a refresh, `upstream/refresh.rs`).
@@ -242,7 +274,53 @@ impl<C> AddedTools<C> {
         &self,
         change: impl FnOnce(&mut HashMap<&'static str, Added<C>>) -> R,
     ) -> Option<R> {
-        self.0.write().ok().map(|mut tools| change(&mut tools))
+        let changed = self.tools.write().ok().map(|mut tools| {
+            let changed = change(&mut tools);
+            let any = tools
+                .values()
+                .any(|added| added.registered.task_deadline().is_some());
+            self.any_task_deadline.store(any, Ordering::Release);
+            changed
+        });
+        self.generation.fetch_add(1, Ordering::Release);
+        changed
+    }
+
+    /// The `task_after` of the added tool `name`, if it has one: as the tasks of the tools
+    /// known at build have theirs (`Tasks::new`). One atomic read while no added tool has
+    /// one, so that a call to a tool that is no task costs what it did.
+    pub(crate) fn task_deadline(&self, name: &str) -> Option<std::time::Duration> {
+        if !self.any_task_deadline.load(Ordering::Acquire) {
+            return None;
+        }
+        let tools = self.tools.read().ok()?;
+        let (_, after) = tools.get(name)?.registered.task_deadline()?;
+        Some(after)
+    }
+
+    /// How many times the table changed: read before the table, it names what was read.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The added tools a caller is `shown`, as `tools/list` describes them, with their
+    /// listed name and the tags the listing does not show, in name order: what tool search
+    /// indexes.
+    pub(crate) fn searched(&self, shown: impl Fn(&ToolSpec) -> bool) -> Vec<SearchedTool> {
+        let Ok(tools) = self.tools.read() else {
+            return Vec::new();
+        };
+        let mut searched: Vec<SearchedTool> = tools
+            .iter()
+            .filter(|(_, added)| shown(&added.registered.definition.spec))
+            .map(|(name, added)| SearchedTool {
+                wire: added.wire.clone(),
+                name,
+                tags: added.registered.definition.spec.tags,
+            })
+            .collect();
+        searched.sort_by_key(|tool| tool.name);
+        searched
     }
 }
 

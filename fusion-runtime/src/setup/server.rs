@@ -234,7 +234,9 @@ impl<C: Send + Sync + 'static> Server<C> {
         std::borrow::Cow::Owned(listed)
     }
 
-    /// The tools as `tools/list` describes them.
+    /// The tools as `tools/list` describes them, as the server was built: its own, and the
+    /// tools its upstreams offered at start. The tools an upstream added since are in
+    /// [`tool_names`](Self::tool_names) and in each caller's `tools/list`, not here.
     pub fn tools(&self) -> &[rmcp::model::Tool] {
         &self.inner.registry.wire
     }

@@ -113,6 +113,17 @@ impl Tasking {
         self.started_by_tool
     }
 
+    /// How a tool known only after build (one a mounted upstream added) with a
+    /// `task_after` runs: as an ordinary call until `after`, as the tools known at build
+    /// with one do ([`Tasks::new`]).
+    pub(crate) fn after(after: Duration) -> Self {
+        Self {
+            required: false,
+            started_by_tool: true,
+            after: Some(after),
+        }
+    }
+
     /// How long a call started by the tool may run before it becomes a task all the same
     /// (`task_after`), if it has such a deadline.
     pub(crate) fn deadline(&self) -> Option<Duration> {

@@ -87,6 +87,7 @@ pub(crate) async fn mount_all<C: Send + Sync + 'static>(
         for definition in mounted.definitions {
             builder = builder.add_definition(definition);
         }
+        builder.mounts.tasks_later |= upstream.may_add_tasks(builder.policy);
         builder
             .mounts
             .upstreams

@@ -318,6 +318,17 @@ impl Upstream {
         self
     }
 
+    /// Whether a tool this upstream adds after start may run as a task: its policy, one
+    /// of its tools', or the server's `defaults` has a `task_after`.
+    pub(crate) fn may_add_tasks(&self, defaults: Policy) -> bool {
+        let has = |policy: Policy| policy.task_after.is_some_and(|after| !after.is_zero());
+        has(self.policy.or(defaults))
+            || self
+                .tool_policies
+                .values()
+                .any(|own| has(own.or(self.policy).or(defaults)))
+    }
+
     /// The name of the upstream in messages and logs: its URL, or its program.
     pub(crate) fn describe(&self) -> &str {
         match &self.endpoint {
