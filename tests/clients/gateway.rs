@@ -72,7 +72,7 @@ fn the_gateway_loses_no_read_and_repeats_no_write_while_its_upstreams_die() {
         .args(["--http", "0", "--cooldown-ms", "500", "--python"])
         .arg(&python)
         .arg("--python-server")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(NOTES_UPSTREAM))
         .args(["--app-url", app.url()])
         .env("NOTES_LOG", &notes_log)
         .env("NOTES_PID_FILE", &notes_pid);
@@ -133,7 +133,7 @@ fn the_python_client_is_told_when_an_upstreams_tools_change() {
         .args(["--http", "0", "--python"])
         .arg(&python)
         .arg("--python-server")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py"));
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(CHANGING_UPSTREAM));
     let gateway = HttpServer::start(command, TIMEOUT);
     phase(&python, "grow", gateway.url(), &[], &gateway);
 }
@@ -146,16 +146,13 @@ fn a_fusion_upstream_down_at_start_is_down_for_readyz_until_it_comes() {
     let Some(python) = support::python() else {
         return;
     };
-    let app_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
+    let app_port = support::free_port();
     let mut command = Command::new(support::example_binary("gateway"));
     command
         .args(["--http", "0", "--python"])
         .arg(&python)
         .arg("--python-server")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(NOTES_UPSTREAM))
         .args(["--app-url", &format!("http://127.0.0.1:{app_port}/mcp")]);
     let gateway = HttpServer::start(command, TIMEOUT);
     let readyz = || {
@@ -214,17 +211,8 @@ async fn the_python_sdks_http_server_and_an_rmcp_server_are_mounted_and_called()
     let Some(python) = support::python() else {
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
-    let mut command = Command::new(&python);
-    command
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
-        .args(["--http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let _python_server = Child(support::process::spawn_in_group(&mut command));
+    let port = support::free_port();
+    let _python_server = python_http_upstream(&python, NOTES_UPSTREAM, port);
 
     // The start waits for the Python server to listen (within the connect timeout).
     let server = Server::builder("gateway", "1")
@@ -325,7 +313,7 @@ async fn bounded(
 
 /// The Python SDK's server whose tools change (`python/changing_upstream.py`), over stdio.
 fn changing_upstream(python: &Path) -> fusion_runtime::upstream::Upstream {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(CHANGING_UPSTREAM);
     fusion_runtime::upstream::Upstream::stdio(
         python.to_string_lossy(),
         [script.to_string_lossy().into_owned()],
@@ -467,11 +455,16 @@ async fn an_upstreams_tools_follow_its_list_changed() {
     );
 }
 
-/// `python/changing_upstream.py` over Streamable HTTP on `port`, killed with the test.
-fn changing_http_upstream(python: &Path, port: u16) -> Child {
+/// The Python SDK's servers the gateway mounts, by their paths in the repository.
+const NOTES_UPSTREAM: &str = "examples/support/notes_upstream.py";
+const CHANGING_UPSTREAM: &str = "tests/python/changing_upstream.py";
+
+/// The Python server `script` (one of the above) over Streamable HTTP on `port`, killed
+/// with the test.
+fn python_http_upstream(python: &Path, script: &str, port: u16) -> Child {
     let mut command = Command::new(python);
     command
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/changing_upstream.py"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(script))
         .args(["--http", &port.to_string()])
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdout(std::process::Stdio::null())
@@ -519,11 +512,8 @@ async fn an_http_upstreams_list_changed_on_its_get_stream_is_heard_across_a_rest
     let Some(python) = support::python() else {
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
-    let python_server = changing_http_upstream(&python, port);
+    let port = support::free_port();
+    let python_server = python_http_upstream(&python, CHANGING_UPSTREAM, port);
     let server = Server::builder("gateway", "1")
         .upstream(
             "chg",
@@ -554,7 +544,7 @@ async fn an_http_upstreams_list_changed_on_its_get_stream_is_heard_across_a_rest
 
     // The restart: the new process knows neither the session nor `fresh`.
     drop(python_server);
-    let _python_server = changing_http_upstream(&python, port);
+    let _python_server = python_http_upstream(&python, CHANGING_UPSTREAM, port);
     let restarted = tokio::time::Instant::now();
     // The stream is opened again after 1 s, 2 s, 4 s, … while the process starts; no call
     // is made meanwhile, so only the stream's own 404 can renew the session.
@@ -760,10 +750,7 @@ async fn an_upstream_down_at_start_is_added_when_it_comes() {
     let Some(python) = support::python() else {
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
+    let port = support::free_port();
     let server = Server::builder("gateway", "1")
         .upstream(
             "late",
@@ -778,13 +765,7 @@ async fn an_upstream_down_at_start_is_added_when_it_comes() {
     let early = bounded(&tester, "late_shout", json!({"text": "early"})).await;
     assert!(early.is_error, "not there yet: {}", early.text());
 
-    let mut command = Command::new(&python);
-    command
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py"))
-        .args(["--http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let _python_server = Child(support::process::spawn_in_group(&mut command));
+    let _python_server = python_http_upstream(&python, NOTES_UPSTREAM, port);
     // Tried after 1 s, 2 s, 4 s, …: well within the wait.
     until_listed(&tester, "the late upstream's tools are listed", |names| {
         names.iter().any(|name| name == "late_shout")
@@ -798,10 +779,7 @@ async fn an_upstream_down_at_start_is_added_when_it_comes() {
 /// gateway exits with 78 (`EX_CONFIG`) after its connect timeout, naming the upstream.
 #[test]
 fn a_required_upstream_that_cannot_be_reached_fails_the_start() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
+    let port = support::free_port();
     let mut command = Command::new(support::example_binary("gateway"));
     command
         .args(["--http", "0", "--app-required", "--app-url"])
@@ -841,7 +819,7 @@ async fn the_refresh_ends_with_the_server() {
     let dir = std::env::temp_dir().join(format!("fusion-refresh-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let pid_file = dir.join("notes.pid");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/notes_upstream.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(NOTES_UPSTREAM);
     let server = Server::builder("gateway", "1")
         .upstream(
             "notes",

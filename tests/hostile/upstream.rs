@@ -109,19 +109,16 @@ async fn still_serving(tester: &Tester, good: &str, after: &str) {
     );
 }
 
-#[tokio::test]
-async fn a_hostile_stdio_upstream_gets_each_caller_a_clear_error_and_harms_nothing_else() {
-    let Some(python) = support::python() else {
-        return;
-    };
+/// A gateway with the local tool and `tests/python/hostile_upstream.py` mounted over stdio
+/// as `bad`, under the strict policy, but for `slow_tool` (one that floods), which has the
+/// flood's timeout.
+async fn hostile_stdio(python: &std::path::Path, slow_tool: &str) -> Tester {
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hostile_upstream.py");
-    // The flood is answered after 200,000 notifications are read: on a busy or slow
-    // machine that takes longer than the strict policy's 2 s, so it has a timeout of its own.
     let upstream = Upstream::stdio(python.to_string_lossy(), [script.to_string_lossy()])
         .policy(strict())
         .tool_policy(
-            "flood",
+            slow_tool,
             Policy {
                 timeout: Some(FLOOD_TIMEOUT),
                 ..Policy::default()
@@ -134,7 +131,17 @@ async fn a_hostile_stdio_upstream_gets_each_caller_a_clear_error_and_harms_nothi
         .start()
         .await
         .expect("the hostile upstream lists its tools");
-    let tester = Tester::new(server);
+    Tester::new(server)
+}
+
+#[tokio::test]
+async fn a_hostile_stdio_upstream_gets_each_caller_a_clear_error_and_harms_nothing_else() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    // The flood is answered after 200,000 notifications are read: on a busy or slow
+    // machine that takes longer than the strict policy's 2 s, so it has a timeout of its own.
+    let tester = hostile_stdio(&python, "flood").await;
 
     let cases: &[(&str, &[&str])] = &[
         ("bad_hang", &["did not finish within 2 s"]),
@@ -174,25 +181,7 @@ async fn a_flood_of_list_changed_costs_a_few_listings() {
     let Some(python) = support::python() else {
         return;
     };
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hostile_upstream.py");
-    let upstream = Upstream::stdio(python.to_string_lossy(), [script.to_string_lossy()])
-        .policy(strict())
-        .tool_policy(
-            "churn",
-            Policy {
-                timeout: Some(FLOOD_TIMEOUT),
-                ..Policy::default()
-            },
-        )
-        .max_message(MAX_MESSAGE);
-    let server = Server::builder("gateway", "1")
-        .tool(local)
-        .upstream("bad", upstream)
-        .start()
-        .await
-        .expect("the hostile upstream lists its tools");
-    let tester = Tester::new(server);
+    let tester = hostile_stdio(&python, "churn").await;
     let before = tester.tools().await;
 
     let started = Instant::now();
@@ -222,13 +211,7 @@ async fn revealing_http(body: Bytes, revealed: Arc<AtomicUsize>) -> Response {
         return StatusCode::BAD_REQUEST.into_response();
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    let json = |result: Value| {
-        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-        Response::builder()
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body))
-            .unwrap_or_default()
-    };
+    let json = |result: Value| json_answer(&id, result, None);
     match message.get("method").and_then(Value::as_str) {
         Some("initialize") => json(json!({
             "protocolVersion": "2025-11-25",
@@ -301,20 +284,24 @@ async fn an_http_upstreams_list_changed_on_a_calls_stream_lists_its_tools_again(
     assert_eq!(called.text(), "revealed done");
 }
 
+/// A JSON-RPC result for request `id`, as the test upstreams answer a POST: JSON, in
+/// `session` when they have one.
+fn json_answer(id: &Value, result: Value, session: Option<&'static str>) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+    let mut response = Response::builder().header(header::CONTENT_TYPE, "application/json");
+    if let Some(session) = session {
+        response = response.header("mcp-session-id", session);
+    }
+    response.body(Body::from(body)).unwrap_or_default()
+}
+
 /// What the hostile HTTP upstream does for each tool.
 async fn hostile_http(headers: HeaderMap, body: Bytes, forgotten: Arc<AtomicUsize>) -> Response {
     let Ok(message) = serde_json::from_slice::<Value>(&body) else {
         return StatusCode::BAD_REQUEST.into_response();
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    let json = |result: Value| {
-        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-        Response::builder()
-            .header(header::CONTENT_TYPE, "application/json")
-            .header("mcp-session-id", "s-1")
-            .body(Body::from(body))
-            .unwrap_or_default()
-    };
+    let json = |result: Value| json_answer(&id, result, Some("s-1"));
     let text = |text: &str| json(json!({"content": [{"type": "text", "text": text}]}));
     match message.get("method").and_then(Value::as_str) {
         Some("initialize") => json(json!({
@@ -720,14 +707,7 @@ async fn streaming_post(body: Bytes, seen: Arc<StreamSeen>) -> Response {
         return StatusCode::BAD_REQUEST.into_response();
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    let json = |result: Value| {
-        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-        Response::builder()
-            .header(header::CONTENT_TYPE, "application/json")
-            .header("mcp-session-id", "streaming-session")
-            .body(Body::from(body))
-            .unwrap_or_default()
-    };
+    let json = |result: Value| json_answer(&id, result, Some("streaming-session"));
     match message.get("method").and_then(Value::as_str) {
         Some("initialize") => json(json!({
             "protocolVersion": "2025-11-25",

@@ -347,3 +347,12 @@ pub(crate) fn exchange(
     stream.read_to_end(&mut response)?;
     Ok(String::from_utf8_lossy(&response).into_owned())
 }
+
+/// A loopback port nobody listens on now (bound, read, and let go: a server started on it
+/// next takes it).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}

@@ -57,7 +57,8 @@ pub(crate) mod toolchains;
 pub(crate) use auth_server::AuthServer;
 #[allow(unused_imports)]
 pub(crate) use http::{
-    HttpServer, RawResponse, connect_from, exchange, mcp_headers, post_mcp, raw_http, try_raw_http,
+    HttpServer, RawResponse, connect_from, exchange, free_port, mcp_headers, post_mcp, raw_http,
+    try_raw_http,
 };
 #[allow(unused_imports)]
 pub(crate) use process::{

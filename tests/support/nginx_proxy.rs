@@ -6,12 +6,14 @@
 use std::{
     fmt::Write as _,
     fs,
-    net::{SocketAddr, TcpListener},
+    net::SocketAddr,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     thread,
     time::{Duration, Instant},
 };
+
+use super::free_port;
 
 /// How long nginx may take to answer `/healthz` through a replica.
 const NGINX_START: Duration = Duration::from_secs(15);
@@ -295,11 +297,4 @@ impl Drop for Nginx {
         }
         let _ = fs::remove_dir_all(&self.dir);
     }
-}
-
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free loopback port")
 }

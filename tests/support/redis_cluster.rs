@@ -10,8 +10,9 @@ use std::{
 };
 
 use super::{
+    free_port,
     process::run_with_timeout,
-    redis_server::{cli, free_port, kill_redis, log_of, redis_cli, redis_dir, spawn_redis},
+    redis_server::{cli, kill_redis, log_of, redis_cli, redis_dir, spawn_redis},
 };
 
 /// How long the cluster may take to agree on its slots once created.

@@ -10,8 +10,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::redis_server::{
-    cli, free_port, kill_redis, log_of, redis_dir, spawn_redis, spawn_redis_with,
+use super::{
+    free_port,
+    redis_server::{cli, kill_redis, log_of, redis_dir, spawn_redis, spawn_redis_with},
 };
 
 /// The master name the sentinels watch.

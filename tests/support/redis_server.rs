@@ -2,7 +2,7 @@
 //! files in a temp dir, no persistence unless asked for ([`RedisServer::start_persistent`]).
 //! It can be stopped and started again on the same port (a test of an outage), and is
 //! killed when dropped. Also the pieces the cluster and Sentinel helpers start their
-//! processes with: [`free_port`], [`spawn_redis`], [`redis_cli`].
+//! processes with: [`spawn_redis`], [`redis_cli`].
 
 use std::{
     net::TcpStream,
@@ -12,7 +12,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::process::{kill_tree, spawn_in_group};
+use super::{
+    free_port,
+    process::{kill_tree, spawn_in_group},
+};
 
 /// How long Redis may take to accept connections.
 const START: Duration = Duration::from_secs(15);
@@ -25,14 +28,6 @@ pub(crate) struct RedisServer {
     /// `appendonly yes` with `appendfsync always`: every write acknowledged is on disk,
     /// and [`resume`](Self::resume) finds it there.
     persistent: bool,
-}
-
-/// A loopback port nobody listens on now.
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free loopback port")
 }
 
 /// A temp dir of this test process's own for Redis processes, named `kind` and `port`.
