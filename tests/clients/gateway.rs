@@ -762,8 +762,25 @@ async fn an_upstream_down_at_start_is_added_when_it_comes() {
         .expect("an upstream down at start does not stop the start");
     let tester = fusion_runtime::testing::Tester::new(server);
     assert!(tester.tools().await.is_empty(), "no tool before it comes");
+    // Its tools are not known yet, but its prefix is: a call is told it is transient, which
+    // upstream, and when it is tried again (not "unknown tool").
     let early = bounded(&tester, "late_shout", json!({"text": "early"})).await;
-    assert!(early.is_error, "not there yet: {}", early.text());
+    let failure = early.failure().expect("a failure's entry");
+    assert!(
+        early.is_error
+            && failure.code.as_deref() == Some("upstream_unreachable")
+            && failure.class == "transient"
+            && failure.retry_after_ms.is_some_and(|after| after >= 1000)
+            && early.text().contains("upstream server `late`"),
+        "not there yet: {} ({failure:?})",
+        early.text()
+    );
+    let unknown = bounded(&tester, "lately", json!({})).await;
+    assert!(
+        unknown.is_error && unknown.text().starts_with("Unknown tool `lately`"),
+        "a name outside the prefix is an unknown tool: {}",
+        unknown.text()
+    );
 
     let _python_server = python_http_upstream(&python, NOTES_UPSTREAM, port);
     // Tried after 1 s, 2 s, 4 s, …: well within the wait.

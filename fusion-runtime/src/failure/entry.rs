@@ -49,8 +49,8 @@ pub struct FailureEntry {
     pub class: String,
     /// What went wrong, when it has a name: the error's code (`unauthorized`, `forbidden`,
     /// `not_found`, `conflict`, `rate_limited`) or the pipeline's (`invalid_arguments`,
-    /// `unknown_tool`, `missing_action`, `unknown_action`, `timeout`, `circuit_open`, `panic`,
-    /// and `stale` on a warning: a cached answer sent because the tool failed just now),
+    /// `unknown_tool`, `missing_action`, `unknown_action`, `timeout`, `circuit_open`,
+    /// `upstream_unreachable`, `panic`, and `stale` on a warning: a cached answer sent because the tool failed just now),
     /// and for an unknown outcome its cause (`timeout`, `transient_exhausted`,
     /// `replica_stopped`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,6 +130,12 @@ impl Failure {
             FailureKind::CircuitOpen { retry_after } => {
                 entry.class = ErrorClass::Transient.as_str().into();
                 entry.code = Some("circuit_open".into());
+                entry.retryable = true;
+                entry.retry_after_ms = Some(millis(*retry_after));
+            }
+            FailureKind::UpstreamUnreachable { retry_after, .. } => {
+                entry.class = ErrorClass::Transient.as_str().into();
+                entry.code = Some("upstream_unreachable".into());
                 entry.retryable = true;
                 entry.retry_after_ms = Some(millis(*retry_after));
             }

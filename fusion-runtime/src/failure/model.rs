@@ -93,6 +93,15 @@ pub enum FailureKind {
         /// When a call will be tried again.
         retry_after: Duration,
     },
+    /// The tool is named under the prefix of a mounted upstream server
+    /// ([`ServerBuilder::upstream`](crate::ServerBuilder::upstream)) that has not answered
+    /// since this server started: its tools are not known yet, and are added when it does.
+    UpstreamUnreachable {
+        /// The upstream's prefix.
+        prefix: String,
+        /// When it is tried again.
+        retry_after: Duration,
+    },
     /// The handler panicked.
     Panic,
     /// The client cancelled the request; the handler was dropped.
@@ -260,6 +269,7 @@ impl Failure {
             }
             FailureKind::Timeout { .. } => "timeout",
             FailureKind::CircuitOpen { .. } => "circuit_open",
+            FailureKind::UpstreamUnreachable { .. } => "upstream_unreachable",
             FailureKind::Panic => "panic",
             FailureKind::Cancelled => outcome::CANCELLED,
             FailureKind::UnknownOutcome { .. } | FailureKind::EarlierRunStopped { .. } => "unknown",

@@ -262,6 +262,9 @@ async fn run_call<C: Send + Sync + 'static>(
             }
             return *report;
         }
+        (Err(kind @ FailureKind::UnknownTool { .. }), _, _) => {
+            (Answer::no_attempt(inner.mounts.unknown(tool, kind)), None)
+        }
         (Err(kind), _, _) => (Answer::no_attempt(Failure::new(kind)), None),
         (_, _, Replay::Cancelled) => (
             Answer::no_attempt(Failure::new(FailureKind::Cancelled)),

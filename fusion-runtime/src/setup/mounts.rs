@@ -53,6 +53,10 @@ pub(crate) trait MountHealth: Send + Sync {
     /// Why its tool `name`, one it had at start, is no longer called: the upstream withdrew
     /// it, or changed how safe it says it is to repeat (`upstream/mount.rs`).
     fn withdrawn(&self, name: &str) -> Option<crate::failure::Failure>;
+    /// When it has not been reached since start and `name` is under its prefix: the
+    /// failure a call to `name` answers (transient, with when it is tried again), in place
+    /// of an unknown tool's.
+    fn not_reached(&self, name: &str) -> Option<crate::failure::Failure>;
     /// The prefix its tools are listed under (`/readyz`).
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     fn prefix(&self) -> &str;
@@ -135,6 +139,20 @@ impl Mounts {
         self.upstreams
             .iter()
             .find_map(|mount| mount.withdrawn(name))
+    }
+
+    /// What a call to `name`, a tool the server does not know, answers: an unknown tool's
+    /// `failure`, unless `name` is under the prefix of an upstream not reached since start
+    /// (its tools are not known yet), which says when it is tried again.
+    pub(crate) fn unknown(
+        &self,
+        name: &str,
+        failure: crate::failure::FailureKind,
+    ) -> crate::failure::Failure {
+        self.upstreams
+            .iter()
+            .find_map(|mount| mount.not_reached(name))
+            .unwrap_or_else(|| crate::failure::Failure::new(failure))
     }
 
     /// `tools` as they are listed now: without the tools of the upstreams that are down,

@@ -301,7 +301,10 @@ impl Upstream {
     /// the server starts with none of its tools (a warning in the log says why), tries again
     /// in the background (after 1 s, backing off to every 30 s), and adds its tools when it
     /// answers, with `notifications/tools/list_changed` to the sessions. Until then
-    /// `/readyz` reports it `down`, and the server's other tools answer.
+    /// `/readyz` reports it `down`, the server's other tools answer, and a call to a name
+    /// under its prefix is answered with a transient
+    /// [`FailureKind::UpstreamUnreachable`](crate::failure::FailureKind::UpstreamUnreachable)
+    /// that says when it is tried again.
     ///
     /// ```
     /// use std::time::Duration;

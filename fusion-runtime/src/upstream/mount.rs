@@ -45,6 +45,9 @@ pub(crate) struct Mount {
     /// Whether it has answered a listing: an upstream not reached at start is down
     /// (`/readyz` says so) until it does.
     reached: AtomicBool,
+    /// Until then, how long until it is tried again, in milliseconds (the calls of its
+    /// tools say it).
+    retry_in: AtomicU64,
     /// Who the upstream is told calls.
     identity: super::identity::Identity,
     /// Told when the upstream goes down or comes back, or its tools change.
@@ -111,6 +114,22 @@ impl crate::setup::mounts::MountHealth for Mount {
         self.refusal(name, registered.hints())
     }
 
+    fn not_reached(&self, name: &str) -> Option<Failure> {
+        if self.reached.load(Ordering::Acquire) {
+            return None;
+        }
+        let rest = name.strip_prefix(self.prefix.as_str())?.strip_prefix('_')?;
+        if rest.is_empty() {
+            return None;
+        }
+        let mut failure = Failure::new(FailureKind::UpstreamUnreachable {
+            prefix: self.prefix.clone(),
+            retry_after: Duration::from_millis(self.retry_in.load(Ordering::Relaxed)),
+        });
+        failure.not_sent = true;
+        Some(failure)
+    }
+
     fn prefix(&self) -> &str {
         &self.prefix
     }
@@ -146,6 +165,13 @@ impl Mount {
     /// Notes that the upstream answered a listing.
     pub(crate) fn mark_reached(&self) {
         self.reached.store(true, Ordering::Release);
+    }
+
+    /// Notes when an upstream not reached yet is tried next (`refresh.rs`), for the calls
+    /// meanwhile to say.
+    pub(crate) fn retry_in(&self, wait: Duration) {
+        let millis = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.retry_in.store(millis, Ordering::Relaxed);
     }
 
     /// What it offered at start.
@@ -244,6 +270,9 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
             .map_or(Duration::ZERO, |circuit| circuit.cooldown),
         probing: AtomicBool::new(false),
         reached: AtomicBool::new(reached),
+        retry_in: AtomicU64::new(
+            u64::try_from(super::refresh::FIRST_RETRY.as_millis()).unwrap_or(u64::MAX),
+        ),
         identity: upstream.identity.clone(),
         changed,
         now: RwLock::new(Arc::new(Now {

@@ -32,7 +32,7 @@ pub(crate) const MIN_SPACING: Duration = Duration::from_secs(1);
 
 /// How long an upstream not reached yet is first waited for before another try,
 /// and the longest wait the tries back off to.
-const FIRST_RETRY: Duration = Duration::from_secs(1);
+pub(super) const FIRST_RETRY: Duration = Duration::from_secs(1);
 const LAST_RETRY: Duration = Duration::from_secs(30);
 
 /// What a mount's refresh needs, made at start before the server is built.
@@ -76,6 +76,9 @@ impl<C: Send + Sync + 'static> Refresher<C> {
         let mut retry = FIRST_RETRY;
         let mut last: Option<Instant> = None;
         loop {
+            if !reached {
+                self.mount.retry_in(retry);
+            }
             let wait = if reached {
                 self.upstream.refresh_every
             } else {

@@ -84,6 +84,13 @@ impl Failure {
                 "Tool {tool} is temporarily unavailable: its upstream failed repeatedly, so calls are paused. Retry after {}.",
                 Human(*retry_after)
             ),
+            FailureKind::UpstreamUnreachable {
+                prefix,
+                retry_after,
+            } => format!(
+                "Tool {tool} belongs to the upstream server `{prefix}`, which has not answered since this server started; its tools are added when it does. Retry after {}.",
+                Human(*retry_after)
+            ),
             FailureKind::Panic => format!(
                 "Tool {tool} failed with an internal error (reference {correlation_id}): the handler crashed. \
                  The server is still running; the same call is likely to fail again."
