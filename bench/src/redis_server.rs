@@ -1,5 +1,6 @@
 //! A Redis of a benchmark's own: `redis-server` on a free loopback port, no persistence,
-//! killed when dropped; and what it counts of the commands it ran.
+//! its files (a replica's copy of its primary) in a temp dir of its own, killed and the dir
+//! removed when dropped; and what it counts of the commands it ran.
 
 use std::{
     io::{BufRead as _, BufReader},
@@ -13,6 +14,8 @@ use std::{
 pub struct Redis {
     child: Child,
     port: u16,
+    /// Its working dir: a replica writes the copy it syncs there, not in the bench's cwd.
+    dir: PathBuf,
 }
 
 impl Redis {
@@ -53,7 +56,14 @@ impl Redis {
             .and_then(|listener| listener.local_addr())
             .ok()?
             .port();
+        let dir = std::env::temp_dir().join(format!(
+            "fusion-bench-redis-{}-{port}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).ok()?;
         let child = Command::new(binary)
+            .arg("--dir")
+            .arg(&dir)
             .args([
                 "--port",
                 &port.to_string(),
@@ -69,7 +79,7 @@ impl Redis {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        let redis = Self { child, port };
+        let redis = Self { child, port, dir };
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if Instant::now() >= deadline {
@@ -112,6 +122,7 @@ impl Drop for Redis {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
