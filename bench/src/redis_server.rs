@@ -56,10 +56,8 @@ impl Redis {
             .and_then(|listener| listener.local_addr())
             .ok()?
             .port();
-        let dir = std::env::temp_dir().join(format!(
-            "fusion-bench-redis-{}-{port}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("fusion-bench-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
         let child = Command::new(binary)
             .arg("--dir")

@@ -35,9 +35,3 @@ pub const ISSUES_META_KEY: &str = "fusion/issues";
 /// assert_eq!(fusion_runtime::meta::IDEMPOTENCY_KEY_META_KEY, "fusion/idempotencyKey");
 /// ```
 pub const IDEMPOTENCY_KEY_META_KEY: &str = "fusion/idempotencyKey";
-
-/// The `_meta` key of a `tools/call` request under which the transports record the number
-/// literals of its arguments that a JSON value cannot hold exactly: an object from JSON
-/// pointer (`/a`, `/items/0/price`) to the literal's text. Set by fusion's transports
-/// only; a value a client sends is removed.
-pub const NUMBER_LITERALS_META_KEY: &str = "fusion/number_literals";

@@ -537,7 +537,7 @@ fn the_issue_cases_over_http() {
             && refused.body.contains("`a` (range): expected an integer from -9223372036854775808 to 9223372036854775807 (i64); received -9223372036854775809 (a number)"),
         "{refused:?}"
     );
-    // A literal a client put in `_meta` is not believed: the transport replaces it.
+    // A literal a client put in `_meta` is not believed: only what the transport read is.
     let exact = post(
         &with_session,
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","_meta":{"fusion/number_literals":{"/a":"1"}},"arguments":{"a":9007199254740993.0,"b":0}}}"#,

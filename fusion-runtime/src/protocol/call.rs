@@ -215,7 +215,7 @@ pub(crate) async fn serve_call<C: Send + Sync + 'static>(
     context: RequestContext<RoleServer>,
 ) -> rmcp::model::CallToolResult {
     let progress_token = context.meta.get_progress_token();
-    let numbers = crate::validate::NumberLiterals::from_meta(&context.meta);
+    let numbers = crate::validate::NumberLiterals::of(&context.extensions);
     let call = Call::connected(
         request_id_text(&context.id),
         progress_token,

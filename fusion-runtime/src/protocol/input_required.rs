@@ -57,7 +57,7 @@ pub(crate) fn connected_call<C: Send + Sync + 'static>(
         context.peer.clone(),
         cancel,
         log_level,
-        crate::validate::NumberLiterals::from_meta(&context.meta),
+        crate::validate::NumberLiterals::of(&context.extensions),
         request_info(&context.extensions),
     )
     .with_trace_context(&context.meta)

@@ -265,18 +265,10 @@ pub(crate) fn decode_tool_call_in_one_pass(line: &[u8]) -> Option<Decoded> {
 }
 
 /// The message of a decoded `tools/call`, `_meta` in the request's extensions as rmcp's
-/// own deserializer puts it.
+/// own deserializer puts it, and beside it the arguments' number `literals` when there are
+/// any (`NumberLiterals::of` reads them there).
 fn tool_call_message(id: RequestId, params: ToolCallParams, literals: NumberLiterals) -> Decoded {
-    let mut meta = params.meta;
-    match meta.as_mut() {
-        Some(meta) => literals.store_in(meta),
-        None if !literals.is_empty() => {
-            let mut fresh = JsonObject::new();
-            literals.store_in(&mut fresh);
-            meta = Some(fresh);
-        }
-        None => {}
-    }
+    let meta = params.meta;
     let mut call = CallToolRequestParams::new(params.name);
     call.arguments = params.arguments;
     call.input_responses = params.input_responses;
@@ -284,6 +276,9 @@ fn tool_call_message(id: RequestId, params: ToolCallParams, literals: NumberLite
     let mut request = CallToolRequest::new(call);
     if let Some(meta) = meta {
         request.extensions.insert(RequestMetaObject::from(meta));
+    }
+    if !literals.is_empty() {
+        request.extensions.insert(literals);
     }
     Decoded::Message(Box::new(JsonRpcMessage::request(
         ClientRequest::CallToolRequest(request),
@@ -785,23 +780,6 @@ mod tests {
         ));
     }
 
-    /// The fast path's message without the number literals it records (the one thing it
-    /// adds to what rmcp's own parse builds).
-    fn without_literals(message: ClientMessage) -> ClientMessage {
-        let JsonRpcMessage::Request(mut request) = message else {
-            return message;
-        };
-        if let ClientRequest::CallToolRequest(call) = &mut request.request
-            && let Some(meta) = call.extensions.get_mut::<RequestMetaObject>()
-        {
-            meta.0.remove(crate::meta::NUMBER_LITERALS_META_KEY);
-            if meta.0.is_empty() {
-                call.extensions.remove::<RequestMetaObject>();
-            }
-        }
-        JsonRpcMessage::Request(request)
-    }
-
     /// The fast path must build what rmcp's own parse builds, `_meta` included.
     #[test]
     fn the_fast_path_matches_the_general_parse() {
@@ -813,7 +791,7 @@ mod tests {
         ];
         for line in lines {
             let bytes = serde_json::to_vec(&line).expect("serializes");
-            let fast = without_literals(message(&bytes));
+            let fast = message(&bytes);
             let general: ClientMessage = serde_json::from_slice(&bytes).expect("rmcp parses it");
             assert_eq!(
                 serde_json::to_value(&fast).expect("serializes"),
@@ -869,27 +847,31 @@ mod tests {
         assert_eq!(one_pass, 3, "the first three lines are read in one pass");
     }
 
-    fn recorded_literals(line: &str) -> Option<Value> {
+    fn recorded_literals(line: &str) -> Option<NumberLiterals> {
         let JsonRpcMessage::Request(request) = message(line.as_bytes()) else {
             panic!("a request");
         };
         let ClientRequest::CallToolRequest(call) = request.request else {
             panic!("a tool call");
         };
-        call.extensions
-            .get::<RequestMetaObject>()
-            .and_then(|meta| meta.0.get(crate::meta::NUMBER_LITERALS_META_KEY).cloned())
+        call.extensions.get::<NumberLiterals>().cloned()
     }
 
-    /// Numbers a JSON value cannot hold exactly keep their text in `_meta`; a value a
-    /// client put under the key is dropped.
+    /// Numbers a JSON value cannot hold exactly keep their text beside the request; what a
+    /// client writes in `_meta` stays the client's, and is not read as literals.
     #[test]
     fn number_literals_are_recorded_and_cannot_be_forged() {
+        let recorded = recorded_literals(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":9007199254740993.0,"b":[1,-9223372036854775809],"c":7}}}"#,
+        )
+        .expect("recorded");
         assert_eq!(
-            recorded_literals(
-                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":9007199254740993.0,"b":[1,-9223372036854775809],"c":7}}}"#
-            ),
-            Some(json!({"/a": "9007199254740993.0", "/b/1": "-9223372036854775809"}))
+            (recorded.get("/a"), recorded.get("/b/1"), recorded.get("/c")),
+            (
+                Some("9007199254740993.0"),
+                Some("-9223372036854775809"),
+                None
+            )
         );
         // No float: nothing scanned, nothing recorded.
         assert_eq!(
@@ -898,19 +880,18 @@ mod tests {
             ),
             None
         );
-        // A forged entry is removed, with or without floats; other `_meta` stays.
+        // A client's entry under the old `_meta` key is not a literal.
         assert_eq!(
             recorded_literals(
                 r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","_meta":{"progressToken":"p","fusion/number_literals":{"/a":"1"}},"arguments":{"a":1,"b":2}}}"#
             ),
             None
         );
-        assert_eq!(
-            recorded_literals(
-                r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"fusion\/number_literals":{"/a":"1"}},"name":"add","arguments":{"a":2.50}}}"#
-            ),
-            Some(json!({"/a": "2.50"}))
-        );
+        let recorded = recorded_literals(
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"fusion\/number_literals":{"/a":"1"}},"name":"add","arguments":{"a":2.50}}}"#,
+        )
+        .expect("recorded");
+        assert_eq!(recorded.get("/a"), Some("2.50"));
     }
 
     #[test]

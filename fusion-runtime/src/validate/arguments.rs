@@ -26,8 +26,8 @@ impl Validator {
     /// Numbers are judged by their value: an integer parameter takes `5.0` as `5` when the
     /// float is an integer below 2^53 (so no rounding can have made it one), and refuses
     /// larger floats, which may have been rounded on the way. Served calls are judged by
-    /// the literal the client sent instead (see
-    /// [`NUMBER_LITERALS_META_KEY`](crate::meta::NUMBER_LITERALS_META_KEY)).
+    /// the literal the client sent instead, which the transports keep beside the request
+    /// (see [`Tester::call_json`](crate::testing::Tester::call_json)).
     pub fn decode<A: DeserializeOwned>(&self, args: &Value) -> Result<A, Vec<ArgIssue>> {
         self.decode_with(args, &NumberLiterals::default())
     }

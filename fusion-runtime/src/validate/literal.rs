@@ -6,9 +6,9 @@
 //! there where the JSON is parsed, so the transports keep it: when the parsed arguments
 //! hold an `f64` (most calls hold none, and pay one walk of the `Value`), [`scan`] reads the
 //! raw arguments text once and returns the literals a `Value` cannot hold, by JSON pointer.
-//! They travel with the request in `_meta` under [`NUMBER_LITERALS_META_KEY`](crate::meta::NUMBER_LITERALS_META_KEY) (the
-//! transports strip any value a client sent there) and reach the validator through the
-//! [`Call`](crate::Call), which judges an integer parameter by the literal's exact value.
+//! They travel beside the request, as a [`NumberLiterals`] in its extensions (where no
+//! client can write), and reach the validator through the [`Call`](crate::Call), which
+//! judges an integer parameter by the literal's exact value.
 //!
 //! A literal is only believed when it parses to the same `f64` as the value at its path,
 //! so a stale or forged entry can never change what a check sees: at most it tells the
@@ -17,9 +17,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
-
-use crate::meta::NUMBER_LITERALS_META_KEY;
+use serde_json::Value;
 
 /// The literals of one call's arguments, by JSON pointer. Empty for most calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -37,39 +35,18 @@ impl NumberLiterals {
         self.by_pointer.get(pointer).map(String::as_str)
     }
 
-    /// The literals a transport recorded in a request's `_meta`.
-    pub(crate) fn from_meta(meta: &Map<String, Value>) -> Self {
-        let by_pointer = match meta.get(NUMBER_LITERALS_META_KEY) {
-            Some(Value::Object(entries)) => entries
-                .iter()
-                .filter_map(|(pointer, literal)| {
-                    literal
-                        .as_str()
-                        .map(|text| (pointer.clone(), text.to_owned()))
-                })
-                .collect(),
-            _ => HashMap::new(),
-        };
-        Self { by_pointer }
-    }
-
-    /// The `_meta` value: an object from pointer to literal.
-    pub(crate) fn to_meta_value(&self) -> Value {
-        Value::Object(
-            self.by_pointer
-                .iter()
-                .map(|(pointer, literal)| (pointer.clone(), Value::String(literal.clone())))
-                .collect(),
-        )
-    }
-
-    /// Records this call's literals in `meta`, replacing whatever a client put under the
-    /// key; leaves the key out when there are none.
-    pub(crate) fn store_in(&self, meta: &mut Map<String, Value>) {
-        meta.remove(NUMBER_LITERALS_META_KEY);
-        if !self.is_empty() {
-            meta.insert(NUMBER_LITERALS_META_KEY.to_owned(), self.to_meta_value());
-        }
+    /// The literals a transport recorded beside a request: in its extensions (a line the
+    /// transport decoded), or in the extensions of its HTTP request's parts (a body rmcp's
+    /// HTTP service decoded). A client has no way to put them there.
+    pub(crate) fn of(extensions: &rmcp::model::Extensions) -> Self {
+        let recorded = extensions.get::<Self>();
+        #[cfg(feature = "http")]
+        let recorded = recorded.or_else(|| {
+            extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Self>())
+        });
+        recorded.cloned().unwrap_or_default()
     }
 }
 
@@ -322,17 +299,27 @@ mod tests {
     }
 
     #[test]
-    fn meta_round_trip_and_client_values_are_replaced() {
+    fn the_literals_are_read_beside_the_request_never_from_its_meta() {
         let literals = scan(r#"{"a": 1.0}"#);
-        let mut meta = Map::new();
-        meta.insert(NUMBER_LITERALS_META_KEY.to_owned(), json!({"/forged": "1"}));
-        meta.insert("progressToken".to_owned(), json!("p"));
-        literals.store_in(&mut meta);
-        assert_eq!(meta[NUMBER_LITERALS_META_KEY], json!({"/a": "1.0"}));
-        assert_eq!(NumberLiterals::from_meta(&meta), literals);
-        NumberLiterals::default().store_in(&mut meta);
-        assert!(!meta.contains_key(NUMBER_LITERALS_META_KEY));
-        assert_eq!(meta["progressToken"], "p");
+        let mut extensions = rmcp::model::Extensions::new();
+        assert!(NumberLiterals::of(&extensions).is_empty());
+        extensions.insert(literals.clone());
+        assert_eq!(NumberLiterals::of(&extensions), literals);
+        // A body rmcp's HTTP service decoded: in its HTTP request's parts.
+        #[cfg(feature = "http")]
+        {
+            let (mut parts, ()) = http::Request::new(()).into_parts();
+            parts.extensions.insert(literals.clone());
+            let mut extensions = rmcp::model::Extensions::new();
+            extensions.insert(parts);
+            assert_eq!(NumberLiterals::of(&extensions), literals);
+        }
+        // What a client writes in `_meta` is the client's, and is never read as literals.
+        let mut extensions = rmcp::model::Extensions::new();
+        let mut meta = rmcp::model::RequestMetaObject::new();
+        meta.insert("fusion/number_literals".to_owned(), json!({"/a": "1"}));
+        extensions.insert(meta);
+        assert!(NumberLiterals::of(&extensions).is_empty());
     }
 
     #[test]

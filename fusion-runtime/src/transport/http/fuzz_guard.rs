@@ -2,15 +2,12 @@
 //! `Host` and `Origin` checks and the recording of number literals, on a request built from
 //! arbitrary bytes, held to what each promises.
 
-use axum::{
-    body::Bytes,
-    http::{HeaderName, HeaderValue, Request, Version, header},
-};
+use axum::http::{HeaderName, HeaderValue, Request, Version, header};
 
 use super::{
     guard::misframed,
     hosts::{AllowedHosts, check_host, check_origin},
-    literals::record_number_literals,
+    literals::number_literals_of,
     options::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS},
 };
 
@@ -71,17 +68,11 @@ pub(crate) fn check_guard(data: &[u8]) {
             "check_origin let through the Origin {origin:?}"
         );
     }
-    let recorded = record_number_literals(Bytes::from(body.as_bytes().to_vec()));
-    if let Ok(sent) = serde_json::from_str::<serde_json::Value>(body) {
-        let kept: serde_json::Value = serde_json::from_slice(&recorded)
-            .unwrap_or_else(|error| panic!("recording literals broke the JSON: {error}"));
-        for member in ["jsonrpc", "id", "method"] {
-            assert_eq!(sent.get(member), kept.get(member), "{member} changed");
-        }
-        assert_eq!(
-            sent.pointer("/params/arguments"),
-            kept.pointer("/params/arguments"),
-            "the arguments changed"
+    // The literals of any body: read without a panic, and only where the text has them.
+    if let Some(literals) = number_literals_of(body.as_bytes()) {
+        assert!(
+            !literals.is_empty(),
+            "an empty set of literals was recorded"
         );
     }
 }

@@ -19,7 +19,7 @@ use axum::{
 use super::{
     body::collect_limited,
     hosts::{AllowedHosts, bad_request, bearer_matches, check_host, check_origin, normalize_host},
-    literals::record_number_literals,
+    literals::number_literals_of,
     sessions::{MethodOnly, Sessions, session_of},
 };
 use crate::{
@@ -462,15 +462,9 @@ where
     let single = bytes.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{');
     // Kept (a reference count, not a copy) to answer a request rmcp refuses with its id.
     let sent = bytes.clone();
-    let bytes = if json_body {
-        let recorded = record_number_literals(bytes);
-        parts
-            .headers
-            .insert(header::CONTENT_LENGTH, HeaderValue::from(recorded.len()));
-        recorded
-    } else {
-        bytes
-    };
+    if json_body && let Some(literals) = number_literals_of(&bytes) {
+        parts.extensions.insert(literals);
+    }
     let response = next(Request::from_parts(parts, Body::from(bytes))).await;
     // On a session rmcp answers every request as SSE: JSON where nothing streams.
     let response = if state.sessions.is_some() && json_body && single {
