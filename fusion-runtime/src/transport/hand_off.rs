@@ -7,11 +7,17 @@ use std::sync::Arc;
 
 use rmcp::{
     RoleServer,
-    model::{CallToolRequest, CallToolRequestParams, CallToolResponse, ErrorData, RequestId},
+    model::{
+        CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest, ErrorData,
+        JsonRpcMessage, JsonRpcRequest, RequestId,
+    },
     service::{Peer, RequestContext},
 };
 
-use crate::{future::BoxFuture, protocol::answer_call, setup::server::Server};
+use crate::{
+    future::BoxFuture, protocol::answer_call, setup::server::Server,
+    transport::decode::ClientMessage,
+};
 
 /// What serves a `tools/call` a transport took past rmcp: the server, whatever its context
 /// type (the transports do not name it).
@@ -56,4 +62,37 @@ pub(crate) fn call_context(
     context.meta = meta;
     context.extensions = std::mem::take(&mut request.extensions);
     (request.params, context)
+}
+
+/// A `tools/call` message taken apart into its id and request, which a transport checks
+/// before it serves the call itself; any other message is handed back as it came.
+pub(crate) fn tool_call(
+    message: Box<ClientMessage>,
+) -> Result<(RequestId, CallToolRequest), Box<ClientMessage>> {
+    if !matches!(
+        &*message,
+        JsonRpcMessage::Request(JsonRpcRequest {
+            request: ClientRequest::CallToolRequest(_),
+            ..
+        })
+    ) {
+        return Err(message);
+    }
+    match *message {
+        JsonRpcMessage::Request(JsonRpcRequest {
+            id,
+            request: ClientRequest::CallToolRequest(request),
+            ..
+        }) => Ok((id, request)),
+        other => Err(Box::new(other)),
+    }
+}
+
+/// A call [`tool_call`] took apart, put back together for rmcp when the transport does not
+/// serve it after all.
+pub(crate) fn untaken(id: RequestId, request: CallToolRequest) -> Box<ClientMessage> {
+    Box::new(JsonRpcMessage::request(
+        ClientRequest::CallToolRequest(request),
+        id,
+    ))
 }

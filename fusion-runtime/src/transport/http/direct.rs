@@ -48,10 +48,7 @@ use axum::{
 };
 use rmcp::{
     Peer, RoleServer,
-    model::{
-        ClientCapabilities, ClientRequest, JsonRpcMessage, JsonRpcRequest, ProtocolVersion,
-        RequestId, RequestMetaObject,
-    },
+    model::{ClientCapabilities, JsonRpcMessage, ProtocolVersion, RequestId, RequestMetaObject},
     service::RequestContext,
 };
 
@@ -66,7 +63,7 @@ use super::{
 use crate::call::client::{CallStream, OwnStream};
 use crate::transport::call_answer::{legacy_answer, task_only_if_declared};
 use crate::transport::decode::{self, ClientMessage, Decoded};
-use crate::transport::hand_off::{Calls, call_context};
+use crate::transport::hand_off::{Calls, call_context, tool_call};
 
 /// What serves the calls that go direct: the server's `call_tool`, and the MCP path (the
 /// guard also protects other routes).
@@ -190,7 +187,7 @@ pub(super) async fn serve_without_session(
         return Err(parts);
     };
     let peer = direct.detached_peer(current.is_some());
-    let Some((id, params, mut context)) = taken_apart(*message, peer, false) else {
+    let Some((id, params, mut context)) = taken_apart(message, peer, false) else {
         return Err(parts);
     };
     let declared_tasks = match &current {
@@ -261,7 +258,7 @@ pub(super) async fn serve(
         return Err(parts);
     };
     let declared_tasks = capabilities.supports_tasks();
-    let Some((id, params, mut context)) = taken_apart(*message, peer, true) else {
+    let Some((id, params, mut context)) = taken_apart(message, peer, true) else {
         return Err(parts);
     };
     // A call naming its revision in `_meta` has rmcp's checks (`current.rs` covers only
@@ -450,7 +447,7 @@ fn has(body: &[u8], needle: &[u8]) -> bool {
 /// The call's params and context, as rmcp's service loop makes them, when `message` is a
 /// `tools/call` that goes direct.
 fn taken_apart(
-    message: ClientMessage,
+    message: Box<ClientMessage>,
     peer: Peer<RoleServer>,
     progress: bool,
 ) -> Option<(
@@ -458,14 +455,7 @@ fn taken_apart(
     rmcp::model::CallToolRequestParams,
     RequestContext<RoleServer>,
 )> {
-    let JsonRpcMessage::Request(JsonRpcRequest {
-        id,
-        request: ClientRequest::CallToolRequest(request),
-        ..
-    }) = message
-    else {
-        return None;
-    };
+    let (id, request) = tool_call(message).ok()?;
     // A call that asks for progress on a session without its own stream is rmcp's.
     if !progress
         && request

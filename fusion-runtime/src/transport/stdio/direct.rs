@@ -51,15 +51,12 @@ use std::{panic::AssertUnwindSafe, sync::Arc};
 use futures_util::FutureExt as _;
 use rmcp::{
     RoleServer,
-    model::{
-        CallToolRequestParams, CallToolResponse, ClientRequest, ErrorData, JsonRpcMessage,
-        JsonRpcRequest, RequestId, RequestMetaObject,
-    },
+    model::{CallToolRequestParams, CallToolResponse, ErrorData, RequestId, RequestMetaObject},
     service::RequestContext,
 };
 use tokio::sync::mpsc;
 
-use crate::transport::hand_off::call_context;
+use crate::transport::hand_off::{call_context, tool_call, untaken};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -106,13 +103,7 @@ pub(super) fn take(
     message: Box<ClientMessage>,
     direct: &DirectCalls,
 ) -> Result<DirectCall, Box<ClientMessage>> {
-    let JsonRpcMessage::Request(JsonRpcRequest {
-        request: ClientRequest::CallToolRequest(request),
-        ..
-    }) = &*message
-    else {
-        return Err(message);
-    };
+    let (id, request) = tool_call(message)?;
     let meta = request.extensions.get::<RequestMetaObject>();
     // The revision the call names, decoded once: rmcp's dispatch reads it before the
     // session's.
@@ -143,16 +134,8 @@ pub(super) fn take(
         }
     };
     if !goes_direct {
-        return Err(message);
+        return Err(untaken(id, request));
     }
-    let (id, request) = match *message {
-        JsonRpcMessage::Request(JsonRpcRequest {
-            id,
-            request: ClientRequest::CallToolRequest(request),
-            ..
-        }) => (id, request),
-        other => return Err(Box::new(other)),
-    };
     let (params, context) = call_context(id, request, direct.peer.clone());
     let shape = match direct.session {
         Session::Legacy => Shape::Legacy,
