@@ -29,13 +29,18 @@ pub(super) async fn admit<C: Send + Sync + 'static>(
     server: &Server<C>,
     tool: &RegisteredTool<C>,
     slot: &super::slot::Slot<C>,
-    context: impl FnOnce() -> Result<C, Failure>,
+    context: Option<C>,
     target: &Target<'_>,
     args: &Value,
     call: &Call,
     redactor: &Redactor,
 ) -> Answer {
-    let mut context = match context() {
+    // The context given (the tester's), or a fresh one from the server's factory.
+    let context = match context {
+        Some(context) => Ok(context),
+        None => server.make_context(call.request()),
+    };
+    let mut context = match context {
         Ok(context) => context,
         Err(failure) => return Answer::no_attempt(failure),
     };

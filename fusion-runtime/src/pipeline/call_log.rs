@@ -6,9 +6,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::{
+    call::Call,
     failure::panic as recover,
-    failure::{Failure, FailureKind},
+    failure::{Failure, FailureKind, Target},
     log::Redactor,
+    metrics::InFlight,
+    setup::{registered::RegisteredTool, server::Server},
 };
 
 /// The one log event of a call. If the call's future is dropped before it ends (the client
@@ -33,7 +36,48 @@ pub(super) struct CallLog<'a> {
     pub(super) watch: Option<&'a crate::inject::watch::Watch>,
 }
 
-impl CallLog<'_> {
+impl<'a> CallLog<'a> {
+    /// Opens the log of a call of `target` (its tool's one record `registered`, when it
+    /// has one) with `args`, counted in flight from here: the in-flight guard gives the
+    /// count back however the call ends, its future dropped included. Its arguments reach
+    /// the call's span only if the tool opts in, as the log shows them.
+    pub(super) fn open<C>(
+        server: &'a Server<C>,
+        registered: Option<&'a RegisteredTool<C>>,
+        target: &Target<'a>,
+        args: Value,
+        correlation_id: &'a recover::CorrelationId,
+        started: Instant,
+        call: &'a Call,
+    ) -> (Self, Option<InFlight<'a>>) {
+        let redactor = match registered {
+            Some(registered) => Redactor::new(&registered.definition.secret_keys, &args),
+            None => Redactor::default(),
+        };
+        #[cfg(feature = "otel")]
+        if registered.is_some_and(|registered| registered.definition.spec.trace_arguments)
+            && crate::log::otel::active()
+        {
+            crate::log::otel::record_arguments(&args, &redactor);
+        }
+        let in_flight = registered.map(|registered| registered.metrics.start());
+        let log = Self {
+            tool: target.tool,
+            action: target.action,
+            request_id: call.request_id(),
+            caller: call.request().subject(),
+            args,
+            correlation_id,
+            redactor,
+            started,
+            ok_level: server.inner.ok_level,
+            armed: true,
+            watch: call.watch(),
+            cache: None,
+        };
+        (log, in_flight)
+    }
+
     /// Logs the call's event and returns its latency.
     pub(super) fn finish(
         &mut self,

@@ -13,7 +13,7 @@ use crate::{
         classify::{Classification, ErrorClass},
     },
     idempotency::{Claim, ClaimGuard, ClaimRequest, IdempotencyStore},
-    setup::registered::RegisteredTool,
+    setup::{registered::RegisteredTool, server::Server},
 };
 
 use super::render::CallReport;
@@ -89,6 +89,47 @@ pub(super) enum Replay<'a> {
     Unavailable(String),
     /// The call was cancelled while it waited for another run of its key.
     Cancelled,
+}
+
+/// The idempotency key of a call of `registered` with `args`, when it has one, and the
+/// arguments' fingerprint (empty without a key).
+pub(super) fn keyed<C>(
+    registered: Option<&RegisteredTool<C>>,
+    target: &Target<'_>,
+    args: &Value,
+    call: &Call,
+) -> (Option<String>, String) {
+    let key = registered.and_then(|registered| idempotency_key(registered, target, args, call));
+    let fingerprint = key
+        .as_ref()
+        .map(|_| crate::canonical_json::fingerprint(args))
+        .unwrap_or_default();
+    (key, fingerprint)
+}
+
+/// [`claim`] for a call with a `key`, in `server`'s store; a call without one runs.
+pub(super) async fn claim_key<'a, C>(
+    server: &'a Server<C>,
+    registered: Option<&RegisteredTool<C>>,
+    key: Option<&'a str>,
+    fingerprint: &'a str,
+    call: &'a Call,
+) -> Replay<'a> {
+    let Some(key) = key else {
+        return Replay::Run(None);
+    };
+    let inner = &*server.inner;
+    let repeatable =
+        registered.is_some_and(|registered| registered.definition.spec.is_safe_to_repeat());
+    claim(
+        &*inner.idempotency,
+        inner.idempotency_window,
+        key,
+        fingerprint,
+        repeatable,
+        call,
+    )
+    .await
 }
 
 /// Asks the store about a keyed call: waits while another run of the key is in progress,
