@@ -138,8 +138,7 @@ async fn run_call<C: Send + Sync + 'static>(
         Value::Null => Value::Object(Map::new()),
         other => other,
     };
-    let mut resolved = Resolved::of(server, tool, action, &mut args, call);
-    let refused = resolved.refused.take();
+    let (resolved, refused) = Resolved::of(server, tool, action, &mut args, call);
     let registered = resolved.registered(server);
     let slot = resolved.slot();
     let target = Target {
@@ -160,20 +159,21 @@ async fn run_call<C: Send + Sync + 'static>(
     // An idempotency key seen before returns the first call's result; the same key with
     // other arguments is a conflict, not a replay.
     let (key, fingerprint) = replay::keyed(registered, &target, &log.args, call);
-    // Await: waits while another run of the key is in progress. Holds `in_flight` only.
-    let replay = replay::claim_key(server, registered, key.as_deref(), &fingerprint, call).await;
+    let replay = match refused {
+        // Nothing the caller can call: no key to claim, nothing to run.
+        Some(refused) => Err(inner.mounts.unknown(tool, refused)),
+        // Await: waits while another run of the key is in progress. Holds `in_flight` only.
+        None => Ok(replay::claim_key(server, registered, key.as_deref(), &fingerprint, call).await),
+    };
     // A cancelled request drops the handler's future (its destructors run); the
     // transport sends no answer for a cancelled id, as the protocol says. A request
     // cancelled before it started never starts.
-    let (answer, claim) = match (refused, registered, replay) {
-        (_, _, Replay::Replayed(report)) => return replayed(*report, &mut log, in_flight),
-        (Some(refused), _, _) => (
-            Answer::no_attempt(inner.mounts.unknown(tool, refused)),
-            None,
-        ),
+    let (answer, claim) = match (registered, replay) {
+        (_, Err(refusal)) => (Answer::no_attempt(refusal), None),
+        (_, Ok(Replay::Replayed(report))) => return replayed(*report, &mut log, in_flight),
         // Await: the call itself. Holds `in_flight` and `claim`; a drop here gives both
         // back (the claim is released, so a waiter or a retry of the key runs).
-        (None, Some(registered), Replay::Run(claim)) => {
+        (Some(registered), Ok(Replay::Run(claim))) => {
             // Built in the `.await` itself: a future first bound to a local is kept in
             // this one twice (the local and the awaited copy).
             let answer = until_cancelled(
@@ -192,7 +192,7 @@ async fn run_call<C: Send + Sync + 'static>(
             .await;
             (answer, claim)
         }
-        (None, registered, replay) => (
+        (registered, Ok(replay)) => (
             Answer::no_attempt(not_run(registered, &target, replay)),
             None,
         ),

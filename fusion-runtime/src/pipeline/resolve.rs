@@ -13,11 +13,9 @@ use crate::{
     setup::{registered::RegisteredTool, server::Server},
 };
 
-/// What a call resolved to.
+/// What a call resolved to. Held across the call's awaits: why a call is refused is
+/// handed out beside it ([`Resolved::of`]), not kept in it.
 pub(super) struct Resolved<C> {
-    /// Why the caller cannot call what it named (an unknown tool or action, a missing
-    /// action), or `None`.
-    pub(super) refused: Option<FailureKind>,
     /// Where the tool is kept, when the call names one.
     found: Option<Slot<C>>,
     /// The action: the one resolved, or the one asked for when the call is refused.
@@ -26,25 +24,22 @@ pub(super) struct Resolved<C> {
 
 impl<C: Send + Sync + 'static> Resolved<C> {
     /// Resolves `tool` and `action` for `call`'s caller; `args` lose the action's
-    /// selector member when a grouped tool takes it from there.
+    /// selector member when a grouped tool takes it from there. With it, why the caller
+    /// cannot call what it named (an unknown tool or action, a missing action), if so.
     pub(super) fn of(
         server: &Server<C>,
         tool: &str,
         action: Option<&str>,
         args: &mut Value,
         call: &Call,
-    ) -> Self {
+    ) -> (Self, Option<FailureKind>) {
         let inner = &*server.inner;
         let resolved = match server.shown(call.request()) {
             None => inner.registry.resolve(tool, action, args),
             Some(shown) => inner.registry.resolve_shown(tool, action, args, &shown),
         };
         match resolved {
-            Ok((index, resolved)) => Self {
-                refused: None,
-                found: Some(Slot::Registry(index)),
-                action: resolved.map(str::to_owned),
-            },
+            Ok((index, resolved)) => Self::found(Slot::Registry(index), resolved),
             // A tool a mounted upstream added since the server started: looked for only
             // when the registry knows no such tool, so that a call to any other costs what
             // it did.
@@ -55,11 +50,7 @@ impl<C: Send + Sync + 'static> Resolved<C> {
                     .added
                     .find(tool, |spec| visibility.shows(spec, call.request()))
                 {
-                    Some(added) => Self {
-                        refused: None,
-                        found: Some(Slot::Added(added)),
-                        action: None,
-                    },
+                    Some(added) => Self::found(Slot::Added(added), None),
                     None => Self::refused(refused, action),
                 }
             }
@@ -67,12 +58,20 @@ impl<C: Send + Sync + 'static> Resolved<C> {
         }
     }
 
-    fn refused(refused: FailureKind, action: Option<&str>) -> Self {
-        Self {
-            refused: Some(refused),
+    fn found(slot: Slot<C>, action: Option<&str>) -> (Self, Option<FailureKind>) {
+        let found = Self {
+            found: Some(slot),
+            action: action.map(str::to_owned),
+        };
+        (found, None)
+    }
+
+    fn refused(refused: FailureKind, action: Option<&str>) -> (Self, Option<FailureKind>) {
+        let resolved = Self {
             found: None,
             action: action.map(str::to_owned),
-        }
+        };
+        (resolved, Some(refused))
     }
 
     /// The tool's one record, when the call names one.
