@@ -29,6 +29,8 @@
 //!   backoff when it ends;
 //! - `offered.rs`: what an upstream offers at one moment, and the names its tools are
 //!   listed under (interned, capped);
+//! - `listing.rs`: the upstream's tools listed page by page, and the waits between the
+//!   tries to reach one;
 //! - `mount.rs`: an upstream's tools as tool definitions, called through the link, and
 //!   its one breaker;
 //! - `outcome.rs`: the upstream's answers, and the link's failures, as outcomes;
@@ -45,6 +47,7 @@ mod http;
 mod identity;
 pub(crate) mod link;
 mod link_error;
+mod listing;
 mod mount;
 mod offered;
 mod outcome;

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use super::{
     Upstream,
     link::Link,
-    link_error::LinkError,
+    listing::{FIRST_RETRY, until_listed},
     offered::{Names, Offered, OfferedTool, same_treatment},
     rpc::{self, ProgressRoute},
 };
@@ -28,10 +28,6 @@ use crate::{
     tool::{Annotations, Invoke, Outcome, ToolDefinition, ToolSpec},
     validate::{ArgIssue, Validator},
 };
-
-/// The most tools taken from one upstream, and the most pages of `tools/list` read.
-const MAX_TOOLS: usize = 1000;
-const MAX_PAGES: usize = 100;
 
 /// One mounted upstream: its link, its breaker, and the tools it offers.
 pub(crate) struct Mount {
@@ -270,9 +266,7 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
             .map_or(Duration::ZERO, |circuit| circuit.cooldown),
         probing: AtomicBool::new(false),
         reached: AtomicBool::new(reached),
-        retry_in: AtomicU64::new(
-            u64::try_from(super::refresh::FIRST_RETRY.as_millis()).unwrap_or(u64::MAX),
-        ),
+        retry_in: AtomicU64::new(u64::try_from(FIRST_RETRY.as_millis()).unwrap_or(u64::MAX)),
         identity: upstream.identity.clone(),
         changed,
         now: RwLock::new(Arc::new(Now {
@@ -296,54 +290,6 @@ pub(crate) async fn mount<C: Send + Sync + 'static>(
         reached,
         tags,
     })
-}
-
-/// The upstream's tools, asked for again while it cannot be reached (an upstream started
-/// beside this server may not listen yet), until `within` runs out.
-async fn until_listed(link: &Link, within: Duration) -> Result<Vec<Value>, String> {
-    let deadline = tokio::time::Instant::now() + within;
-    let mut last = String::from("no answer");
-    loop {
-        match tokio::time::timeout_at(deadline, list_tools(link)).await {
-            Ok(Ok(listed)) => return Ok(listed),
-            // Not reached: worth another try. Anything else is the upstream's answer.
-            Ok(Err(LinkError::NotSent(why))) => last = why,
-            Ok(Err(error)) => return Err(error.to_string()),
-            Err(_) => return Err(format!("no tool list within {within:?} ({last})")),
-        }
-        if tokio::time::Instant::now() + RETRY_CONNECT >= deadline {
-            return Err(format!("not reached within {within:?}: {last}"));
-        }
-        tokio::time::sleep(RETRY_CONNECT).await;
-    }
-}
-
-/// How long a start waits between two tries to reach an upstream.
-const RETRY_CONNECT: Duration = Duration::from_millis(200);
-
-/// Every tool the upstream lists, page after page, up to [`MAX_TOOLS`].
-pub(crate) async fn list_tools(link: &Link) -> Result<Vec<Value>, LinkError> {
-    link.connect().await?;
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let params = match &cursor {
-            Some(cursor) => json!({"cursor": cursor}),
-            None => json!({}),
-        };
-        let page = link.request("tools/list", params).await?;
-        if let Some(Value::Array(listed)) = page.get("tools") {
-            tools.extend(listed.iter().take(MAX_TOOLS - tools.len()).cloned());
-        }
-        cursor = page
-            .get("nextCursor")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        if cursor.is_none() || tools.len() >= MAX_TOOLS {
-            break;
-        }
-    }
-    Ok(tools)
 }
 
 /// A text made `'static`, as a [`ToolSpec`] holds it: only what an upstream lists at start

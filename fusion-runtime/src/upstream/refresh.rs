@@ -22,18 +22,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Upstream,
-    mount::{Mount, Texts, definition, list_tools},
+    listing::{FIRST_RETRY, LAST_RETRY, list_tools},
+    mount::{Mount, Texts, definition},
     offered::{Offered, same_treatment},
 };
 use crate::setup::mounts::{Added, AddedTools, Completion};
 
 /// The least time between two listings of one upstream.
 pub(crate) const MIN_SPACING: Duration = Duration::from_secs(1);
-
-/// How long an upstream not reached yet is first waited for before another try,
-/// and the longest wait the tries back off to.
-pub(super) const FIRST_RETRY: Duration = Duration::from_secs(1);
-const LAST_RETRY: Duration = Duration::from_secs(30);
 
 /// What a mount's refresh needs, made at start before the server is built.
 pub(crate) struct Refresher<C> {
